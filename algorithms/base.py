@@ -1,0 +1,198 @@
+"""The one interface every algorithm implements.
+
+``plan(data, target)`` is the untimed calibration: it turns a privacy target into a noise
+multiplier σ (``calibration: paper`` follows the paper's own formula, ``pld``/``rdp`` are
+tight numerical calibrations) and predicts the ledger the run will fill, so the plan
+carries ε as the paper computes it (``eps_paper``) and ε from each accountant.
+``iterate(oracle, plan, mech)`` is the timed generator that yields x_t; all privacy noise
+and all data sampling go through ``mech``. ``output()`` is the point the paper outputs.
+Metrics never flow back into an algorithm.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from algorithms.privacy.accounting import Epsilons, calibrate, epsilons
+from algorithms.privacy.ledger import Ledger, Mechanism
+from problems.base import DataInfo
+from problems.oracles import Oracle
+
+CALIBRATIONS = ("pld", "rdp", "paper")
+
+
+@dataclass(frozen=True)
+class PrivacyTarget:
+    """What a run must guarantee: (ε, δ) and how σ is chosen.
+
+    ``epsilon = inf`` marks a non-private run. ``sigma`` (a noise multiplier), when given,
+    overrides calibration: the plan then reports the ε that σ spends.
+    """
+
+    epsilon: float = math.inf
+    delta: float = 1e-5
+    calibration: str = "pld"
+    sigma: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.epsilon > 0:
+            raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
+        if not 0.0 < self.delta < 1.0:
+            raise ValueError(f"delta must be in (0, 1), got {self.delta}")
+        if self.calibration not in CALIBRATIONS:
+            raise ValueError(
+                f"unknown calibration {self.calibration!r}; choose one of {', '.join(CALIBRATIONS)}"
+            )
+        if self.sigma is not None and not self.sigma > 0:
+            raise ValueError(f"sigma must be > 0, got {self.sigma}")
+
+
+@dataclass
+class Plan:
+    """The untimed result of calibration: σ, schedule sizes and the ε figures."""
+
+    sigma: float
+    steps: int
+    batch_size: float
+    n: int
+    target: PrivacyTarget
+    calibration: str
+    eps: Epsilons
+    eps_paper: float | None
+    ledger: Ledger = field(repr=False)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sigma": self.sigma,
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "n": self.n,
+            "target": asdict(self.target),
+            "calibration": self.calibration,
+            "eps": self.eps.to_dict(),
+            "eps_paper": self.eps_paper,
+            "ledger": self.ledger.to_json(),
+            "extra": self.extra,
+        }
+
+
+@dataclass
+class Step:
+    """One yielded iterate: step count t (1-based) and x_t."""
+
+    t: int
+    x: Any
+
+
+class Algorithm(ABC):
+    """Base class: subclasses set ``name``, ``paper``, ``Params`` and the three hooks."""
+
+    name: ClassVar[str]
+    paper: ClassVar[str]
+    reference: ClassVar[str] = ""
+    private: ClassVar[bool] = True
+    Params: ClassVar[type]
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params if params is not None else self.Params()
+        self._x: Any = None
+
+    # -- hooks ------------------------------------------------------------------------
+    @abstractmethod
+    def steps(self, data: DataInfo) -> int:
+        """Number of iterations T."""
+
+    @abstractmethod
+    def batch_size(self, data: DataInfo) -> float:
+        """(Expected) batch size."""
+
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        """The releases a run with noise multiplier σ will record (private algorithms)."""
+        raise NotImplementedError
+
+    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
+        """σ from the paper's own calibration formula."""
+        raise NotImplementedError(f"{self.name} has no paper calibration; use pld or rdp")
+
+    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
+        """ε the paper's analysis claims for σ (None where the paper gives no formula)."""
+        return None
+
+    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
+        """Values resolved from the data at plan time that ``iterate`` needs (e.g. C)."""
+        return {}
+
+    @abstractmethod
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        """Run the algorithm, yielding every iterate x_1..x_T (timed)."""
+
+    # -- shared -------------------------------------------------------------------------
+    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
+        """Calibrate σ for ``target`` and predict the privacy spent (untimed)."""
+        steps, batch = self.steps(data), self.batch_size(data)
+        if not self.private:
+            ledger, sigma = self.nonprivate_ledger(), 0.0
+            calibration = "none"
+        else:
+            if math.isinf(target.epsilon) and target.sigma is None:
+                raise ValueError(f"{self.name} is private: give a finite epsilon or a sigma")
+            sigma, calibration = self._sigma(data, target)
+            ledger = self.planned_ledger(data, sigma)
+        eps = epsilons(ledger, target.delta)
+        eps_paper = self.paper_epsilon(data, sigma, target.delta) if self.private else math.inf
+        return Plan(sigma=sigma, steps=steps, batch_size=batch, n=data.n, target=target,
+                    calibration=calibration, eps=eps, eps_paper=eps_paper, ledger=ledger,
+                    extra=self.plan_extra(data))
+
+    def _sigma(self, data: DataInfo, target: PrivacyTarget) -> tuple[float, str]:
+        if target.sigma is not None:
+            return float(target.sigma), "given"
+        if target.calibration == "paper":
+            return float(self.paper_sigma(data, target)), "paper"
+        sigma = calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
+                          target.calibration)
+        return sigma, target.calibration
+
+    def nonprivate_ledger(self) -> Ledger:
+        from algorithms.privacy.ledger import Release, Sampling
+
+        ledger = Ledger()
+        ledger.record(Sampling(), [Release("nonprivate", "data")])
+        return ledger
+
+    def output(self) -> Any:
+        """The point the paper outputs (default: the last iterate)."""
+        if self._x is None:
+            raise RuntimeError(f"{self.name}.output() called before iterate()")
+        return self._x
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Per-run facts worth reporting (e.g. voided guarantees); JSON-serialisable."""
+        return {}
+
+
+ALGORITHMS: dict[str, type[Algorithm]] = {}
+
+A = TypeVar("A", bound=type[Algorithm])
+
+
+def register_algorithm(cls: A) -> A:
+    """Class decorator: make ``cls`` available by its ``name``."""
+    if cls.name in ALGORITHMS:
+        raise ValueError(f"algorithm {cls.name!r} registered twice")
+    ALGORITHMS[cls.name] = cls
+    return cls
+
+
+def get_algorithm(name: str) -> type[Algorithm]:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown algorithm {name!r}; registered algorithms: {', '.join(sorted(ALGORITHMS))}"
+        ) from None

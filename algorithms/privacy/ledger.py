@@ -1,0 +1,172 @@
+"""The release ledger and the mechanism object every algorithm draws through.
+
+All privacy noise and all data sampling go through :class:`Mechanism`:
+
+* ``mech.sample(...)`` draws a batch (host indices) and opens a *round* that records how it
+  was sampled (Poisson rate q, fixed size without replacement, or the whole data);
+* ``mech.gaussian(value, sensitivity=Δ, sigma=σ, batch=...)`` adds N(0, (σΔ)² I) on the
+  backend's device and records the release in the batch's round (or in a round of its own
+  when ``batch`` is None: a release computed from the whole data set);
+* ``mech.exact(value, batch=...)`` records a non-private use of data (ε = ∞).
+
+``sensitivity`` is the L2 sensitivity of ``value`` under the neighbouring relation its
+round implies: add/remove-one for Poisson and unsampled rounds, replace-one for fixed-size
+batches drawn without replacement (dp-accounting's only event for those). The ledger
+stores ``sigma = std / Δ`` (the noise multiplier) for each release, so an accountant never
+sees σ divided by the wrong sensitivity (anchors/dp_tooling.md §2.6 item 1).
+
+Releases that share a round are accounted as one Gaussian of the concatenated vector,
+σ_eff = (Σ σ_i⁻²)^(−½), which is exact for jointly Gaussian releases on one batch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Scheme = Literal["none", "poisson", "fixed"]
+SCHEMES: tuple[str, ...] = ("none", "poisson", "fixed")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a round's batch was drawn from a population of ``n`` records."""
+
+    scheme: str = "none"
+    n: int = 0
+    rate: float = 1.0
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"unknown sampling scheme {self.scheme!r}; choose {SCHEMES}")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One release: Gaussian with noise multiplier ``sigma`` and L2 ``sensitivity``."""
+
+    kind: str
+    tag: str
+    sigma: float = 0.0
+    sensitivity: float = 0.0
+
+
+@dataclass(frozen=True)
+class Round:
+    sampling: Sampling
+    releases: tuple[Release, ...]
+
+
+@dataclass
+class Batch:
+    """Indices drawn by :meth:`Mechanism.sample` and the releases made from them."""
+
+    indices: np.ndarray
+    sampling: Sampling
+    releases: list[Release] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class Ledger:
+    """Every round of a run; :meth:`summary` groups identical rounds with their counts."""
+
+    def __init__(self) -> None:
+        self._open: list[tuple[Sampling, list[Release]]] = []
+        self._counted: Counter[Round] = Counter()
+
+    def open(self, batch: Batch) -> Batch:
+        """Track a sampled batch; its releases are attached to it as they happen."""
+        self._open.append((batch.sampling, batch.releases))  # shares the releases list
+        return batch
+
+    def record(self, sampling: Sampling, releases: list[Release], count: int = 1) -> None:
+        """Record ``count`` identical rounds."""
+        self._counted[Round(sampling, tuple(releases))] += count
+
+    def summary(self) -> list[tuple[Round, int]]:
+        """Distinct rounds with how often each occurred (rounds without releases dropped)."""
+        counts = Counter(self._counted)
+        counts.update(Round(smp, tuple(rel)) for smp, rel in self._open if rel)
+        return [(r, c) for r, c in counts.items() if r.releases and c > 0]
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [
+            {"sampling": asdict(r.sampling), "releases": [asdict(x) for x in r.releases],
+             "count": c}
+            for r, c in self.summary()
+        ]
+
+    @classmethod
+    def from_summary(cls, rounds: list[tuple[Round, int]]) -> Ledger:
+        """A ledger holding ``count`` copies of each round (plans, ``account``)."""
+        ledger = cls()
+        for rnd, count in rounds:
+            ledger.record(rnd.sampling, list(rnd.releases), count)
+        return ledger
+
+    @classmethod
+    def from_json(cls, data: list[dict[str, Any]]) -> Ledger:
+        return cls.from_summary([
+            (Round(Sampling(**e["sampling"]), tuple(Release(**r) for r in e["releases"])),
+             int(e["count"]))
+            for e in data
+        ])
+
+
+class Mechanism:
+    """Draws batches and Gaussian noise, recording both in a :class:`Ledger`."""
+
+    def __init__(self, noise: Any, sampler: np.random.Generator,
+                 ledger: Ledger | None = None) -> None:
+        self.noise = noise
+        self.sampler = sampler
+        self.ledger = ledger if ledger is not None else Ledger()
+
+    def sample(self, population: int | np.ndarray, *, scheme: str,
+               rate: float | None = None, size: int | None = None) -> Batch:
+        """A batch from ``population`` (a size, or an index array such as one client)."""
+        pop = (np.arange(population) if isinstance(population, (int, np.integer))
+               else np.asarray(population))
+        n = len(pop)
+        if scheme == "poisson":
+            if rate is None or not 0.0 < rate <= 1.0:
+                raise ValueError(f"poisson sampling needs a rate in (0, 1], got {rate}")
+            chosen = pop[self.sampler.random(n) < rate]
+            sampling = Sampling("poisson", n, rate=float(rate))
+        elif scheme == "fixed":
+            if size is None or not 0 < size <= n:
+                raise ValueError(f"fixed-size sampling needs 0 < size <= {n}, got {size}")
+            chosen = pop[np.sort(self.sampler.choice(n, size=size, replace=False))]
+            sampling = Sampling("fixed", n, rate=size / n, size=int(size))
+        elif scheme == "none":
+            chosen = pop
+            sampling = Sampling("none", n, rate=1.0, size=n)
+        else:
+            raise ValueError(f"unknown sampling scheme {scheme!r}; choose {SCHEMES}")
+        return self.ledger.open(Batch(chosen, sampling))
+
+    def gaussian(self, value: Any, *, sensitivity: float, sigma: float, tag: str,
+                 batch: Batch | None = None) -> Any:
+        """``value`` + N(0, (σ·Δ)² I), recorded against ``batch`` (or the whole data)."""
+        if sensitivity <= 0 or sigma <= 0:
+            raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
+        release = Release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
+        self._attach(release, batch)
+        return value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
+
+    def exact(self, value: Any, *, tag: str, batch: Batch | None = None) -> Any:
+        """Record a release of ``value`` without noise (a non-private step)."""
+        self._attach(Release("nonprivate", tag), batch)
+        return value
+
+    def _attach(self, release: Release, batch: Batch | None) -> None:
+        if batch is None:
+            self.ledger.record(Sampling("none"), [release])
+        else:
+            batch.releases.append(release)

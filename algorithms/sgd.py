@@ -1,0 +1,69 @@
+"""``sgd``: plain minibatch SGD, the non-private reference of every paper's figures.
+
+x_{t+1} = x_t − η · avg_{i∈B_t} ∇f_i(x_t). Batches are drawn like the private methods'
+(Poisson with rate B/n, or fixed size B without replacement) so the only difference from
+them is privacy. The ledger records each step as a non-private use of the data (ε = ∞).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from algorithms.base import Algorithm, Plan, Step, register_algorithm
+from algorithms.privacy.ledger import Batch, Mechanism
+from problems.base import DataInfo
+from problems.oracles import Oracle
+
+SAMPLINGS = ("poisson", "fixed")
+
+
+@dataclass(frozen=True)
+class SGDParams:
+    lr: float = 0.1
+    steps: int = 500
+    batch_size: int = 64
+    sampling: str = "poisson"
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}")
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError("steps and batch_size must be >= 1")
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"unknown sampling {self.sampling!r}; choose {', '.join(SAMPLINGS)}")
+
+
+@register_algorithm
+class SGD(Algorithm):
+    """Minibatch SGD without noise (non-private baseline)."""
+
+    name = "sgd"
+    paper = "baseline"
+    reference = "Robbins & Monro 1951; the SGD curve of avdiukhin2024 Figs. 1-3"
+    private = False
+    Params: ClassVar[type] = SGDParams
+
+    def steps(self, data: DataInfo) -> int:
+        return int(self.params.steps)
+
+    def batch_size(self, data: DataInfo) -> float:
+        if self.params.batch_size > data.n:
+            raise ValueError(f"batch_size {self.params.batch_size} exceeds n = {data.n}")
+        return float(self.params.batch_size)
+
+    def sample(self, mech: Mechanism, n: int) -> Batch:
+        """Line 2: draw B_t (Poisson with q = B/n, or B records without replacement)."""
+        p = self.params
+        return mech.sample(n, scheme=p.sampling, rate=p.batch_size / n, size=p.batch_size)
+
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        x = oracle.x0
+        for t in range(plan.steps):
+            batch = self.sample(mech, oracle.n)
+            if len(batch):
+                g = mech.exact(oracle.grad(x, batch.indices), tag="grad", batch=batch)
+                x = x - self.params.lr * g
+            self._x = x
+            yield Step(t + 1, x)

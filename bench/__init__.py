@@ -1,0 +1,1 @@
+"""bench: HOW runs are executed and measured (specs, runner, metrics, store, CLI)."""

@@ -1,0 +1,79 @@
+"""The environment a result came from: versions, git sha, CPU/GPU, code fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import platform
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from problems.backend import BackendSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("saddlebench", "numpy", "scipy", "torch", "jax", "jaxlib", "dp-accounting",
+            "array-api-compat")
+FINGERPRINTED = ("algorithms", "problems", "bench/runner.py", "bench/metrics.py",
+                 "bench/spec.py")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def git_sha() -> str | None:
+    """The checkout's commit, with ``-dirty`` when tracked files have changes."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=5).stdout
+        return sha + ("-dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Hash of the sources that determine a run's numbers (cache validity)."""
+    digest = hashlib.sha256()
+    for entry in FINGERPRINTED:
+        path = ROOT / entry
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            digest.update(str(f.relative_to(ROOT)).encode())
+            digest.update(f.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def _static() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": {p: _version(p) for p in PACKAGES},
+        "git_sha": git_sha(),
+        "code": code_fingerprint(),
+    }
+
+
+def environment(backend: BackendSpec | None = None) -> dict[str, Any]:
+    """Versions, hardware and code identity; the GPU name when running on CUDA."""
+    out = dict(_static())
+    if backend is not None and backend.device == "cuda":
+        try:
+            from problems.backend import get_backend
+
+            out["gpu"] = get_backend(backend).describe().get("gpu")
+        except (ImportError, ValueError):
+            out["gpu"] = None
+    return out

@@ -1,0 +1,150 @@
+"""One RunSpec → one RunRecord: timed ``iterate`` loop, untimed evaluation.
+
+The clock runs only inside ``next(iterate)``; at each evaluation step the device is
+synchronised, the clock stopped, metrics computed, and the clock restarted. Seeds derive
+from the RunSpec's seed alone (not the algorithm), so algorithms compared under one seed
+see the same initial point and, where they sample alike, the same batches.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from algorithms.base import Plan, get_algorithm
+from algorithms.privacy.accounting import epsilons
+from algorithms.privacy.ledger import Mechanism
+from bench import env
+from bench.metrics import evaluate, finite
+from bench.spec import RunSpec, instantiate_params
+from problems.backend import get_backend
+from problems.base import get_problem
+
+STATUSES = ("done", "diverged", "error", "skipped")
+NOISE_STREAM, SAMPLING_STREAM = 1, 2
+
+
+@dataclass
+class RunRecord:
+    """The outcome of one run: trajectory rows plus everything needed to trust them."""
+
+    spec: RunSpec
+    status: str = "done"
+    error: str | None = None
+    plan: dict[str, Any] | None = None
+    eps: dict[str, Any] | None = None
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.spec.digest
+
+    def sidecar(self) -> dict[str, Any]:
+        """The JSON sidecar written next to the trajectory."""
+        return {
+            "run_id": self.run_id,
+            "spec": self.spec.to_dict(),
+            "status": self.status,
+            "error": self.error,
+            "plan": self.plan,
+            "eps": self.eps,
+            "ledger": self.ledger,
+            "diagnostics": self.diagnostics,
+            "timings": self.timings,
+            "info": self.info,
+            "environment": self.environment,
+            "final": self.rows[-1] if self.rows else {},
+        }
+
+
+def eval_steps(total: int, points: int) -> set[int]:
+    """Log-spaced evaluation steps in 1..T, always including 1 and T."""
+    grid = np.unique(np.round(np.geomspace(1, max(total, 1), points)).astype(int))
+    return {int(s) for s in grid} | {total}
+
+
+def run_one(spec: RunSpec) -> RunRecord:
+    """Execute ``spec``; failures become records (status ``error``), never exceptions."""
+    record = RunRecord(spec, environment=env.environment(spec.backend))
+    started = time.perf_counter()
+    try:
+        _execute(spec, record)
+    except Exception as exc:  # a failing run must never take a sweep down
+        record.status = "error"
+        record.error = f"{type(exc).__name__}: {exc}"
+        record.info["traceback"] = traceback.format_exc(limit=20)
+    record.timings["wall_s"] = time.perf_counter() - started
+    return record
+
+
+def _execute(spec: RunSpec, record: RunRecord) -> None:
+    backend = get_backend(spec.backend)
+    problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
+    algorithm = get_algorithm(spec.algorithm.name)(instantiate_params("algorithm", spec.algorithm))
+
+    t0 = time.perf_counter()
+    instance = problem.build(spec.seed)
+    oracle = instance.oracle(backend)
+    plan: Plan = algorithm.plan(instance, spec.privacy)
+    record.plan = plan.to_dict()
+    record.timings["setup_s"] = time.perf_counter() - t0
+
+    seeds = np.random.SeedSequence(spec.seed)
+    noise_seed, sampling_seed = (int(s.generate_state(1)[0]) for s in seeds.spawn(2))
+    mech = Mechanism(backend.noise_source(noise_seed), np.random.default_rng(sampling_seed))
+
+    schedule = eval_steps(plan.steps, spec.eval.points)
+    iterate_s = eval_s = 0.0
+
+    def measure(step: int, x: Any, point: str, names: tuple[str, ...]) -> bool:
+        nonlocal eval_s
+        e0 = time.perf_counter()
+        ok = finite(x, oracle)
+        row: dict[str, Any] = {"step": step, "time_s": iterate_s, "point": point}
+        if ok:
+            row.update(evaluate(instance, oracle, x, names))
+            ok = all(math.isfinite(v) for k, v in row.items() if k in ("loss", "grad_norm"))
+        record.rows.append(row)
+        eval_s += time.perf_counter() - e0
+        return ok
+
+    names = spec.eval.metrics
+    with np.errstate(all="ignore"):
+        measure(0, oracle.x0, "iterate", names)
+        steps = algorithm.iterate(oracle, plan, mech)
+        healthy = True
+        while True:
+            c0 = time.perf_counter()
+            step = next(steps, None)
+            if step is not None and step.t in schedule:
+                backend.sync(step.x)
+            iterate_s += time.perf_counter() - c0
+            if step is None:
+                break
+            if step.t in schedule:
+                last = step.t == plan.steps
+                healthy = measure(step.t, step.x, "iterate", names + (spec.eval.final if last
+                                                                       else ()))
+                if not healthy:
+                    break
+        if healthy:
+            healthy = measure(plan.steps, algorithm.output(), "output",
+                              names + spec.eval.final)
+
+    record.status = "done" if healthy else "diverged"
+    record.ledger = mech.ledger.to_json()
+    spent = epsilons(mech.ledger, spec.privacy.delta)
+    record.eps = {**spent.to_dict(), "paper": plan.eps_paper,
+                  "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon}
+    record.diagnostics = algorithm.diagnostics()
+    record.timings.update(iterate_s=iterate_s, eval_s=eval_s)

@@ -1,0 +1,399 @@
+"""RunSpec (one run, hashable digest) and experiment files (YAML → grid of RunSpecs).
+
+An experiment file is validated on load; every error names the file, the place in it,
+the bad key or value and what is allowed. The grid is
+problems × their sweeps × algorithms × their sweeps × ε × calibration × backends × seeds
+(a non-private algorithm runs once, at ε = ∞). Params are completed with their defaults
+before hashing, so ``{}`` and the explicit defaults give the same run id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from algorithms.base import CALIBRATIONS, PrivacyTarget, get_algorithm
+from problems.backend import BackendSpec
+from problems.base import get_problem
+
+SCHEMA = 1
+METRICS = ("loss", "grad_norm", "lambda_min", "test")
+SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class SpecError(ValueError):
+    """An invalid experiment file or run specification."""
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """A registered component (problem or algorithm) and its complete params."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """Which metrics are measured, at how many log-spaced steps (``final``: last only)."""
+
+    points: int = 10
+    metrics: tuple[str, ...] = ("loss", "grad_norm", "test")
+    final: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.points < 2:
+            raise SpecError(f"eval.points must be >= 2, got {self.points}")
+        for name in (*self.metrics, *self.final):
+            if name not in METRICS:
+                raise SpecError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that determines one run; its digest is the run id and the cache key."""
+
+    problem: ComponentSpec
+    algorithm: ComponentSpec
+    privacy: PrivacyTarget
+    backend: BackendSpec
+    seed: int
+    eval: EvalSpec = EvalSpec()
+    label: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem.to_dict(),
+            "algorithm": self.algorithm.to_dict(),
+            "privacy": _jsonable(dataclasses.asdict(self.privacy)),
+            "backend": dataclasses.asdict(self.backend),
+            "seed": self.seed,
+            "eval": {k: list(v) if isinstance(v, tuple) else v
+                     for k, v in dataclasses.asdict(self.eval).items()},
+            "label": self.label,
+        }
+
+    @property
+    def digest(self) -> str:
+        """Run id: hash of the canonical spec (the display label excluded)."""
+        body = self.to_dict()
+        body.pop("label")
+        body["schema"] = SCHEMA
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    @property
+    def display(self) -> str:
+        return self.label or self.algorithm.name
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RunSpec:
+        privacy = dict(d["privacy"])
+        privacy["epsilon"] = float(privacy["epsilon"])
+        return cls(
+            problem=ComponentSpec(d["problem"]["name"], d["problem"]["params"]),
+            algorithm=ComponentSpec(d["algorithm"]["name"], d["algorithm"]["params"]),
+            privacy=PrivacyTarget(**privacy),
+            backend=BackendSpec(**d["backend"]),
+            seed=int(d["seed"]),
+            eval=EvalSpec(points=d["eval"]["points"], metrics=tuple(d["eval"]["metrics"]),
+                          final=tuple(d["eval"]["final"])),
+            label=d.get("label", ""),
+        )
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    """inf as the string 'inf' so specs round-trip through strict JSON."""
+    return {k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in d.items()}
+
+
+@dataclass
+class Experiment:
+    """A loaded experiment file: the suite name, its runs and what was left out."""
+
+    suite: str
+    path: Path | None
+    specs: list[RunSpec]
+    description: str = ""
+    paper: str | None = None
+    scale: str | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+# -- params ---------------------------------------------------------------------------
+
+def _type_ok(value: Any, annotation: Any) -> tuple[bool, Any]:
+    """Whether ``value`` fits ``annotation`` (int → float allowed); the coerced value."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arm in typing.get_args(annotation):
+            ok, coerced = _type_ok(value, arm)
+            if ok:
+                return True, coerced
+        return False, value
+    if annotation is type(None):
+        return value is None, value
+    if annotation is bool:
+        return isinstance(value, bool), value
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-5 as a string
+            try:
+                return True, float(value)
+            except ValueError:
+                return False, value
+        return False, value
+    if annotation is str:
+        return isinstance(value, str), value
+    if origin is tuple:
+        if isinstance(value, (list, tuple)):
+            return True, tuple(value)
+        return False, value
+    return True, value
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", str(annotation)).replace("NoneType", "None")
+
+
+def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) -> Any:
+    """Construct a Params dataclass from a mapping, with errors naming ``where``."""
+    given = dict(given or {})
+    hints = typing.get_type_hints(params_cls)
+    names = [f.name for f in dataclasses.fields(params_cls)]
+    kwargs = {}
+    for key, value in given.items():
+        if key not in names:
+            raise SpecError(f"{where}: unknown parameter {key!r} (allowed: {', '.join(names)})")
+        ok, coerced = _type_ok(value, hints[key])
+        if not ok:
+            raise SpecError(f"{where}: parameter {key!r} must be {_type_name(hints[key])}, "
+                            f"got {value!r}")
+        kwargs[key] = coerced
+    try:
+        return params_cls(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:
+    """A validated :class:`ComponentSpec` with its params completed by the defaults."""
+    if not isinstance(name, str):
+        raise SpecError(f"{where}: 'name' must be a string, got {name!r}")
+    try:
+        cls = get_problem(name) if kind == "problem" else get_algorithm(name)
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    obj = build_params(cls.Params, params, f"{where} ({name})")
+    return ComponentSpec(name, _jsonable(dataclasses.asdict(obj)))
+
+
+def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
+    """The Params object of a stored :class:`ComponentSpec`."""
+    cls = get_problem(spec.name) if kind == "problem" else get_algorithm(spec.name)
+    params = {k: (math.inf if v == "inf" else v) for k, v in spec.params.items()}
+    return build_params(cls.Params, params, f"{kind} {spec.name}")
+
+
+# -- experiment files -----------------------------------------------------------------
+
+TOP_KEYS = ("suite", "description", "paper", "scale", "seeds", "privacy", "backend", "eval",
+            "problems", "algorithms")
+ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
+              "algorithms": ("name", "label", "params", "sweep", "privacy")}
+PRIVACY_KEYS = ("epsilon", "delta", "calibration", "sigma")
+EVAL_KEYS = ("points", "metrics", "final")
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where}: expected a mapping, got {type(value).__name__} {value!r}")
+    return dict(value)
+
+
+def _check_keys(d: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
+    allowed = tuple(allowed)
+    for key in d:
+        if key not in allowed:
+            raise SpecError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool):
+        raise SpecError(f"{where}: expected a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{where}: expected a number, got {value!r}") from None
+
+
+def _privacies(raw: Any, where: str) -> list[PrivacyTarget]:
+    """Expand a privacy block (lists of ε / calibration) into single targets."""
+    d = _mapping(raw, where)
+    _check_keys(d, PRIVACY_KEYS, where)
+    eps = [_number(e, f"{where}.epsilon") for e in _as_list(d.get("epsilon", math.inf))]
+    cals = _as_list(d.get("calibration", "pld"))
+    for cal in cals:
+        if cal not in CALIBRATIONS:
+            raise SpecError(f"{where}.calibration: unknown calibration {cal!r} "
+                            f"(choose {', '.join(CALIBRATIONS)})")
+    delta = _number(d.get("delta", 1e-5), f"{where}.delta")
+    sigma = d.get("sigma")
+    sigma = None if sigma is None else _number(sigma, f"{where}.sigma")
+    try:
+        return [PrivacyTarget(epsilon=e, delta=delta, calibration=c, sigma=sigma)
+                for e, c in itertools.product(eps, cals)]
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def _backends(raw: Any, where: str) -> list[BackendSpec]:
+    out = []
+    for i, item in enumerate(_as_list(raw if raw is not None else "numpy")):
+        spot = f"{where}[{i}]"
+        fields_ = {"name": item} if isinstance(item, str) else _mapping(item, spot)
+        _check_keys(fields_, ("name", "device", "dtype", "noise"), spot)
+        try:
+            out.append(BackendSpec(**fields_))
+        except ValueError as exc:
+            raise SpecError(f"{spot}: {exc}") from None
+    return out
+
+
+def _seeds(raw: Any, where: str) -> list[int]:
+    if raw is None:
+        return [0]
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw < 1:
+            raise SpecError(f"{where}: seeds must be >= 1 (a count) or a list, got {raw}")
+        return list(range(raw))
+    seeds = _as_list(raw)
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise SpecError(f"{where}: seeds must be a count or a list of integers, got {raw!r}")
+    return seeds
+
+
+def _sweep(base: Mapping[str, Any], raw: Any, where: str) -> list[dict[str, Any]]:
+    """Cartesian product of the ``sweep`` lists over the base params."""
+    sweep = _mapping(raw, where)
+    if not sweep:
+        return [dict(base)]
+    keys = list(sweep)
+    values = [_as_list(sweep[k]) for k in keys]
+    return [{**base, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*values)]
+
+
+def _eval(raw: Any, where: str) -> EvalSpec:
+    d = _mapping(raw, where)
+    _check_keys(d, EVAL_KEYS, where)
+    try:
+        return EvalSpec(points=int(d.get("points", 10)),
+                        metrics=tuple(_as_list(d.get("metrics", ["loss", "grad_norm", "test"]))),
+                        final=tuple(_as_list(d.get("final", []))))
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
+def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None = None
+                     ) -> Experiment:
+    """Validate a loaded YAML document and expand its grid."""
+    doc = _mapping(data, source)
+    _check_keys(doc, TOP_KEYS, source)
+    suite = doc.get("suite")
+    if not isinstance(suite, str) or not SUITE_NAME.match(suite):
+        raise SpecError(f"{source}: 'suite' must be a name of letters, digits, '_', '-' or '.', "
+                        f"got {suite!r}")
+    for key in ("problems", "algorithms"):
+        if not isinstance(doc.get(key), list) or not doc[key]:
+            raise SpecError(f"{source}: '{key}' must be a non-empty list of entries")
+    seeds = _seeds(doc.get("seeds"), f"{source}: seeds")
+    privacy_default = _mapping(doc.get("privacy"), f"{source}: privacy")
+    backends_default = doc.get("backend")
+    evaluation = _eval(doc.get("eval"), f"{source}: eval")
+
+    problems = []
+    for i, entry in enumerate(doc["problems"]):
+        where = f"{source}: problems[{i}]"
+        e = _mapping(entry, where)
+        _check_keys(e, ENTRY_KEYS["problems"], where)
+        backends = _backends(e.get("backend", backends_default), f"{where}.backend")
+        base = _mapping(e.get("params"), f"{where}.params")
+        for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
+            problems.append((component("problem", e.get("name"), params, where), backends))
+
+    algorithms = []
+    for i, entry in enumerate(doc["algorithms"]):
+        where = f"{source}: algorithms[{i}]"
+        e = _mapping(entry, where)
+        _check_keys(e, ENTRY_KEYS["algorithms"], where)
+        privacy = {**privacy_default, **_mapping(e.get("privacy"), f"{where}.privacy")}
+        base = _mapping(e.get("params"), f"{where}.params")
+        label = e.get("label", "")
+        if not isinstance(label, str):
+            raise SpecError(f"{where}.label: expected a string, got {label!r}")
+        for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
+            comp = component("algorithm", e.get("name"), params, where)
+            private = get_algorithm(comp.name).private
+            targets = _privacies(privacy if private else {**privacy, "epsilon": math.inf,
+                                                          "sigma": None, "calibration": "pld"},
+                                 f"{where}.privacy")
+            if private and any(math.isinf(t.epsilon) and t.sigma is None for t in targets):
+                raise SpecError(f"{where}: {comp.name} is private; give privacy.epsilon or sigma")
+            algorithms.append((comp, label, targets))
+
+    specs, skipped = [], []
+    for (prob, backends), (alg, label, targets) in itertools.product(problems, algorithms):
+        supported = get_problem(prob.name).backends
+        for backend in backends:
+            if backend.name not in supported:
+                skipped.append(f"{prob.name} has no {backend.name} backend "
+                               f"(it has {', '.join(supported)}); {alg.name} not run there")
+                continue
+            for target, seed in itertools.product(targets, seeds):
+                specs.append(RunSpec(prob, alg, target, backend, seed, evaluation, label))
+    unique = list(dict.fromkeys(specs))
+    return Experiment(suite=suite, path=path, specs=unique,
+                      description=str(doc.get("description", "")), paper=doc.get("paper"),
+                      scale=doc.get("scale"), skipped=sorted(set(skipped)))
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment YAML file."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"experiment file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        place = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{p}:{place}: malformed YAML: {problem}") from None
+    return parse_experiment(data, str(p), p)

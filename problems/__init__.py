@@ -1,0 +1,13 @@
+"""Problems: WHAT is optimised (generators, data, models, oracles).
+
+Importing this package registers every built-in problem in :data:`PROBLEMS`.
+"""
+
+from problems import supervised as _supervised
+from problems.base import PROBLEMS, DataInfo, DataSize, Instance, Problem, get_problem
+from problems.synthetic import nc_least_squares as _nc_least_squares
+from problems.synthetic import strict_saddle as _strict_saddle
+
+__all__ = ["PROBLEMS", "DataInfo", "DataSize", "Instance", "Problem", "get_problem"]
+
+del _supervised, _nc_least_squares, _strict_saddle

@@ -1,0 +1,265 @@
+"""The backend layer: array namespace, device, dtype, random streams and sync.
+
+Everything that differs between numpy, torch and jax lives here and in the oracles.
+Algorithms see only ``oracle.xp`` (an array-API namespace from ``array_api_compat``) and
+flat parameter vectors of the backend's array type.
+
+Random numbers come from two places (see :class:`NoiseSource`): privacy noise is drawn on
+the backend's device by its native generator (``noise="native"``) or replayed from a numpy
+stream (``noise="replay"``), which makes numpy, torch and jax runs draw the same numbers
+for parity tests. Data sampling always uses a numpy generator on the host (indices are
+small), so every backend sees the same batches for a given seed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+BACKENDS = ("numpy", "torch", "jax")
+DEVICES = ("cpu", "cuda")
+DTYPES = ("float32", "float64")
+NOISE_MODES = ("native", "replay")
+
+_EXTRA = {"torch": "torch", "jax": "jax"}
+
+
+class MissingExtraError(ImportError):
+    """An optional backend is not installed."""
+
+
+def require(module: str, extra: str) -> Any:
+    """Import ``module`` lazily; on failure name the extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingExtraError(
+            f"{module} is not installed; install it with: pip install 'saddlebench[{extra}]'"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """Which backend a run uses: name, device, floating dtype and noise source."""
+
+    name: str = "numpy"
+    device: str = "cpu"
+    dtype: str = "float64"
+    noise: str = "native"
+
+    def __post_init__(self) -> None:
+        for value, allowed, what in (
+            (self.name, BACKENDS, "backend"),
+            (self.device, DEVICES, "device"),
+            (self.dtype, DTYPES, "dtype"),
+            (self.noise, NOISE_MODES, "noise"),
+        ):
+            if value not in allowed:
+                raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(allowed)}")
+        if self.name == "numpy" and self.device != "cpu":
+            raise ValueError("the numpy backend runs on cpu only; use torch or jax for cuda")
+
+
+class NoiseSource(Protocol):
+    """Draws standard normal arrays on the backend's device."""
+
+    def normal(self, shape: tuple[int, ...]) -> Any: ...
+
+
+class Backend:
+    """One backend: converts arrays, draws noise, synchronises the device."""
+
+    spec: BackendSpec
+    xp: Any
+
+    def __init__(self, spec: BackendSpec) -> None:
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def asarray(self, a: Any) -> Any:
+        """Floating data to the backend's dtype and device."""
+        raise NotImplementedError
+
+    def as_index(self, idx: np.ndarray) -> Any:
+        """Host integer indices (or labels) to the backend's integer array."""
+        raise NotImplementedError
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def sync(self, a: Any = None) -> None:
+        """Wait until queued device work (on ``a``, where that matters) is done."""
+
+    def native_noise(self, seed: int) -> NoiseSource:
+        raise NotImplementedError
+
+    def noise_source(self, seed: int) -> NoiseSource:
+        """The run's privacy-noise stream, native or replayed from numpy."""
+        if self.spec.noise == "replay":
+            return ReplayNoise(np.random.default_rng(seed), self)
+        return self.native_noise(seed)
+
+    def describe(self) -> dict[str, str]:
+        return {"backend": self.name, "device": self.spec.device, "dtype": self.spec.dtype}
+
+
+class ReplayNoise:
+    """Noise drawn by numpy on the host, then moved to the backend (parity tests)."""
+
+    def __init__(self, rng: np.random.Generator, backend: Backend) -> None:
+        self._rng = rng
+        self._backend = backend
+
+    def normal(self, shape: tuple[int, ...]) -> Any:
+        return self._backend.asarray(self._rng.standard_normal(shape))
+
+
+class NumpyBackend(Backend):
+    def __init__(self, spec: BackendSpec) -> None:
+        super().__init__(spec)
+        from array_api_compat import numpy as xp_numpy
+
+        self.xp = xp_numpy
+        self._dtype = np.dtype(spec.dtype)
+
+    def asarray(self, a: Any) -> np.ndarray:
+        return np.asarray(a, dtype=self._dtype)
+
+    def as_index(self, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(idx)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def native_noise(self, seed: int) -> NoiseSource:
+        return ReplayNoise(np.random.default_rng(seed), self)
+
+
+class TorchBackend(Backend):
+    def __init__(self, spec: BackendSpec) -> None:
+        super().__init__(spec)
+        self.torch = require("torch", "torch")
+        from array_api_compat import torch as xp_torch
+
+        self.xp = xp_torch
+        if spec.device == "cuda" and not self.torch.cuda.is_available():
+            raise ValueError("device 'cuda' requested but torch sees no CUDA GPU; use device: cpu")
+        self.device = self.torch.device(spec.device)
+        self.dtype = getattr(self.torch, spec.dtype)
+
+    def asarray(self, a: Any) -> Any:
+        return self.torch.as_tensor(np.asarray(a), dtype=self.dtype, device=self.device)
+
+    def as_index(self, idx: np.ndarray) -> Any:
+        return self.torch.as_tensor(np.asarray(idx), device=self.device)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a.detach().cpu().numpy())
+
+    def sync(self, a: Any = None) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
+    def native_noise(self, seed: int) -> NoiseSource:
+        return TorchNoise(self, seed)
+
+    def describe(self) -> dict[str, str]:
+        out = super().describe()
+        if self.device.type == "cuda":
+            out["gpu"] = self.torch.cuda.get_device_name(self.device)
+        return out
+
+
+class TorchNoise:
+    def __init__(self, backend: TorchBackend, seed: int) -> None:
+        torch = backend.torch
+        self._gen = torch.Generator(device=backend.device)
+        self._gen.manual_seed(int(seed) % (2**63))
+        self._backend = backend
+
+    def normal(self, shape: tuple[int, ...]) -> Any:
+        b = self._backend
+        return b.torch.randn(shape, generator=self._gen, device=b.device, dtype=b.dtype)
+
+
+class JaxBackend(Backend):
+    def __init__(self, spec: BackendSpec) -> None:
+        super().__init__(spec)
+        self.jax = require("jax", "jax")
+        # float64 runs need x64; float32 arrays are still created explicitly as float32.
+        self.jax.config.update("jax_enable_x64", True)
+        import jax.numpy as jnp
+
+        self.xp = jnp
+        self.jnp = jnp
+        platform = "gpu" if spec.device == "cuda" else "cpu"
+        try:
+            self.device = self.jax.devices(platform)[0]
+        except RuntimeError as exc:
+            raise ValueError(f"device {spec.device!r} requested but jax has none: {exc}") from None
+        self.dtype = getattr(jnp, spec.dtype)
+
+    def asarray(self, a: Any) -> Any:
+        return self.jax.device_put(self.jnp.asarray(np.asarray(a), dtype=self.dtype), self.device)
+
+    def as_index(self, idx: np.ndarray) -> Any:
+        return self.jax.device_put(self.jnp.asarray(np.asarray(idx)), self.device)
+
+    def to_numpy(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
+
+    def sync(self, a: Any = None) -> None:
+        if a is not None:
+            self.jax.block_until_ready(a)
+
+    def native_noise(self, seed: int) -> NoiseSource:
+        return JaxNoise(self, seed)
+
+    def describe(self) -> dict[str, str]:
+        out = super().describe()
+        if self.spec.device == "cuda":
+            out["gpu"] = str(self.device.device_kind)
+        return out
+
+
+class JaxNoise:
+    def __init__(self, backend: JaxBackend, seed: int) -> None:
+        self._backend = backend
+        self._key = backend.jax.random.PRNGKey(int(seed) % (2**32))
+
+    def normal(self, shape: tuple[int, ...]) -> Any:
+        b = self._backend
+        self._key, sub = b.jax.random.split(self._key)
+        return b.jax.device_put(b.jax.random.normal(sub, shape, dtype=b.dtype), b.device)
+
+
+_CLASSES: dict[str, type[Backend]] = {
+    "numpy": NumpyBackend,
+    "torch": TorchBackend,
+    "jax": JaxBackend,
+}
+
+
+def get_backend(spec: BackendSpec | str) -> Backend:
+    """The backend for ``spec`` (a :class:`BackendSpec` or a backend name)."""
+    if isinstance(spec, str):
+        spec = BackendSpec(name=spec)
+    return _CLASSES[spec.name](spec)
+
+
+def available_backends() -> dict[str, bool]:
+    """Which backends can be imported here."""
+    out = {"numpy": True}
+    for name in ("torch", "jax"):
+        try:
+            importlib.import_module(name)
+            out[name] = True
+        except ImportError:
+            out[name] = False
+    return out

@@ -1,0 +1,115 @@
+"""Problem, Instance and Oracle: what is optimised.
+
+A :class:`Problem` is a registered generator with a frozen ``Params`` dataclass. Its
+``build(seed)`` returns an :class:`Instance`: the data (numpy, on the host), the dimension
+``d``, the initial point, known constants (gradient bound ``G``, smoothness ``L``, saddle
+location, ...) and the clients. ``Instance.oracle(backend)`` gives the backend's
+:class:`~problems.oracles.Oracle` over the training data.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+
+from problems.backend import BACKENDS, Backend
+from problems.oracles import Oracle
+
+
+class DataInfo(Protocol):
+    """What calibration may know about the data: public sizes and constants."""
+
+    @property
+    def n(self) -> int: ...
+
+    @property
+    def d(self) -> int: ...
+
+    @property
+    def constants(self) -> Mapping[str, Any]: ...
+
+    @property
+    def clients(self) -> list[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class DataSize:
+    """A :class:`DataInfo` without data (for ``saddlebench account``)."""
+
+    n: int
+    d: int = 0
+    constants: Mapping[str, Any] = field(default_factory=dict)
+    clients: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass
+class Instance(ABC):
+    """One built problem: data, start point, constants and clients."""
+
+    name: str
+    n: int
+    d: int
+    x0: np.ndarray
+    constants: dict[str, Any] = field(default_factory=dict)
+    clients: list[np.ndarray] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.clients:
+            self.clients = [np.arange(self.n)]
+
+    @abstractmethod
+    def oracle(self, backend: Backend) -> Oracle:
+        """The training-data oracle on ``backend``."""
+
+    def evaluate_test(self, backend: Backend, x: Any) -> dict[str, float]:
+        """Held-out metrics (test loss, accuracy); empty where there is no test set."""
+        return {}
+
+    def lambda_min(self, x: np.ndarray) -> float | None:
+        """Closed-form λ_min(∇²F(x)) where the problem has one (else None)."""
+        return None
+
+
+class Problem(ABC):
+    """A registered problem generator."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type]
+    backends: ClassVar[tuple[str, ...]] = BACKENDS
+    description: ClassVar[str] = ""
+
+    def __init__(self, params: Any = None) -> None:
+        self.params = params if params is not None else self.Params()
+
+    @abstractmethod
+    def build(self, seed: int) -> Instance:
+        """The instance for run seed ``seed`` (data may use a fixed ``data_seed``)."""
+
+
+PROBLEMS: dict[str, type[Problem]] = {}
+
+P = TypeVar("P", bound=type[Problem])
+
+
+def register_problem(cls: P) -> P:
+    """Class decorator: make ``cls`` available by its ``name``."""
+    if cls.name in PROBLEMS:
+        raise ValueError(f"problem {cls.name!r} registered twice")
+    PROBLEMS[cls.name] = cls
+    return cls
+
+
+def get_problem(name: str) -> type[Problem]:
+    try:
+        return PROBLEMS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown problem {name!r}; registered problems: {', '.join(sorted(PROBLEMS))}"
+        ) from None
+
+
+LossFactory = Callable[[Backend], Callable[..., Any]]

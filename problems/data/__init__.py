@@ -1,0 +1,1 @@
+"""Real data sets: digits (embedded), MNIST, CIFAR-10/100, CoLA."""

@@ -1,0 +1,1 @@
+"""Models as flat-parameter loss functions."""

@@ -1,0 +1,65 @@
+"""Multi-layer perceptrons as flat-parameter functions written once in ``xp``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ACTIVATIONS = ("tanh", "relu")
+
+
+@dataclass(frozen=True)
+class MLP:
+    """Fully connected network with layer widths ``sizes`` (input first, logits last)."""
+
+    sizes: tuple[int, ...]
+    activation: str = "tanh"
+
+    def __post_init__(self) -> None:
+        if len(self.sizes) < 2 or min(self.sizes) < 1:
+            raise ValueError(f"MLP needs at least two positive layer sizes, got {self.sizes}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose {ACTIVATIONS}")
+
+    @property
+    def shapes(self) -> list[tuple[tuple[int, int], int]]:
+        return [((a, b), b) for a, b in zip(self.sizes[:-1], self.sizes[1:], strict=True)]
+
+    @property
+    def n_params(self) -> int:
+        return sum(a * b + b for (a, b), _ in self.shapes)
+
+    def init(self, rng: np.random.Generator) -> np.ndarray:
+        """Glorot-uniform weights, zero biases, flattened layer by layer."""
+        parts: list[np.ndarray] = []
+        for (fan_in, fan_out), bias in self.shapes:
+            bound = np.sqrt(6.0 / (fan_in + fan_out))
+            parts += [rng.uniform(-bound, bound, size=fan_in * fan_out), np.zeros(bias)]
+        return np.concatenate(parts)
+
+    def logits(self, xp: Any, x: Any, features: Any) -> Any:
+        """Forward pass; ``features`` is (in,) or (b, in)."""
+        h, offset = features, 0
+        last = len(self.shapes) - 1
+        for layer, ((fan_in, fan_out), bias) in enumerate(self.shapes):
+            w = xp.reshape(x[offset : offset + fan_in * fan_out], (fan_in, fan_out))
+            offset += fan_in * fan_out
+            h = h @ w + x[offset : offset + bias]
+            offset += bias
+            if layer < last:
+                h = xp.tanh(h) if self.activation == "tanh" else xp.maximum(h, 0.0)
+        return h
+
+
+def cross_entropy(xp: Any, logits: Any, onehot: Any) -> Any:
+    """Per-sample softmax cross-entropy, stable log-sum-exp, over the last axis."""
+    m = xp.max(logits, axis=-1, keepdims=True)
+    lse = xp.log(xp.sum(xp.exp(logits - m), axis=-1)) + m[..., 0]
+    return lse - xp.sum(logits * onehot, axis=-1)
+
+
+def layer_sizes(n_in: int, hidden: Sequence[int], n_out: int) -> tuple[int, ...]:
+    return (n_in, *hidden, n_out)

@@ -1,0 +1,259 @@
+"""Oracles: per-sample gradients, gradients, HVPs and losses on one backend.
+
+Parameters are flat vectors of the backend's array type. Indices (``idx``) are host numpy
+integer arrays; ``idx=None`` means the whole training set. Means over many samples are
+computed in chunks of ``eval_chunk`` so evaluation never materialises ``n × d``.
+
+Three kinds:
+
+* :class:`ClosedFormOracle` (numpy): the problem writes per-sample gradients and HVPs.
+* :class:`TorchOracle`: ``torch.func.vmap(grad(...))`` over a per-sample loss, with
+  ``chunk_size``; HVP by forward-over-reverse (``jvp`` of ``grad``).
+* :class:`JaxOracle`: ``jax.jit(jax.vmap(jax.grad(...)))``; batches are padded to a few
+  bucket sizes (powers of two) so Poisson batches do not recompile every step.
+
+A problem's loss is written once as ``losses(xp, consts, x, *batch) -> (b,)`` with
+broadcasting over leading axes, so the same function serves a batch (numpy, sums) and one
+sample (inside ``vmap``).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from problems.backend import Backend, JaxBackend, TorchBackend
+
+BatchLoss = Callable[..., Any]
+"""``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
+
+
+class Oracle:
+    """Access to a finite-sum objective F(x) = (1/n) Σ_i f_i(x) on one backend."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        n: int,
+        d: int,
+        x0: np.ndarray,
+        clients: Sequence[np.ndarray] | None = None,
+        eval_chunk: int = 4096,
+    ) -> None:
+        self.backend = backend
+        self.xp = backend.xp
+        self.n = n
+        self.d = d
+        self.x0 = backend.asarray(x0)
+        self.clients = list(clients) if clients else [np.arange(n)]
+        self.eval_chunk = eval_chunk
+
+    # -- what every oracle implements -------------------------------------------------
+    @abstractmethod
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        """∇f_i(x) for i in idx, as a (len(idx), d) array."""
+
+    @abstractmethod
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any: ...
+
+    @abstractmethod
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any: ...
+
+    @abstractmethod
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any: ...
+
+    # -- shared ---------------------------------------------------------------------
+    def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
+        """∇f_i(x) − ∇f_i(x_prev) on the same samples (SPIDER, PriSMA)."""
+        return self.per_sample_grads(x, idx) - self.per_sample_grads(x_prev, idx)
+
+    def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
+        """Mean loss over ``idx`` (all samples if None)."""
+        return self._mean(self._loss_sum, idx, x)
+
+    def grad(self, x: Any, idx: np.ndarray | None = None) -> Any:
+        """Mean gradient over ``idx`` (all samples if None)."""
+        return self._mean(self._grad_sum, idx, x)
+
+    def hvp(self, x: Any, v: Any, idx: np.ndarray | None = None) -> Any:
+        """Mean Hessian-vector product ∇²F(x) v over ``idx``."""
+        return self._mean(self._hvp_sum, idx, x, v)
+
+    def _chunks(self, idx: np.ndarray | None) -> Iterator[np.ndarray]:
+        idx = np.arange(self.n) if idx is None else np.asarray(idx)
+        for start in range(0, len(idx), self.eval_chunk):
+            yield idx[start : start + self.eval_chunk]
+
+    def _mean(self, fn: Callable[..., Any], idx: np.ndarray | None, *args: Any) -> Any:
+        count = self.n if idx is None else len(idx)
+        if count == 0:
+            raise ValueError("mean over an empty index set")
+        chunks = self._chunks(idx)
+        total = fn(*args, next(chunks))
+        for chunk in chunks:
+            total = total + fn(*args, chunk)
+        return total / count
+
+
+class ClosedFormOracle(Oracle):
+    """numpy oracle whose problem supplies closed-form derivatives."""
+
+    @abstractmethod
+    def per_sample_losses(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray: ...
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        return self.per_sample_losses(x, idx).sum()
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        return self.per_sample_grads(x, idx).sum(axis=0)
+
+
+class _AutodiffOracle(Oracle):
+    """Shared data handling for torch and jax: data arrays live on the device."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        losses: BatchLoss,
+        data: Sequence[np.ndarray],
+        *,
+        x0: np.ndarray,
+        clients: Sequence[np.ndarray] | None = None,
+        eval_chunk: int = 4096,
+    ) -> None:
+        n = len(data[0])
+        super().__init__(backend, n=n, d=len(x0), x0=x0, clients=clients, eval_chunk=eval_chunk)
+        self.losses = losses
+        self.data = tuple(
+            backend.as_index(a) if np.issubdtype(a.dtype, np.integer) else backend.asarray(a)
+            for a in data
+        )
+
+    def batch(self, idx: np.ndarray) -> tuple[Any, ...]:
+        i = self.backend.as_index(idx)
+        return tuple(a[i] for a in self.data)
+
+
+class TorchOracle(_AutodiffOracle):
+    """torch.func oracle: vmap(grad) per-sample gradients, jvp-of-grad HVPs."""
+
+    def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray], *,
+                 chunk_size: int | None = None, **kw: Any) -> None:
+        assert isinstance(backend, TorchBackend)
+        super().__init__(backend, losses, data, **kw)
+        from torch import func
+
+        self._func = func
+        one = self._one_sample_loss
+        in_dims = (None,) + (0,) * len(self.data)
+        self._psg = func.vmap(func.grad(one), in_dims=in_dims, chunk_size=chunk_size)
+        self._psg_diff = func.vmap(
+            lambda x, xp_, *d: func.grad(one)(x, *d) - func.grad(one)(xp_, *d),
+            in_dims=(None, None) + (0,) * len(self.data),
+            chunk_size=chunk_size,
+        )
+
+    def _one_sample_loss(self, x: Any, *datum: Any) -> Any:
+        return self.losses(x, *datum)
+
+    def _sum_loss(self, x: Any, *batch: Any) -> Any:
+        return self.losses(x, *batch).sum()
+
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        return self._psg(x, *self.batch(idx))
+
+    def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
+        return self._psg_diff(x, x_prev, *self.batch(idx))
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        with self.backend.torch.no_grad():  # type: ignore[attr-defined]
+            return self._sum_loss(x, *self.batch(idx))
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        return self._func.grad(self._sum_loss)(x, *self.batch(idx))
+
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        batch = self.batch(idx)
+        g = self._func.grad(self._sum_loss)
+        return self._func.jvp(lambda y: g(y, *batch), (x,), (v,))[1]
+
+
+def _bucket(b: int) -> int:
+    """The padded batch size: the next power of two, at least 8."""
+    return max(8, 1 << max(0, (b - 1).bit_length()))
+
+
+class JaxOracle(_AutodiffOracle):
+    """jax oracle: jit(vmap(grad)), padded to power-of-two buckets (few recompiles)."""
+
+    def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray],
+                 **kw: Any) -> None:
+        assert isinstance(backend, JaxBackend)
+        kw.pop("chunk_size", None)
+        super().__init__(backend, losses, data, **kw)
+        jax = backend.jax
+        jnp = backend.jnp
+        one = losses
+        nd = len(self.data)
+
+        def masked_sum(x: Any, mask: Any, *batch: Any) -> Any:
+            return jnp.sum(mask * losses(x, *batch))
+
+        self._psg = jax.jit(jax.vmap(jax.grad(one), in_axes=(None,) + (0,) * nd))
+        self._psg_diff = jax.jit(jax.vmap(
+            lambda x, xq, *d: jax.grad(one)(x, *d) - jax.grad(one)(xq, *d),
+            in_axes=(None, None) + (0,) * nd,
+        ))
+        self._loss_sum_j = jax.jit(masked_sum)
+        self._grad_sum_j = jax.jit(jax.grad(masked_sum))
+        self._hvp_sum_j = jax.jit(
+            lambda x, v, mask, *batch: jax.jvp(
+                lambda y: jax.grad(masked_sum)(y, mask, *batch), (x,), (v,)
+            )[1]
+        )
+
+    def _padded(self, idx: np.ndarray) -> tuple[Any, tuple[Any, ...], int]:
+        b = len(idx)
+        size = _bucket(b)
+        padded = np.concatenate([idx, np.full(size - b, idx[0] if b else 0, dtype=np.int64)])
+        mask = np.zeros(size)
+        mask[:b] = 1.0
+        return self.backend.asarray(mask), self.batch(padded), b
+
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        _, batch, b = self._padded(idx)
+        return self._psg(x, *batch)[:b]
+
+    def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
+        _, batch, b = self._padded(idx)
+        return self._psg_diff(x, x_prev, *batch)[:b]
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        mask, batch, _ = self._padded(idx)
+        return self._loss_sum_j(x, mask, *batch)
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        mask, batch, _ = self._padded(idx)
+        return self._grad_sum_j(x, mask, *batch)
+
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        mask, batch, _ = self._padded(idx)
+        return self._hvp_sum_j(x, v, mask, *batch)
+
+
+def autodiff_oracle(
+    backend: Backend,
+    losses: BatchLoss,
+    data: Sequence[np.ndarray],
+    **kw: Any,
+) -> Oracle:
+    """The torch or jax oracle for a per-sample loss written once in ``backend.xp``."""
+    if isinstance(backend, TorchBackend):
+        return TorchOracle(backend, losses, data, **kw)
+    if isinstance(backend, JaxBackend):
+        return JaxOracle(backend, losses, data, **kw)
+    raise ValueError(f"autodiff oracles need torch or jax, not {backend.name!r}")

@@ -1,0 +1,123 @@
+"""``nc_least_squares``: huang2025 eq. (22), non-convex regularised least squares.
+
+f_ij(x) = ½(a_ijᵀx − b_ij)² + (λ/2) Σ_k x_k² / (1 + x_k²),  F = (1/MN) Σ_ij f_ij.
+
+Data as in huang2025 §5(a): a_ij ~ U[−1, 1]^d, one x* ~ N(0, I_d) shared by all clients,
+b_ij = a_ijᵀx* + φ_ij with φ ~ N(0, noise_var). Each of the M clients draws ``base_n``
+samples and duplicates them ``dup`` times (N = base_n · dup), so F is the same for every
+N and only privacy noise and sampling change. x⁰ = 0. Gradients are unbounded in x
+(no Lipschitz constant): the point of the experiment. Per-sample smoothness
+L ≤ max_i ‖a_i‖² + λ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from problems.backend import Backend
+from problems.base import Instance, Problem, register_problem
+from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
+
+
+@dataclass(frozen=True)
+class NCLeastSquaresParams:
+    clients: int = 10
+    d: int = 10
+    lam: float = 1.0
+    base_n: int = 2000
+    dup: int = 1
+    noise_var: float = 2.0
+    data_seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("clients", "d", "base_n", "dup"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"nc_least_squares needs {name} >= 1")
+        if self.lam < 0 or self.noise_var < 0:
+            raise ValueError("nc_least_squares needs lam >= 0 and noise_var >= 0")
+
+
+@dataclass
+class NCLeastSquaresInstance(Instance):
+    p: NCLeastSquaresParams = NCLeastSquaresParams()
+    a: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    b: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def losses_fn(self, backend: Backend) -> BatchLoss:
+        xp, lam = backend.xp, self.p.lam
+
+        def losses(x: Any, a: Any, b: Any) -> Any:
+            r = xp.sum(a * x, axis=-1) - b
+            return 0.5 * r * r + 0.5 * lam * xp.sum(x * x / (1.0 + x * x))
+
+        return losses
+
+    def oracle(self, backend: Backend) -> Oracle:
+        if backend.name == "numpy":
+            return NCLeastSquaresNumpyOracle(self, backend)
+        return autodiff_oracle(backend, self.losses_fn(backend), (self.a, self.b),
+                               x0=self.x0, clients=self.clients)
+
+
+class NCLeastSquaresNumpyOracle(ClosedFormOracle):
+    """Closed-form gradients: a(aᵀx − b) + λ x / (1 + x²)² (elementwise)."""
+
+    def __init__(self, inst: NCLeastSquaresInstance, backend: Backend) -> None:
+        super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0, clients=inst.clients)
+        self.inst = inst
+        self._losses = inst.losses_fn(backend)
+
+    def per_sample_losses(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(self._losses(x, self.inst.a[idx], self.inst.b[idx]))
+
+    def per_sample_grads(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        a = self.inst.a[idx]
+        r = a @ x - self.inst.b[idx]
+        reg = self.inst.p.lam * x / (1.0 + x * x) ** 2
+        return a * r[:, None] + reg[None, :]
+
+    def _hvp_sum(self, x: np.ndarray, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        a = self.inst.a[idx]
+        x2 = x * x
+        reg = self.inst.p.lam * (1.0 - 3.0 * x2) / (1.0 + x2) ** 3 * v
+        return a.T @ (a @ v) + len(idx) * reg
+
+
+@register_problem
+class NCLeastSquares(Problem):
+    """huang2025 eq. (22) with M clients and the N-by-duplication scheme."""
+
+    name = "nc_least_squares"
+    Params = NCLeastSquaresParams
+    description = "non-convex regularised least squares, M clients (huang2025 eq. 22)"
+
+    def build(self, seed: int) -> NCLeastSquaresInstance:
+        p: NCLeastSquaresParams = self.params
+        rng = np.random.default_rng(p.data_seed)
+        x_star = rng.standard_normal(p.d)
+        a_parts, b_parts = [], []
+        for _ in range(p.clients):
+            a = rng.uniform(-1.0, 1.0, size=(p.base_n, p.d))
+            b = a @ x_star + rng.normal(0.0, np.sqrt(p.noise_var), size=p.base_n)
+            a_parts.append(np.tile(a, (p.dup, 1)))
+            b_parts.append(np.tile(b, p.dup))
+        per_client = p.base_n * p.dup
+        n = per_client * p.clients
+        a_all = np.concatenate(a_parts)
+        return NCLeastSquaresInstance(
+            name=self.name,
+            n=n,
+            d=p.d,
+            x0=np.zeros(p.d),
+            constants={
+                "L": float(np.max(np.sum(a_all**2, axis=1)) + p.lam),
+                "per_client_n": per_client,
+            },
+            clients=[np.arange(k * per_client, (k + 1) * per_client) for k in range(p.clients)],
+            p=p,
+            a=a_all,
+            b=np.concatenate(b_parts),
+        )

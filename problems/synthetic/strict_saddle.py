@@ -1,0 +1,168 @@
+"""``strict_saddle``: the cosine saddle of liu2024 (notes §5, testbed A) as a finite sum.
+
+Per-sample loss (u a fixed public unit vector, P⊥ = I − uuᵀ, h(w) = √(1+‖w‖²) − 1)::
+
+    f_i(x) = λ cos⟨u, x⟩ + μ h(P⊥x) + σ₁⟨ξ_i, x⟩ + σ₂ s_i log cosh⟨v_i, x⟩
+
+with ξ_i, v_i uniform on the sphere and s_i = ±1. The samples come in pairs
+(ξ, v, s) and (−ξ, v, −s), so the noise terms cancel *exactly* in the mean and the
+empirical objective equals the population one, F(x) = λ cos⟨u,x⟩ + μ h(P⊥x), while every
+per-sample gradient still carries noise of size up to σ₁ + σ₂. Hence, exactly:
+
+* x = 0 is a strict saddle with ∇F(0) = 0 and λ_min(∇²F(0)) = −λ (when λ > 0, μ > 0);
+* λ_min(∇²F(x)) = min(−λ cos⟨u,x⟩, μ (1+‖P⊥x‖²)^(−3/2)) for d ≥ 2;
+* minima have F* = −λ, at ⟨u,x⟩ = π (mod 2π), P⊥x = 0;
+* ‖∇f_i(x)‖ ≤ G = √(λ²+μ²) + σ₁ + σ₂ everywhere (a true gradient bound, so noisy SGD's
+  guarantee holds), per-sample smoothness L ≤ max(λ, μ) + σ₂,
+  Hessian Lipschitz ρ ≤ λ + 0.859μ + 0.770σ₂ (notes §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from problems.backend import Backend
+from problems.base import Instance, Problem, register_problem
+from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
+
+
+@dataclass(frozen=True)
+class StrictSaddleParams:
+    d: int = 10
+    n: int = 1000
+    lam: float = 1.0
+    mu: float = 1.0
+    sigma1: float = 0.5
+    sigma2: float = 0.5
+    init_scale: float = 0.0
+    data_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.d < 2:
+            raise ValueError("strict_saddle needs d >= 2")
+        if self.n < 2 or self.n % 2:
+            raise ValueError("strict_saddle needs an even n >= 2 (samples come in pairs)")
+        if self.lam <= 0 or self.mu <= 0:
+            raise ValueError("strict_saddle needs lam > 0 and mu > 0")
+        if self.sigma1 < 0 or self.sigma2 < 0 or self.init_scale < 0:
+            raise ValueError("strict_saddle needs sigma1, sigma2, init_scale >= 0")
+
+
+def _unit_rows(rng: np.random.Generator, rows: int, d: int) -> np.ndarray:
+    z = rng.standard_normal((rows, d))
+    return z / np.linalg.norm(z, axis=1, keepdims=True)
+
+
+@dataclass
+class StrictSaddleInstance(Instance):
+    p: StrictSaddleParams = StrictSaddleParams()
+    u: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    xi: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    v: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def losses_fn(self, backend: Backend) -> BatchLoss:
+        xp, p = backend.xp, self.p
+        u = backend.asarray(self.u)
+        log2 = float(np.log(2.0))
+
+        def losses(x: Any, xi: Any, v: Any, s: Any) -> Any:
+            ux = xp.sum(u * x)
+            w = x - ux * u
+            base = p.lam * xp.cos(ux) + p.mu * (xp.sqrt(1.0 + xp.sum(w * w)) - 1.0)
+            z = xp.sum(v * x, axis=-1)
+            logcosh = xp.logaddexp(z, -z) - log2
+            return base + p.sigma1 * xp.sum(xi * x, axis=-1) + p.sigma2 * s * logcosh
+
+        return losses
+
+    def oracle(self, backend: Backend) -> Oracle:
+        if backend.name == "numpy":
+            return StrictSaddleNumpyOracle(self, backend)
+        return autodiff_oracle(backend, self.losses_fn(backend), (self.xi, self.v, self.s),
+                               x0=self.x0)
+
+    def lambda_min(self, x: np.ndarray) -> float:
+        p = self.p
+        ux = float(self.u @ x)
+        r2 = float(np.sum((x - ux * self.u) ** 2))
+        return min(-p.lam * np.cos(ux), p.mu * (1.0 + r2) ** -1.5)
+
+
+class StrictSaddleNumpyOracle(ClosedFormOracle):
+    """Closed-form per-sample gradients and HVPs of the cosine saddle."""
+
+    def __init__(self, inst: StrictSaddleInstance, backend: Backend) -> None:
+        super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0)
+        self.inst = inst
+        self._losses = inst.losses_fn(backend)
+
+    def _shared(self, x: np.ndarray) -> tuple[float, np.ndarray, float]:
+        u = self.inst.u
+        ux = float(u @ x)
+        w = x - ux * u
+        return ux, w, float(np.sqrt(1.0 + w @ w))
+
+    def per_sample_losses(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        i = self.inst
+        return np.asarray(self._losses(x, i.xi[idx], i.v[idx], i.s[idx]))
+
+    def per_sample_grads(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        i, p = self.inst, self.inst.p
+        ux, w, root = self._shared(x)
+        common = -p.lam * np.sin(ux) * i.u + p.mu * w / root
+        v = i.v[idx]
+        noise = p.sigma1 * i.xi[idx] + p.sigma2 * (i.s[idx] * np.tanh(v @ x))[:, None] * v
+        return common[None, :] + noise
+
+    def _hvp_sum(self, x: np.ndarray, vec: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        i, p = self.inst, self.inst.p
+        ux, w, root = self._shared(x)
+        pv = vec - (i.u @ vec) * i.u
+        common = (-p.lam * np.cos(ux) * (i.u @ vec) * i.u
+                  + p.mu * (pv / root - (w @ pv) * w / root**3))
+        v = i.v[idx]
+        sech2 = 1.0 / np.cosh(v @ x) ** 2
+        per = p.sigma2 * (i.s[idx] * sech2 * (v @ vec))[:, None] * v
+        return len(idx) * common + per.sum(axis=0)
+
+
+@register_problem
+class StrictSaddle(Problem):
+    """Cosine strict saddle (liu2024 notes §5 testbed A), exact finite sum."""
+
+    name = "strict_saddle"
+    Params = StrictSaddleParams
+    description = "cosine strict saddle at 0 with λ_min = −lam; closed form + autodiff"
+
+    def build(self, seed: int) -> StrictSaddleInstance:
+        p: StrictSaddleParams = self.params
+        rng = np.random.default_rng(p.data_seed)
+        half = p.n // 2
+        u = _unit_rows(rng, 1, p.d)[0]
+        xi = _unit_rows(rng, half, p.d)
+        v = _unit_rows(rng, half, p.d)
+        s = rng.choice([-1.0, 1.0], size=half)
+        x0 = p.init_scale * np.random.default_rng(seed).standard_normal(p.d) / np.sqrt(p.d)
+        return StrictSaddleInstance(
+            name=self.name,
+            n=p.n,
+            d=p.d,
+            x0=x0,
+            constants={
+                "G": float(np.hypot(p.lam, p.mu) + p.sigma1 + p.sigma2),
+                "L": max(p.lam, p.mu) + p.sigma2,
+                "rho": p.lam + 0.859 * p.mu + 0.770 * p.sigma2,
+                "saddle": 0.0,
+                "lambda_min_at_saddle": -p.lam,
+                "f_star": -p.lam,
+            },
+            p=p,
+            u=u,
+            xi=np.concatenate([xi, -xi]),
+            v=np.concatenate([v, v]),
+            s=np.concatenate([s, -s]),
+        )
