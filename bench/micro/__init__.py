@@ -1,0 +1,1 @@
+"""pytest-benchmark suites for hot kernels (run with `nox -s bench`)."""

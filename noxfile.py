@@ -1,0 +1,73 @@
+"""Developer sessions: tests, lint, typecheck, bench, asv, reproduce, report.
+
+Every session installs into its own virtualenv: torch 2.13.0 first (a CPU wheel where
+the machine has one; a newer pin pulls a multi-GB CUDA build), dp-accounting without its
+attrs<24 pin, then the package with the extras the session needs.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+TORCH = "torch==2.13.0"
+DP_ACCOUNTING = "dp-accounting==0.6.0"
+
+
+def install(session: nox.Session, extras: str) -> None:
+    session.install(TORCH)
+    session.install("--no-deps", DP_ACCOUNTING)
+    session.install("-e", f".[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The quick test suite (pass `-- -m slow` for the slow tests, `-- -m ''` for all)."""
+    install(session, "all")
+    args = session.posargs or ["-m", "not slow"]
+    session.run("pytest", *args)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    install(session, "all,lint")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """pytest-benchmark micro benchmarks of the hot kernels (bench/micro)."""
+    install(session, "all")
+    session.run("pytest", "bench/micro", "--benchmark-only", "-p", "no:cacheprovider",
+                *session.posargs)
+
+
+@nox.session
+def asv(session: nox.Session) -> None:
+    """asv suites in this environment (bench/asv); pass asv arguments after --."""
+    install(session, "all")
+    session.run("asv", "machine", "--yes")
+    session.run("asv", "run", "--python=same", "--quick", "--show-stderr", *session.posargs)
+
+
+@nox.session
+def reproduce(session: nox.Session) -> None:
+    """The main job: the quick experiments and their HTML report."""
+    install(session, "all")
+    session.run("saddlebench", "run", "bench/experiments/smoke.yaml", "--jobs", "2")
+    session.run("saddlebench", "report", "out/smoke")
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Rebuild a report from stored results: nox -s report -- out/<suite>."""
+    install(session, "reports")
+    session.run("saddlebench", "report", *(session.posargs or ["out/smoke"]))

@@ -1,0 +1,85 @@
+"""Figures with seaborn, in one style: a fixed colour per algorithm label on every page.
+
+``utility_vs_epsilon``: one panel per problem, the problem's headline metric (test
+accuracy where there is a test set, else ‖∇F‖) at the output point against ε on a log
+axis; mean over seeds with s.e. error bars; non-private runs as a dashed horizontal line.
+Written as PNG (HTML) and PDF (LaTeX).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reports.tables import METRICS
+
+PALETTE = "colorblind"
+
+
+def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
+    """Test accuracy where the problem has a test set, else the gradient norm."""
+    part = runs[runs["problem"] == problem]
+    for metric in ("test_acc", "grad_norm", "loss"):
+        col = f"final_{metric}"
+        if col in part and part[col].notna().any():
+            return metric
+    return None
+
+
+def colours(labels: list[str]) -> dict[str, tuple[float, float, float]]:
+    """A stable colour per label (sorted order), shared by every figure of a report."""
+    import seaborn as sns
+
+    palette = sns.color_palette(PALETTE, n_colors=max(len(labels), 1))
+    return {label: palette[i] for i, label in enumerate(sorted(labels))}
+
+
+def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_vs_epsilon"
+                       ) -> list[Path]:
+    """Draw the figure; returns the written files (PNG, PDF)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    from matplotlib.ticker import NullLocator
+
+    done = runs[runs["status"] == "done"]
+    problems = sorted(done["problem"].unique())
+    colour = colours(sorted(runs["label"].unique()))
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, max(len(problems), 1), figsize=(4.2 * max(len(problems), 1), 3.4),
+                             squeeze=False)
+    for ax, problem in zip(axes[0], problems, strict=False):
+        metric = headline_metric(done, problem)
+        if metric is None:
+            continue
+        part = done[done["problem"] == problem]
+        private = part[np.isfinite(part["epsilon"].astype(float))]
+        if not private.empty:
+            sns.lineplot(data=private, x="epsilon", y=f"final_{metric}", hue="label",
+                         palette=colour, marker="o", errorbar="se", err_style="bars", ax=ax)
+        for label, group in part[~np.isfinite(part["epsilon"].astype(float))].groupby("label"):
+            ax.axhline(group[f"final_{metric}"].mean(), color=colour[str(label)], ls="--",
+                       label=f"{label} (non-private)")
+        ax.set_xscale("log")
+        ticks = sorted(private["epsilon"].astype(float).unique())
+        if ticks:
+            ax.xaxis.set_minor_locator(NullLocator())
+            ax.set_xticks(ticks, labels=[f"{t:g}" for t in ticks])
+        ax.set_title(problem)
+        ax.set_xlabel("ε")
+        ax.set_ylabel(METRICS.get(metric, metric))
+        if metric == "grad_norm":
+            ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=130)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths
+

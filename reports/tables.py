@@ -1,0 +1,140 @@
+"""Tables from stored runs: mean ± s.e. over seeds, privacy figures, published vs ours.
+
+Every table is computed from ``Store.runs()`` (one row per run) and nothing else, so a
+report can be rebuilt from the results directory alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.published import Entry, Published
+
+METRICS = {
+    "loss": "training loss F(x)",
+    "grad_norm": "‖∇F(x)‖",
+    "lambda_min": "λ_min(∇²F(x))",
+    "test_loss": "test loss",
+    "test_acc": "test accuracy",
+}
+CELL = ["problem", "label", "epsilon"]
+
+
+def metric_columns(runs: pd.DataFrame) -> list[str]:
+    """The metrics measured at the output point of at least one run, in display order."""
+    return [m for m in METRICS if f"final_{m}" in runs and runs[f"final_{m}"].notna().any()]
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (problem, algorithm label, ε, metric): mean, s.e. and count over seeds.
+
+    Only runs with status ``done`` enter the statistics; ``runs``/``failed`` count all.
+    """
+    rows: list[dict[str, Any]] = []
+    for key, group in runs.groupby(CELL, sort=True, dropna=False):
+        done = group[group["status"] == "done"]
+        failed = int((group["status"] != "done").sum())
+        for metric in metric_columns(runs):
+            values = done[f"final_{metric}"].dropna().to_numpy(dtype=float)
+            if not len(values) and not failed:
+                continue  # the metric does not apply to this problem
+            rows.append({
+                **dict(zip(CELL, key, strict=True)),
+                "metric": metric,
+                "mean": float(values.mean()) if len(values) else math.nan,
+                "se": float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1
+                else math.nan,
+                "seeds": len(values),
+                "runs": len(group),
+                "failed": failed,
+            })
+    return pd.DataFrame(rows)
+
+
+def epsilon_label(eps: float) -> str:
+    return "non-private" if math.isinf(eps) else f"ε={eps:g}"
+
+
+def pivot(summary: pd.DataFrame, metric: str) -> tuple[list[float], list[dict[str, Any]]]:
+    """A metric's table: columns are ε values, rows (problem, label) with cells."""
+    part = summary[summary["metric"] == metric]
+    eps = sorted(part["epsilon"].unique(), key=lambda e: (math.isinf(e), e))
+    rows = []
+    for (problem, label), group in part.groupby(["problem", "label"], sort=True):
+        by_eps = {r["epsilon"]: r for r in group.to_dict("records")}
+        rows.append({"problem": problem, "label": label,
+                     "cells": [by_eps.get(e) for e in eps]})
+    return [float(e) for e in eps], rows
+
+
+def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per private configuration: σ and ε from every accountant (identical across seeds)."""
+    private = runs[np.isfinite(runs["epsilon"].astype(float))]
+    if private.empty:
+        return pd.DataFrame()
+    cols = ["sigma", "eps_pld", "eps_rdp", "eps_gdp", "eps_paper"]
+    grouped = private.groupby(["problem", "label", "epsilon", "calibration"], sort=True)
+    out = grouped[cols].first().reset_index()
+    if "diag_guarantee_void" in private:
+        void = private.assign(v=private["diag_guarantee_void"].eq(True))
+        out["guarantee_void"] = void.groupby(
+            ["problem", "label", "epsilon", "calibration"], sort=True)["v"].sum().to_numpy()
+    return out
+
+
+# -- published vs ours ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """One published number beside ours."""
+
+    entry: Entry
+    ours: float | None
+    se: float | None
+    seeds: int
+    delta: float | None
+    status: str
+
+
+def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
+    mask = pd.Series(True, index=runs.index)
+    for key, value in entry.match.items():
+        if key in ("metric", "statistic"):
+            continue
+        column = key if key in runs else f"p_alg_{key}" if f"p_alg_{key}" in runs else None
+        if column is None:
+            return runs.iloc[0:0]
+        if isinstance(value, float) or key == "epsilon":
+            mask &= np.isclose(runs[column].astype(float), float(value))
+        else:
+            mask &= runs[column] == value
+    return runs[mask & (runs["status"] == "done")]
+
+
+def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
+    """Every published entry with our statistic, Δ = ours − published, and a status.
+
+    ``reproduced``: |Δ| within the entry's tolerance, or within 2 s.e. of our mean;
+    ``differs``: otherwise; ``not run``: no finished run matches the entry.
+    """
+    out = []
+    for entry in published.entries:
+        column = f"final_{entry.match['metric']}"
+        match = _matching(runs, entry) if column in runs else runs.iloc[0:0]
+        values = match[column].dropna().to_numpy(dtype=float) if len(match) else np.array([])
+        if not len(values):
+            out.append(Comparison(entry, None, None, 0, None, "not run"))
+            continue
+        ours = float(np.median(values) if entry.statistic == "median" else values.mean())
+        se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
+        delta = ours - entry.value
+        close = abs(delta) <= entry.tolerance_for(entry.value) or (
+            se is not None and abs(delta) <= 2 * se)
+        out.append(Comparison(entry, ours, se, len(values), delta,
+                              "reproduced" if close else "differs"))
+    return out

@@ -1,0 +1,124 @@
+"""Reports: escaping, templates, published-number files and the published-vs-ours table."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports.published import PublishedError, load_published, published_for
+from reports.render import cell_text, fmt, latex_env, latex_escape
+from reports.tables import compare, summarise
+
+PUBLISHED = """
+paper: demo2026
+title: A demo paper
+source: arXiv:0000.00000v1
+entries:
+  - id: t1-a
+    table: Table 1
+    row: DP-SGD
+    column: grad norm
+    page: 7
+    value: 0.50
+    statistic: mean
+    tolerance: {abs: 0.05}
+    match: {metric: grad_norm, problem: p, label: dp_sgd, epsilon: 1}
+  - id: t1-b
+    table: Table 1
+    row: DP-SGD
+    column: grad norm
+    page: 7
+    value: 0.90
+    statistic: mean
+    tolerance: {rel: 0.01}
+    match: {metric: grad_norm, problem: p, label: dp_sgd, epsilon: 2}
+  - id: f2
+    figure: Figure 2
+    row: noisy SGD
+    column: test accuracy
+    value: 0.8
+    statistic: median
+    match: {metric: test_acc, problem: p, label: noisy_sgd, epsilon: 1}
+"""
+
+
+def runs_frame() -> pd.DataFrame:
+    rows = []
+    for seed, (a, b) in enumerate([(0.52, 0.40), (0.48, 0.42), (0.50, 0.41)]):
+        rows.append({"problem": "p", "label": "dp_sgd", "algorithm": "dp_sgd", "epsilon": 1.0,
+                     "seed": seed, "status": "done", "final_grad_norm": a})
+        rows.append({"problem": "p", "label": "dp_sgd", "algorithm": "dp_sgd", "epsilon": 2.0,
+                     "seed": seed, "status": "done", "final_grad_norm": b})
+    rows.append({"problem": "p", "label": "dp_sgd", "algorithm": "dp_sgd", "epsilon": 2.0,
+                 "seed": 9, "status": "diverged", "final_grad_norm": float("nan")})
+    return pd.DataFrame(rows)
+
+
+def test_latex_escape_and_environment() -> None:
+    assert latex_escape("a_b & 50% #1 {x} $") == r"a\_b \& 50\% \#1 \{x\} \$"
+    assert latex_escape("ε=1") == r"\ensuremath{\varepsilon}=1"
+    env = latex_env()
+    tpl = env.from_string(r"\BLOCK{for x in xs}\VAR{x|latex}\\ \BLOCK{endfor}\#{ignored}")
+    assert tpl.render(xs=["a_1", "b&c"]) == r"a\_1\\ b\&c\\ "
+
+
+def test_number_formatting() -> None:
+    assert fmt(0.123456) == "0.1235"
+    assert fmt(float("nan")) == "–"
+    assert fmt(math.inf) == "∞"
+    assert fmt(None) == "–"
+    cell = {"mean": 1.0, "se": 0.25, "failed": 1, "runs": 4}
+    assert cell_text(cell) == "1 ± 0.25 (1/4 failed)"
+
+
+def test_summary_statistics_use_finished_runs_only() -> None:
+    summary = summarise(runs_frame())
+    row = summary[(summary["epsilon"] == 2.0) & (summary["metric"] == "grad_norm")].iloc[0]
+    assert row["seeds"] == 3 and row["runs"] == 4 and row["failed"] == 1
+    assert row["mean"] == pytest.approx(0.41)
+    assert row["se"] == pytest.approx(pd.Series([0.40, 0.42, 0.41]).std(ddof=1) / math.sqrt(3))
+
+
+def test_published_vs_ours(tmp_path: Path) -> None:
+    path = tmp_path / "demo2026.yaml"
+    path.write_text(PUBLISHED)
+    published = published_for("demo2026", tmp_path)
+    assert published is not None and len(published.entries) == 3
+    assert published.entries[0].where == "Table 1, p. 7"
+    by_id = {c.entry.id: c for c in compare(published, runs_frame())}
+    assert by_id["t1-a"].status == "reproduced"
+    assert by_id["t1-a"].ours == pytest.approx(0.50)
+    assert by_id["t1-a"].delta == pytest.approx(0.0, abs=1e-12)
+    assert by_id["t1-b"].status == "differs"
+    assert by_id["t1-b"].delta == pytest.approx(0.41 - 0.90)
+    assert by_id["t1-b"].seeds == 3  # the diverged run is not averaged in
+    assert by_id["f2"].status == "not run"
+    assert published_for("nobody", tmp_path) is None
+    assert published_for(None, tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("paper: x\nentries:\n  - {id: a, value: 1, statistic: mean, match: {metric: loss}}",
+         "exactly one of 'table' or 'figure'"),
+        ("paper: x\nentries:\n  - {id: a, table: T, value: 1, statistic: avg, "
+         "match: {metric: loss}}", "statistic must be one of"),
+        ("paper: x\nentries:\n  - {id: a, table: T, value: one, statistic: mean, "
+         "match: {metric: loss}}", "value must be a number"),
+        ("paper: x\nentries:\n  - {id: a, table: T, value: 1, statistic: mean}",
+         "missing key 'match'"),
+        ("paper: x\ncolour: red\n", "unknown key 'colour'"),
+        ("paper: x\nentries:\n  - {id: a, table: T, value: 1, statistic: mean, "
+         "match: {metric: loss}}\n  - {id: a, table: T, value: 2, statistic: mean, "
+         "match: {metric: loss}}", "unique"),
+    ],
+)
+def test_published_schema_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(PublishedError, match=message):
+        load_published(path)
