@@ -90,9 +90,8 @@ class RunSpec:
 
     @property
     def digest(self) -> str:
-        """Run id: hash of the canonical spec (the display label excluded)."""
+        """Run id: hash of the canonical spec (labels included: they are stored with it)."""
         body = self.to_dict()
-        body.pop("label")
         body["schema"] = SCHEMA
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -156,13 +155,13 @@ def _type_ok(value: Any, annotation: Any) -> tuple[bool, Any]:
     if annotation is int:
         return isinstance(value, int) and not isinstance(value, bool), value
     if annotation is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, float(value)
         if isinstance(value, str):  # YAML 1.1 reads 1e-5 as a string
             try:
-                return True, float(value)
+                value = float(value)
             except ValueError:
                 return False, value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return math.isfinite(value), float(value)
         return False, value
     if annotation is str:
         return isinstance(value, str), value
@@ -188,7 +187,8 @@ def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) 
             raise SpecError(f"{where}: unknown parameter {key!r} (allowed: {', '.join(names)})")
         ok, coerced = _type_ok(value, hints[key])
         if not ok:
-            raise SpecError(f"{where}: parameter {key!r} must be {_type_name(hints[key])}, "
+            raise SpecError(f"{where}: parameter {key!r} must be {_type_name(hints[key])}"
+                            f"{' (finite)' if 'float' in _type_name(hints[key]) else ''}, "
                             f"got {value!r}")
         kwargs[key] = coerced
     try:
@@ -360,10 +360,10 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
             raise SpecError(f"{where}.label: expected a string, got {label!r}")
         for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
             comp = component("algorithm", e.get("name"), params, where)
+            targets = _privacies(privacy, f"{where}.privacy")
             private = get_algorithm(comp.name).private
-            targets = _privacies(privacy if private else {**privacy, "epsilon": math.inf,
-                                                          "sigma": None, "calibration": "pld"},
-                                 f"{where}.privacy")
+            if not private:
+                targets = [PrivacyTarget(delta=targets[0].delta)]
             if private and any(math.isinf(t.epsilon) and t.sigma is None for t in targets):
                 raise SpecError(f"{where}: {comp.name} is private; give privacy.epsilon or sigma")
             algorithms.append((comp, label, targets))
