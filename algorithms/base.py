@@ -15,12 +15,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from algorithms.privacy.accounting import Epsilons, calibrate, epsilons
 from algorithms.privacy.ledger import Ledger, Mechanism
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.registry import Registry
 
 CALIBRATIONS = ("pld", "rdp", "paper")
 
@@ -176,23 +177,6 @@ class Algorithm(ABC):
         return {}
 
 
-ALGORITHMS: dict[str, type[Algorithm]] = {}
-
-A = TypeVar("A", bound=type[Algorithm])
-
-
-def register_algorithm(cls: A) -> A:
-    """Class decorator: make ``cls`` available by its ``name``."""
-    if cls.name in ALGORITHMS:
-        raise ValueError(f"algorithm {cls.name!r} registered twice")
-    ALGORITHMS[cls.name] = cls
-    return cls
-
-
-def get_algorithm(name: str) -> type[Algorithm]:
-    try:
-        return ALGORITHMS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown algorithm {name!r}; registered algorithms: {', '.join(sorted(ALGORITHMS))}"
-        ) from None
+ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
+register_algorithm = ALGORITHMS.register
+get_algorithm = ALGORITHMS.lookup

@@ -10,14 +10,15 @@ location, ...) and the clients. ``Instance.oracle(backend)`` gives the backend's
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from problems.backend import BACKENDS, Backend
 from problems.oracles import Oracle
+from problems.registry import Registry
 
 
 class DataInfo(Protocol):
@@ -90,26 +91,6 @@ class Problem(ABC):
         """The instance for run seed ``seed`` (data may use a fixed ``data_seed``)."""
 
 
-PROBLEMS: dict[str, type[Problem]] = {}
-
-P = TypeVar("P", bound=type[Problem])
-
-
-def register_problem(cls: P) -> P:
-    """Class decorator: make ``cls`` available by its ``name``."""
-    if cls.name in PROBLEMS:
-        raise ValueError(f"problem {cls.name!r} registered twice")
-    PROBLEMS[cls.name] = cls
-    return cls
-
-
-def get_problem(name: str) -> type[Problem]:
-    try:
-        return PROBLEMS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown problem {name!r}; registered problems: {', '.join(sorted(PROBLEMS))}"
-        ) from None
-
-
-LossFactory = Callable[[Backend], Callable[..., Any]]
+PROBLEMS: Registry[type[Problem]] = Registry("problem")
+register_problem = PROBLEMS.register
+get_problem = PROBLEMS.lookup

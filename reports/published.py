@@ -76,13 +76,16 @@ class Published:
     entries: tuple[Entry, ...]
 
 
+def _check_keys(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(set(raw) - set(allowed))
+    if unknown:
+        raise PublishedError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(allowed)})")
+
+
 def _entry(raw: Any, where: str) -> Entry:
     if not isinstance(raw, Mapping):
         raise PublishedError(f"{where}: an entry must be a mapping")
-    unknown = set(raw) - set(ENTRY_KEYS)
-    if unknown:
-        raise PublishedError(f"{where}: unknown key {sorted(unknown)[0]!r} "
-                             f"(allowed: {', '.join(ENTRY_KEYS)})")
+    _check_keys(raw, ENTRY_KEYS, where)
     for key in ("id", "value", "statistic", "match"):
         if key not in raw:
             raise PublishedError(f"{where}: missing key {key!r}")
@@ -115,10 +118,7 @@ def load_published(path: str | Path) -> Published:
         raise PublishedError(f"{p}: malformed YAML: {exc}") from None
     if not isinstance(doc, Mapping):
         raise PublishedError(f"{p}: expected a mapping at the top level")
-    unknown = set(doc) - set(TOP_KEYS)
-    if unknown:
-        raise PublishedError(f"{p}: unknown key {sorted(unknown)[0]!r} "
-                             f"(allowed: {', '.join(TOP_KEYS)})")
+    _check_keys(doc, TOP_KEYS, str(p))
     entries = tuple(_entry(e, f"{p}: entries[{i}]") for i, e in enumerate(doc.get("entries", [])))
     ids = [e.id for e in entries]
     if len(ids) != len(set(ids)):
