@@ -146,9 +146,25 @@ class Algorithm(ABC):
             ledger = self.planned_ledger(data, sigma)
         eps = epsilons(ledger, target.delta)
         eps_paper = self.paper_epsilon(data, sigma, target.delta) if self.private else math.inf
+        extra = self.plan_extra(data)
+        if calibration == "paper":
+            extra.update(self._tight_comparison(data, target, sigma))
         return Plan(sigma=sigma, steps=steps, batch_size=batch, n=data.n, target=target,
                     calibration=calibration, eps=eps, eps_paper=eps_paper, ledger=ledger,
-                    extra=self.plan_extra(data))
+                    extra=extra)
+
+    def _tight_comparison(self, data: DataInfo, target: PrivacyTarget,
+                          sigma: float) -> dict[str, Any]:
+        """σ a tight accountant needs for the same target, beside the paper's σ."""
+        for method in ("pld", "rdp"):
+            try:
+                tight = calibrate(lambda s: self.planned_ledger(data, s), target.epsilon,
+                                  target.delta, method)
+            except ValueError:
+                continue
+            return {"sigma_tight": tight, "sigma_tight_method": method,
+                    "noise_ratio_tight_over_paper": tight / sigma}
+        return {}
 
     def _sigma(self, data: DataInfo, target: PrivacyTarget) -> tuple[float, str]:
         if target.sigma is not None:

@@ -5,6 +5,7 @@
         uniformly sample a minibatch B_t                      # line 2
         ξ_t ~ N(0, Δ² I_d)                                    # line 3
         x_{t+1} = x_t − η (avg_{i∈B_t} ∇f_i(x_t) + ξ_t)        # line 4, NO clipping
+    optionally: privately select an SOSP among the iterates   # §3.4 (sosp_selection)
 
 Privacy holds only on the event that every per-sample gradient seen has norm ≤ C
 (Lemma 3.2): then Algorithm 2 equals clipped DP-SGD (Algorithm 1) step for step and
@@ -22,40 +23,53 @@ Deviations and resolved ambiguities:
   proof invokes assumes it; noise N(0, (σC)²) goes on the sum, divided by B, so
   Δ = σC/B. ``sampling: fixed`` is the paper's literal "minibatch of size B"
   (replace-one, sensitivity 2C, RDP only).
-* ``calibration: paper`` is Theorem 3.3 with the unnamed constant c₂ as a parameter
+* ``calibration: paper`` is Theorem 3.3 with its unnamed constant c₂ as a parameter
   (default 1): Δ = c₂ C √(T ln(1/δ)) / (n ε), i.e. σ = c₂ B √(T ln(1/δ)) / (n ε).
   ``eps_paper`` inverts that formula; ``eps_pld``/``eps_rdp`` are what σ really spends.
-* Output: the last iterate, as in the paper's experiments (the theory outputs a privately
-  selected iterate; see the SOSP selection).
+  Theorem 3.1 also needs ε < c₁ T B²/n² (another unnamed constant, ``c1``, default 1): the
+  plan records the largest ε that condition admits and whether the target meets it.
+* Output: the last iterate, as in the paper's experiments; with ``select`` the privately
+  selected iterate of §3.4 (the theory's output), at an extra ε_s (``select_epsilon``):
+  ``calibration: paper`` then spends ε − ε_s on training so the paper's total is ε.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from algorithms.base import Plan, PrivacyTarget, register_algorithm
+from algorithms.base import Plan, PrivacyTarget, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
 from algorithms.privacy.clipping import row_norms
-from algorithms.privacy.ledger import Batch
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism
 from algorithms.sgd import SGDParams
+from algorithms.sosp_selection import (
+    SelectionParams,
+    candidate_times,
+    select,
+    selection_constants,
+    selection_release,
+)
 from problems.base import DataInfo
 from problems.oracles import Oracle
 
 
 @dataclass(frozen=True)
-class NoisySGDParams(SGDParams):
+class NoisySGDParams(SGDParams, SelectionParams):
     bound: float | None = None
     c2: float = 1.0
+    c1: float = 1.0
     check_bound: bool = True
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        SGDParams.__post_init__(self)
+        SelectionParams.__post_init__(self)
         if self.bound is not None and not self.bound > 0:
             raise ValueError(f"bound must be > 0, got {self.bound}")
-        if not self.c2 > 0:
-            raise ValueError(f"c2 must be > 0, got {self.c2}")
+        if not (self.c2 > 0 and self.c1 > 0):
+            raise ValueError("c1 and c2 must be > 0")
 
 
 @register_algorithm
@@ -73,6 +87,8 @@ class NoisySGD(DPSGD):
         self._max_norm = 0.0
         self._violations = 0
         self._bound = math.inf
+        self._selected: int | None = None
+        self._output: Any = None
 
     def bound(self, data: DataInfo) -> float:
         if self.params.bound is not None:
@@ -82,17 +98,43 @@ class NoisySGD(DPSGD):
         raise ValueError("noisy_sgd needs a gradient bound C: set params.bound "
                          "(this problem publishes no bound G)")
 
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        ledger = super().planned_ledger(data, sigma)
+        if self.params.select:
+            ledger.record(*selection_release(self.params))
+        return ledger
+
+    def _training_epsilon(self, epsilon: float) -> float:
+        """The part of ε the paper's calibration gives to training (ε − ε_s with selection)."""
+        if not self.params.select:
+            return epsilon
+        if epsilon <= self.params.select_epsilon:
+            raise ValueError(f"epsilon {epsilon} must exceed select_epsilon "
+                             f"{self.params.select_epsilon}")
+        return epsilon - self.params.select_epsilon
+
+    def _theorem_3_3(self, data: DataInfo, delta: float) -> float:
+        """c₂ B √(T ln(1/δ)) / n: σ·ε = this constant in Theorem 3.3."""
+        p = self.params
+        return p.c2 * p.batch_size * math.sqrt(self.steps(data) * math.log(1 / delta)) / data.n
+
     def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
         """Theorem 3.3: σ = Δ B / C with Δ = c₂ C √(T ln(1/δ)) / (n ε)."""
-        p = self.params
-        return p.c2 * p.batch_size * math.sqrt(self.steps(data) * math.log(1 / target.delta)) / (
-            data.n * target.epsilon)
+        return self._theorem_3_3(data, target.delta) / self._training_epsilon(target.epsilon)
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        """Theorem 3.3 solved for ε (the paper's (ε, 2δ) guarantee at this σ)."""
+        """Theorem 3.3 solved for ε (the paper's (ε, 2δ) claim), plus ε_s of the selection."""
+        select_eps = self.params.select_epsilon if self.params.select else 0.0
+        return self._theorem_3_3(data, delta) / sigma + select_eps
+
+    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
         p = self.params
-        return p.c2 * p.batch_size * math.sqrt(self.steps(data) * math.log(1 / delta)) / (
-            data.n * sigma)
+        extra = super().plan_extra(data)
+        q = p.batch_size / data.n
+        extra["abadi_max_epsilon"] = p.c1 * q * q * self.steps(data)  # ε < c₁ T B²/n²
+        if p.select:
+            extra.update(selection_constants(p, data, extra["bound"]))
+        return extra
 
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
         """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked."""
@@ -106,13 +148,31 @@ class NoisySGD(DPSGD):
         self._violations += int((norms > self._bound).sum())
         return xp.sum(grads, axis=0)
 
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        if not self.params.select:
+            yield from super().iterate(oracle, plan, mech)
+            return
+        times = candidate_times(self.params, plan.steps, mech.public)
+        kept = {0: oracle.x0} if 0 in times else {}
+        for step in super().iterate(oracle, plan, mech):
+            if step.t in times:
+                kept[step.t] = step.x
+            yield step
+        candidates = [kept[int(t)] for t in times]
+        chosen = select(oracle, candidates, self.params, plan.extra, mech)  # §3.4
+        self._selected = None if chosen is None else int(times[chosen])
+        self._output = self._x if chosen is None else candidates[chosen]
+
+    def output(self) -> Any:
+        """The selected iterate with ``select`` (the last one if none passed), else x_T."""
+        return self._output if self.params.select and self._output is not None else super().output()
+
     def diagnostics(self) -> dict[str, Any]:
-        if not self.params.check_bound:
-            return {"bound": self._bound, "bound_checked": False}
-        return {
-            "bound": self._bound,
-            "bound_checked": True,
-            "max_per_sample_grad_norm": self._max_norm,
-            "bound_violations": self._violations,
-            "guarantee_void": self._violations > 0,
-        }
+        out: dict[str, Any] = {"bound": self._bound, "bound_checked": self.params.check_bound}
+        if self.params.check_bound:
+            out.update(max_per_sample_grad_norm=self._max_norm,
+                       bound_violations=self._violations,
+                       guarantee_void=self._violations > 0)
+        if self.params.select:
+            out.update(selected_step=self._selected, selection_passed=self._selected is not None)
+        return out

@@ -26,7 +26,6 @@ from problems.backend import get_backend
 from problems.base import get_problem
 
 STATUSES = ("done", "diverged", "error", "skipped")
-NOISE_STREAM, SAMPLING_STREAM = 1, 2
 
 
 @dataclass
@@ -99,9 +98,10 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     record.plan = plan.to_dict()
     record.timings["setup_s"] = time.perf_counter() - t0
 
-    seeds = np.random.SeedSequence(spec.seed)
-    noise_seed, sampling_seed = (int(s.generate_state(1)[0]) for s in seeds.spawn(2))
-    mech = Mechanism(backend.noise_source(noise_seed), np.random.default_rng(sampling_seed))
+    noise, sampling, laplace, public = np.random.SeedSequence(spec.seed).spawn(4)
+    mech = Mechanism(backend.noise_source(int(noise.generate_state(1)[0])),
+                     np.random.default_rng(sampling), laplace=np.random.default_rng(laplace),
+                     public=np.random.default_rng(public))
 
     schedule = eval_steps(plan.steps, spec.eval.points)
     iterate_s = eval_s = 0.0

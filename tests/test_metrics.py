@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from conftest import make_setup, to_numpy
 
-from bench.metrics import DENSE_MAX, evaluate, finite, lambda_min
+from algorithms.lambda_min import DENSE_MAX
+from algorithms.lambda_min import lambda_min_lanczos as lambda_min
+from bench.metrics import evaluate, finite
 from bench.runner import eval_steps
 
 LAM, MU = 1.3, 0.7

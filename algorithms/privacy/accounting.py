@@ -12,6 +12,10 @@ Every run reports three figures (anchors/dp_tooling.md §6.1):
 
 Each figure is ``None`` where its accountant has no event for the ledger. Releases on one
 batch are collapsed to σ_eff = (Σ σ_i⁻²)^(−½) before subsampling (exact; §2.6 item 2).
+
+Pure ε-DP releases (AboveThreshold) are added by basic composition, ε_total = ε_Gaussian(δ)
++ Σ ε_pure: a valid upper bound at the same δ (dp-accounting 0.6.0 has no event for a
+generic ε-DP mechanism); ``gdp`` is then None.
 """
 
 from __future__ import annotations
@@ -90,24 +94,29 @@ def to_dp_event(rounds: list[tuple[Round, int]]) -> Any:
     return dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(_round_event(r), c) for r, c in rounds])
 
 
-def _special(rounds: list[tuple[Round, int]]) -> float | None:
-    """ε for ledgers that need no accountant: empty (0) or with a non-private release (∞)."""
-    if not rounds:
-        return 0.0
-    if any(rel.kind == "nonprivate" for r, _ in rounds for rel in r.releases):
-        return math.inf
-    if any(rel.kind != "gaussian" for r, _ in rounds for rel in r.releases):
-        raise ValueError("only gaussian releases can be accounted so far")
-    return None
+def _kinds(rnd: Round) -> set[str]:
+    return {r.kind for r in rnd.releases}
 
 
 @lru_cache(maxsize=4096)
 def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
              discretization: float) -> float | None:
-    listed = list(rounds)
-    special = _special(listed)
-    if special is not None:
-        return special
+    if any("nonprivate" in _kinds(r) for r, _ in rounds):
+        return math.inf
+    pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
+    gaussian = [(r, c) for r, c in rounds if _kinds(r) == {"gaussian"}]
+    if len(gaussian) + sum(1 for r, _ in rounds if "pure" in _kinds(r)) != len(rounds):
+        raise ValueError("a round mixes pure and gaussian releases; record them separately")
+    if method == "gdp" and pure:
+        return None
+    if not gaussian:
+        return float(pure)
+    eps = _gaussian_epsilon(gaussian, delta, method, discretization)
+    return None if eps is None else eps + pure
+
+
+def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str,
+                      discretization: float) -> float | None:
     schemes = {r.sampling.scheme for r, _ in listed}
     if method == "gdp":
         if schemes != {"none"}:

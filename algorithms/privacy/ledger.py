@@ -7,7 +7,14 @@ All privacy noise and all data sampling go through :class:`Mechanism`:
 * ``mech.gaussian(value, sensitivity=Δ, sigma=σ, batch=...)`` adds N(0, (σΔ)² I) on the
   backend's device and records the release in the batch's round (or in a round of its own
   when ``batch`` is None: a release computed from the whole data set);
-* ``mech.exact(value, batch=...)`` records a non-private use of data (ε = ∞).
+* ``mech.exact(value, batch=...)`` records a non-private use of data (ε = ∞);
+* ``mech.above_threshold(queries, ...)`` runs AboveThreshold (Dwork & Roth 2014, Alg. 1)
+  over lazily evaluated queries and records one pure ε-DP release, whatever the number
+  of queries it looked at.
+
+``mech.public`` is a generator for randomness that touches no data (candidate times, start
+vectors of eigen-solvers): it needs no accounting and leaves the noise and sampling
+streams untouched.
 
 ``sensitivity`` is the L2 sensitivity of ``value`` under the neighbouring relation its
 round implies: add/remove-one for Poisson and unsampled rounds, replace-one for fixed-size
@@ -22,6 +29,7 @@ Releases that share a round are accounted as one Gaussian of the concatenated ve
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -45,14 +53,26 @@ class Sampling:
             raise ValueError(f"unknown sampling scheme {self.scheme!r}; choose {SCHEMES}")
 
 
+KINDS = ("gaussian", "pure", "nonprivate")
+
+
 @dataclass(frozen=True)
 class Release:
-    """One release: Gaussian with noise multiplier ``sigma`` and L2 ``sensitivity``."""
+    """One release.
+
+    ``gaussian``: noise multiplier ``sigma`` and L2 ``sensitivity``; ``pure``: an
+    ``epsilon``-DP mechanism (δ = 0) as a whole; ``nonprivate``: data used without noise.
+    """
 
     kind: str
     tag: str
     sigma: float = 0.0
     sensitivity: float = 0.0
+    epsilon: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown release kind {self.kind!r}; choose {KINDS}")
 
 
 @dataclass(frozen=True)
@@ -123,10 +143,14 @@ class Mechanism:
     """Draws batches and Gaussian noise, recording both in a :class:`Ledger`."""
 
     def __init__(self, noise: Any, sampler: np.random.Generator,
-                 ledger: Ledger | None = None) -> None:
+                 ledger: Ledger | None = None, laplace: np.random.Generator | None = None,
+                 public: np.random.Generator | None = None) -> None:
         self.noise = noise
         self.sampler = sampler
         self.ledger = ledger if ledger is not None else Ledger()
+        seeds = sampler.bit_generator.seed_seq.spawn(2)  # type: ignore[attr-defined]
+        self.laplace_rng = laplace or np.random.default_rng(seeds[0])
+        self.public = public or np.random.default_rng(seeds[1])
 
     def sample(self, population: int | np.ndarray, *, scheme: str,
                rate: float | None = None, size: int | None = None) -> Batch:
@@ -164,6 +188,28 @@ class Mechanism:
         """Record a release of ``value`` without noise (a non-private step)."""
         self._attach(Release("nonprivate", tag), batch)
         return value
+
+    def above_threshold(self, queries: Iterable[Callable[[], float]], *, threshold: float,
+                        sensitivity: float, epsilon: float, tag: str,
+                        below: bool = True) -> int | None:
+        """AboveThreshold: index of the first query past the noisy threshold, or None.
+
+        Threshold noise Lap(2Δ/ε), query noise Lap(4Δ/ε) (Dwork & Roth 2014, Theorem 3.23);
+        ε-DP for any number of queries, each of sensitivity Δ. With ``below`` the test is
+        q + ν < T̂ (the symmetric "below threshold" form). Queries are evaluated lazily, so
+        nothing after the first success is computed.
+        """
+        if sensitivity <= 0 or epsilon <= 0:
+            raise ValueError(f"above_threshold {tag!r} needs sensitivity > 0 and epsilon > 0")
+        self._attach(Release("pure", tag, sensitivity=float(sensitivity),
+                             epsilon=float(epsilon)), None)
+        rng = self.laplace_rng
+        noisy_threshold = threshold + rng.laplace(0.0, 2.0 * sensitivity / epsilon)
+        for j, query in enumerate(queries):
+            value = query() + rng.laplace(0.0, 4.0 * sensitivity / epsilon)
+            if (value < noisy_threshold) if below else (value >= noisy_threshold):
+                return j
+        return None
 
     def _attach(self, release: Release, batch: Batch | None) -> None:
         if batch is None:
