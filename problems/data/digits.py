@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Split:
-    """A labelled train/test split; features are float, labels int."""
-
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    classes: int
+from problems.data.common import Split
 
 
 def load_digits_split(test_fraction: float, seed: int) -> Split:
