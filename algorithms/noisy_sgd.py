@@ -56,6 +56,21 @@ from problems.base import DataInfo
 from problems.oracles import Oracle
 
 
+def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, steps: int,
+                    delta: float, c: float = 1.0) -> float:
+    """Lemma 3.2's high-probability bound on every per-sample gradient norm seen:
+
+    C = 2√(L f_max) + c (L √log(T/δ) + σ √log(nT) + √(σ log(1/δ))),
+
+    with the paper's unnamed absolute constant c as a parameter (the term √(σ log(1/δ))
+    is kept as printed; notes §2.7 #14). Used for Figure 3(b), "C chosen per Theorem 3.3".
+    """
+    return 2 * math.sqrt(smoothness * f_max) + c * (
+        smoothness * math.sqrt(math.log(steps / delta))
+        + grad_std * math.sqrt(math.log(n * steps))
+        + math.sqrt(grad_std * math.log(1 / delta)))
+
+
 @dataclass(frozen=True)
 class NoisySGDParams(SGDParams, SelectionParams):
     bound: float | None = None

@@ -1,4 +1,4 @@
-"""The ``saddlebench`` command: list | run | account | report.
+"""The ``saddlebench`` command: list | run | reproduce | account | report.
 
 Every user error (unknown names, invalid privacy targets, malformed experiment files,
 missing extras) ends in one line on stderr naming the problem, and exit status 2.
@@ -21,12 +21,13 @@ from rich.table import Table
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from bench.parallel import Outcome, pending, run_specs
-from bench.spec import SpecError, build_params, load_experiment
+from bench.spec import Experiment, SpecError, build_params, load_experiment
 from bench.store import Store
 from problems import PROBLEMS, DataSize
 from problems.backend import BACKENDS, MissingExtraError, available_backends
 
 console = Console()
+EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
 
 
 class UsageError(ValueError):
@@ -62,7 +63,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    experiment = load_experiment(args.experiment)
+    failures = run_experiment(load_experiment(args.experiment), args)
+    return 1 if failures else 0
+
+
+def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Outcome]:
+    """Run an experiment's pending runs into ``args.out/<suite>``; the failed outcomes."""
     store = Store(Path(args.out) / experiment.suite)
     store.write_suite(experiment)
     todo = pending(experiment.specs, store, force=args.force)
@@ -90,6 +96,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"finished: {summary}; results in {store.root}")
     for f in failures:
         console.print(f"  [red]error[/] {f.run_id} ({f.label}): {f.error}")
+    return failures
+
+
+# -- reproduce --------------------------------------------------------------------------
+
+def paper_experiments(paper: str, scale: str) -> list[Path]:
+    """The experiment files of a paper at a scale: bench/experiments/<paper>/<scale>/*.yaml."""
+    folder = EXPERIMENTS / paper / scale
+    files = sorted(folder.glob("*.yaml"))
+    if not files:
+        known = sorted(p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir())
+        raise UsageError(f"no {scale} experiments for {paper!r} in {folder} "
+                         f"(papers with {scale} experiments: {', '.join(known) or 'none'})")
+    return files
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from reports.paper import build_paper_page
+
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    papers = (sorted(p.name for p in EXPERIMENTS.iterdir() if (p / args.scale).is_dir())
+              if args.all else args.papers)
+    if not papers:
+        raise UsageError("name at least one paper, or --all")
+    plans = {paper: [load_experiment(f) for f in paper_experiments(paper, args.scale)]
+             for paper in papers}
+    failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
+    for paper in papers:
+        page = build_paper_page(paper, args.scale, Path(args.out),
+                                Path(args.out) / "report" / paper / args.scale)
+        console.print(f"{paper} ({args.scale}): {page / 'index.html'}")
     return 1 if failures else 0
 
 
@@ -139,6 +177,36 @@ def cmd_account(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- estimate ---------------------------------------------------------------------------
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from algorithms.noisy_sgd import lemma_3_2_bound
+    from bench.estimate import start_statistics
+    from bench.spec import component, instantiate_params
+    from problems import get_problem
+    from problems.backend import BackendSpec, get_backend
+
+    spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
+    problem = get_problem(spec.name)(instantiate_params("problem", spec))
+    instance = problem.build(args.seed)
+    backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
+    stats = start_statistics(instance, instance.oracle(backend))
+    table = Table(title=f"{spec.name} at x0 (seed {args.seed}, n={instance.n}, d={instance.d})")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("smoothness L (max |eig ∇²F(x0)|)", f"{stats.smoothness:.4g}")
+    table.add_row("f_max = F(x0)", f"{stats.f_max:.4g}")
+    table.add_row("gradient spread σ", f"{stats.grad_std:.4g}")
+    table.add_row("max per-sample ‖∇f_i(x0)‖", f"{stats.max_grad_norm:.4g}")
+    if args.steps:
+        bound = lemma_3_2_bound(stats.smoothness, stats.f_max, stats.grad_std, instance.n,
+                                args.steps, args.delta, args.c)
+        table.add_row(f"Lemma 3.2 C (T={args.steps}, δ={args.delta:g}, c={args.c:g})",
+                      f"{bound:.4g}")
+    console.print(table)
+    return 0
+
+
 # -- report -----------------------------------------------------------------------------
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -181,13 +249,32 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="other algorithm parameters")
 
+    rp = sub.add_parser("reproduce", help="run a paper's experiments and write its page")
+    rp.add_argument("papers", nargs="*", help="paper keys, e.g. avdiukhin2024")
+    rp.add_argument("--all", action="store_true", help="every paper with experiments")
+    rp.add_argument("--scale", default="quick", choices=("quick", "paper"))
+    rp.add_argument("--out", default="out", help="results root (default: out)")
+    rp.add_argument("--jobs", type=int, default=1, help="parallel runs (joblib)")
+    rp.add_argument("--force", action="store_true", help="rerun finished runs too")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    es = sub.add_parser("estimate", help="problem statistics at x0 (L, f_max, σ, Lemma 3.2 C)")
+    es.add_argument("problem")
+    es.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    es.add_argument("--seed", type=int, default=0)
+    es.add_argument("--backend", choices=("numpy", "torch", "jax"))
+    es.add_argument("--steps", type=int, help="T, for avdiukhin2024's Lemma 3.2 bound")
+    es.add_argument("--delta", type=float, default=0.01)
+    es.add_argument("--c", type=float, default=1.0, help="Lemma 3.2's absolute constant")
+
     rep = sub.add_parser("report", help="HTML + LaTeX report of a results directory")
     rep.add_argument("results", help="a suite directory, e.g. out/smoke")
     rep.add_argument("--out", help="report directory (default: RESULTS/report)")
     return p
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "account": cmd_account, "report": cmd_report}
+COMMANDS = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce,
+            "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

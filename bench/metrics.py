@@ -4,7 +4,8 @@
 * ``grad_norm``: ‖∇F(x)‖ (full gradient);
 * ``lambda_min``: λ_min(∇²F(x)) by Lanczos on full-batch HVPs
   (:func:`algorithms.lambda_min.lambda_min_lanczos`; exact for small d);
-* ``test``: the instance's held-out metrics (test loss, test accuracy), where it has them.
+* ``test``: the instance's held-out metrics (test loss, test accuracy), where it has them;
+* ``train``: training-set accuracy (``train_acc``), where it applies.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def evaluate(instance: Instance, oracle: Oracle, x: Any, names: Iterable[str]) -
                 out["lambda_min"] = lambda_min_lanczos(oracle, x)
             elif name == "test":
                 out.update(instance.evaluate_test(backend, x))
+            elif name == "train":
+                out.update(instance.evaluate_train(backend, x))
             else:
                 raise ValueError(f"unknown metric {name!r}")
     return out

@@ -66,9 +66,10 @@ class RunRecord:
         }
 
 
-def eval_steps(total: int, points: int) -> set[int]:
-    """Log-spaced evaluation steps in 1..T, always including 1 and T."""
-    grid = np.unique(np.round(np.geomspace(1, max(total, 1), points)).astype(int))
+def eval_steps(total: int, points: int, schedule: str = "log") -> set[int]:
+    """Evaluation steps in 1..T, log- or linearly spaced, always including 1 and T."""
+    space = np.geomspace if schedule == "log" else np.linspace
+    grid = np.unique(np.round(space(1, max(total, 1), points)).astype(int))
     return {int(s) for s in grid} | {total}
 
 
@@ -103,7 +104,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
                      np.random.default_rng(sampling), laplace=np.random.default_rng(laplace),
                      public=np.random.default_rng(public))
 
-    schedule = eval_steps(plan.steps, spec.eval.points)
+    schedule = eval_steps(plan.steps, spec.eval.points, spec.eval.schedule)
     iterate_s = eval_s = 0.0
 
     def measure(step: int, x: Any, point: str, names: tuple[str, ...]) -> bool:

@@ -29,7 +29,7 @@ from problems.backend import BackendSpec
 from problems.base import get_problem
 
 SCHEMA = 1
-METRICS = ("loss", "grad_norm", "lambda_min", "test")
+METRICS = ("loss", "grad_norm", "lambda_min", "test", "train")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -48,17 +48,23 @@ class ComponentSpec:
         return {"name": self.name, "params": dict(self.params)}
 
 
+SCHEDULES = ("log", "linear")
+
+
 @dataclass(frozen=True)
 class EvalSpec:
-    """Which metrics are measured, at how many log-spaced steps (``final``: last only)."""
+    """Which metrics are measured, at how many steps, spaced how (``final``: last only)."""
 
     points: int = 10
     metrics: tuple[str, ...] = ("loss", "grad_norm", "test")
     final: tuple[str, ...] = ()
+    schedule: str = "log"
 
     def __post_init__(self) -> None:
         if self.points < 2:
             raise SpecError(f"eval.points must be >= 2, got {self.points}")
+        if self.schedule not in SCHEDULES:
+            raise SpecError(f"unknown eval.schedule {self.schedule!r}; choose {SCHEDULES}")
         for name in (*self.metrics, *self.final):
             if name not in METRICS:
                 raise SpecError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
@@ -114,7 +120,8 @@ class RunSpec:
             backend=BackendSpec(**d["backend"]),
             seed=int(d["seed"]),
             eval=EvalSpec(points=d["eval"]["points"], metrics=tuple(d["eval"]["metrics"]),
-                          final=tuple(d["eval"]["final"])),
+                          final=tuple(d["eval"]["final"]),
+                          schedule=d["eval"].get("schedule", "log")),
             label=d.get("label", ""),
         )
 
@@ -223,7 +230,7 @@ TOP_KEYS = ("suite", "description", "paper", "scale", "seeds", "privacy", "backe
 ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
               "algorithms": ("name", "label", "params", "sweep", "privacy")}
 PRIVACY_KEYS = ("epsilon", "delta", "calibration", "sigma")
-EVAL_KEYS = ("points", "metrics", "final")
+EVAL_KEYS = ("points", "metrics", "final", "schedule")
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:
@@ -316,7 +323,8 @@ def _eval(raw: Any, where: str) -> EvalSpec:
     try:
         return EvalSpec(points=int(d.get("points", 10)),
                         metrics=tuple(_as_list(d.get("metrics", ["loss", "grad_norm", "test"]))),
-                        final=tuple(_as_list(d.get("final", []))))
+                        final=tuple(_as_list(d.get("final", []))),
+                        schedule=str(d.get("schedule", "log")))
     except (TypeError, ValueError) as exc:
         raise SpecError(f"{where}: {exc}") from None
 

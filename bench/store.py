@@ -162,6 +162,8 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
         "error": side.get("error"),
         "sigma": plan.get("sigma"),
         "steps": plan.get("steps"),
+        "n": plan.get("n"),
+        "batch_size": plan.get("batch_size"),
         "eps_planned": _number((plan.get("eps") or {}).get("headline")),
         **{f"eps_{k}": _number(eps.get(k)) for k in ("pld", "rdp", "gdp", "paper", "headline")},
         **{f"time_{k}": v for k, v in (side.get("timings") or {}).items()},
@@ -170,6 +172,8 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
     out.update({f"p_prob_{k}": v for k, v in spec["problem"]["params"].items()})
     out.update({f"p_alg_{k}": v for k, v in spec["algorithm"]["params"].items()})
     out.update({f"diag_{k}": v for k, v in (side.get("diagnostics") or {}).items()})
+    out.update({f"plan_{k}": _number(v) for k, v in (plan.get("extra") or {}).items()
+                if not isinstance(v, (dict, list))})
     final = side.get("final") or {}
     out.update({f"final_{k}": _number(v) for k, v in final.items() if k not in ("point", "step")})
     return out

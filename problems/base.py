@@ -70,6 +70,10 @@ class Instance(ABC):
         """Held-out metrics (test loss, accuracy); empty where there is no test set."""
         return {}
 
+    def evaluate_train(self, backend: Backend, x: Any) -> dict[str, float]:
+        """Training-set metrics beyond the loss (accuracy); empty where they do not apply."""
+        return {}
+
     def lambda_min(self, x: np.ndarray) -> float | None:
         """Closed-form λ_min(∇²F(x)) where the problem has one (else None)."""
         return None

@@ -83,3 +83,42 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
     plt.close(fig)
     return paths
 
+
+
+def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel: str,
+                     out_dir: Path, stem: str, xlabel: str = "epoch") -> list[Path]:
+    """The paper's figure style: mean over runs with a min–max band, one curve per ε.
+
+    Each panel is (title, rows) with columns ``x``, ``metric``, ``epsilon`` and ``run_id``;
+    non-private runs (ε = ∞) are drawn black and labelled "SGD".
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.4 * max(len(panels), 1), 3.4),
+                             squeeze=False)
+    for ax, (title, rows) in zip(axes[0], panels, strict=False):
+        eps_values = sorted(rows["epsilon"].unique(), key=lambda e: (np.isinf(e), e))
+        finite = [e for e in eps_values if np.isfinite(e)]
+        cmap = sns.color_palette("viridis", n_colors=max(len(finite), 1))
+        for eps in eps_values:
+            part = rows[rows["epsilon"] == eps].groupby("x")[metric].agg(["mean", "min", "max"])
+            colour = "black" if np.isinf(eps) else cmap[finite.index(eps)]
+            label = "SGD" if np.isinf(eps) else f"ε = {eps:g}"
+            ax.plot(part.index, part["mean"], color=colour, label=label, lw=1.4)
+            ax.fill_between(part.index, part["min"], part["max"], color=colour, alpha=0.18, lw=0)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=130)
+    fig.savefig(paths[1])
+    plt.close(fig)
+    return paths

@@ -136,8 +136,14 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
         accountant = dpa.rdp.RdpAccountant(neighboring_relation=relation)
     else:
         raise ValueError(f"unknown accountant {method!r}; choose one of {METHODS}")
-    accountant.compose(to_dp_event(listed))
-    return float(accountant.get_epsilon(delta))
+    try:
+        accountant.compose(to_dp_event(listed))
+        return float(accountant.get_epsilon(delta))
+    except (ValueError, OverflowError, MemoryError) as exc:
+        # noise so small that the accountant's grid explodes: ε is unbounded for all purposes
+        logging.getLogger(__name__).warning("%s accountant failed (%s); reporting ε = inf",
+                                            method, exc)
+        return math.inf
 
 
 def _key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:

@@ -1,0 +1,133 @@
+"""One page per paper: its runs at one scale, figures drawn as the paper draws them, the
+paper's checkable claims (held / not held / not run, with the numbers), every resolved
+ambiguity, and ε as the paper computes it beside the accountants' ε.
+
+A paper module in ``reports/papers/<paper>.py`` provides ``TITLE``, ``RESOLUTIONS`` and
+``build(results, out) -> PaperSections``; this module collects the results and renders.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench.store import Store
+
+STATUSES = ("held", "not held", "not run")
+
+
+@dataclass
+class PaperResults:
+    """Every run of one paper at one scale: one row per run, and all trajectory rows."""
+
+    paper: str
+    scale: str
+    suites: list[dict[str, Any]]
+    runs: pd.DataFrame
+    trajectories: pd.DataFrame
+
+    def suite_runs(self, name: str) -> pd.DataFrame:
+        return self.runs[self.runs["suite"] == name] if not self.runs.empty else self.runs
+
+    def curves(self, suite: str) -> pd.DataFrame:
+        """Trajectory rows (iterates only) of a suite, joined with their run's settings."""
+        runs = self.suite_runs(suite)
+        if runs.empty or self.trajectories.empty:
+            return pd.DataFrame()
+        keep = ["run_id", "problem", "label", "epsilon", "calibration", "seed", "status",
+                "steps", "n", "batch_size"]
+        traj = self.trajectories[self.trajectories["point"] == "iterate"]
+        return traj.merge(runs[[c for c in keep if c in runs]], on="run_id")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checkable claim of the paper and what our runs say about it."""
+
+    id: str
+    statement: str
+    setting: str
+    status: str
+    evidence: str
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"claim status must be one of {STATUSES}")
+
+
+@dataclass(frozen=True)
+class Figure:
+    path: str
+    caption: str
+
+
+@dataclass
+class PaperSections:
+    """What a paper module contributes to its page."""
+
+    settings: list[tuple[str, str]] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # {title, note, columns, rows}
+    deviations: list[tuple[str, str]] = field(default_factory=list)  # (algorithm, text)
+
+
+def collect(results_root: Path, paper: str, scale: str) -> PaperResults:
+    """Runs and trajectories of every suite under ``results_root`` for (paper, scale)."""
+    suites, runs, trajectories = [], [], []
+    for meta_path in sorted(results_root.glob("*/suite.json")):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("paper") != paper or meta.get("scale") != scale:
+            continue
+        store = Store(meta_path.parent)
+        frame = store.runs()
+        if frame.empty:
+            continue
+        suites.append(meta)
+        runs.append(frame.assign(suite=meta["suite"]))
+        trajectories.append(store.trajectories())
+    return PaperResults(
+        paper=paper, scale=scale, suites=suites,
+        runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
+        trajectories=pd.concat(trajectories, ignore_index=True) if trajectories
+        else pd.DataFrame())
+
+
+def docstring_section(module: str, heading: str) -> str:
+    """The paragraph(s) of a module docstring that follow a line starting with ``heading``."""
+    doc = importlib.import_module(module).__doc__ or ""
+    match = re.search(rf"^{re.escape(heading)}.*?$\n(.*)", doc, flags=re.M | re.S)
+    return match.group(1).strip() if match else ""
+
+
+def bullet_items(text: str) -> list[str]:
+    """'* item' paragraphs of a docstring section as single-line strings."""
+    items = re.split(r"^\* ", text, flags=re.M)
+    return [" ".join(part.split()) for part in items if part.strip()]
+
+
+def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
+    """Render ``out/index.html`` for (paper, scale) from stored results."""
+    from reports.render import html_env
+
+    module = importlib.import_module(f"reports.papers.{paper}")
+    results = collect(results_root, paper, scale)
+    out.mkdir(parents=True, exist_ok=True)
+    sections: PaperSections = module.build(results, out)
+    html = html_env().get_template("paper.html.j2").render(
+        paper=paper, title=module.TITLE, source=module.SOURCE, scale=scale,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        suites=results.suites, n_runs=len(results.runs),
+        counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
+        git_shas=sorted({str(s) for s in results.runs.get("git_sha", pd.Series()).dropna()}),
+        sections=sections, resolutions=module.RESOLUTIONS,
+    )
+    (out / "index.html").write_text(html)
+    return out

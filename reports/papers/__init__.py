@@ -1,0 +1,1 @@
+"""Per-paper report pages: one module per paper key (TITLE, SOURCE, RESOLUTIONS, build)."""
