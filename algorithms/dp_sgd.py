@@ -88,9 +88,13 @@ class DPSGD(SGD):
     def plan_extra(self, data: DataInfo) -> dict[str, Any]:
         return {"bound": self.bound(data), "sensitivity": self.sensitivity(data)}
 
+    def run_sensitivity(self, oracle: Oracle, plan: Plan) -> float:
+        """Sensitivity of the noisy sum in this run (fixed at plan time here)."""
+        return float(plan.extra["sensitivity"])
+
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         xp, p = oracle.xp, self.params
-        sensitivity = plan.extra["sensitivity"]
+        sensitivity = self.run_sensitivity(oracle, plan)
         x = oracle.x0
         for t in range(plan.steps):
             batch = self.sample(mech, oracle.n)  # line 2

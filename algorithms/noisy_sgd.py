@@ -18,7 +18,10 @@ Deviations and resolved ambiguities:
 
 * C (``bound``) defaults to the problem's published gradient bound ``G`` where it has one
   (e.g. ``strict_saddle``); otherwise it must be given (the paper picks C = 2.5
-  empirically, itself an unaccounted use of the data).
+  empirically, itself an unaccounted use of the data). ``bound_rule: lemma_3_2`` takes C
+  from Lemma 3.2 instead (Figure 3(b)), with L, f_max and σ measured non-privately at x₀
+  when the run starts and the unnamed constant c as ``lemma_c``; the noise multiplier σ,
+  hence ε, does not depend on C.
 * Sampling: Poisson with q = B/n by default, because Theorem 3.1 (Abadi et al.) that the
   proof invokes assumes it; noise N(0, (σC)²) goes on the sum, divided by B, so
   Δ = σC/B. ``sampling: fixed`` is the paper's literal "minibatch of size B"
@@ -54,6 +57,7 @@ from algorithms.sosp_selection import (
 )
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.statistics import start_statistics
 
 
 def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, steps: int,
@@ -71,9 +75,14 @@ def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, st
         + math.sqrt(grad_std * math.log(1 / delta)))
 
 
+BOUND_RULES = ("given", "lemma_3_2")
+
+
 @dataclass(frozen=True)
 class NoisySGDParams(SGDParams, SelectionParams):
     bound: float | None = None
+    bound_rule: str = "given"
+    lemma_c: float = 1.0
     c2: float = 1.0
     c1: float = 1.0
     check_bound: bool = True
@@ -83,8 +92,12 @@ class NoisySGDParams(SGDParams, SelectionParams):
         SelectionParams.__post_init__(self)
         if self.bound is not None and not self.bound > 0:
             raise ValueError(f"bound must be > 0, got {self.bound}")
-        if not (self.c2 > 0 and self.c1 > 0):
-            raise ValueError("c1 and c2 must be > 0")
+        if not (self.c2 > 0 and self.c1 > 0 and self.lemma_c > 0):
+            raise ValueError("c1, c2 and lemma_c must be > 0")
+        if self.bound_rule not in BOUND_RULES:
+            raise ValueError(f"unknown bound_rule {self.bound_rule!r}; choose {BOUND_RULES}")
+        if self.bound_rule == "lemma_3_2" and (self.select or self.bound is not None):
+            raise ValueError("bound_rule lemma_3_2 measures C itself: give no bound, no select")
 
 
 @register_algorithm
@@ -104,8 +117,12 @@ class NoisySGD(DPSGD):
         self._bound = math.inf
         self._selected: int | None = None
         self._output: Any = None
+        self._lemma: dict[str, float] = {}
 
     def bound(self, data: DataInfo) -> float:
+        """C at plan time (NaN with ``lemma_3_2``: measured when the run starts)."""
+        if self.params.bound_rule == "lemma_3_2":
+            return math.nan
         if self.params.bound is not None:
             return float(self.params.bound)
         if "G" in data.constants:
@@ -151,10 +168,22 @@ class NoisySGD(DPSGD):
             extra.update(selection_constants(p, data, extra["bound"]))
         return extra
 
+    def run_sensitivity(self, oracle: Oracle, plan: Plan) -> float:
+        """C of this run (Lemma 3.2 at x₀ with ``lemma_3_2``), times 2 for fixed batches."""
+        p = self.params
+        if p.bound_rule == "lemma_3_2":
+            s = start_statistics(oracle)
+            self._bound = lemma_3_2_bound(s.smoothness, s.f_max, s.grad_std, oracle.n,
+                                          plan.steps, plan.target.delta, p.lemma_c)
+            self._lemma = {"lemma_L": s.smoothness, "lemma_f_max": s.f_max,
+                           "lemma_grad_std": s.grad_std}
+        else:
+            self._bound = float(plan.extra["bound"])
+        return (2.0 if p.sampling == "fixed" else 1.0) * self._bound
+
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
         """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked."""
         xp = oracle.xp
-        self._bound = plan.extra["bound"]
         if not self.params.check_bound:
             return oracle.grad(x, batch.indices) * len(batch)
         grads = oracle.per_sample_grads(x, batch.indices)
@@ -183,7 +212,8 @@ class NoisySGD(DPSGD):
         return self._output if self.params.select and self._output is not None else super().output()
 
     def diagnostics(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"bound": self._bound, "bound_checked": self.params.check_bound}
+        out: dict[str, Any] = {"bound": self._bound, "bound_checked": self.params.check_bound,
+                               **self._lemma}
         if self.params.check_bound:
             out.update(max_per_sample_grad_norm=self._max_norm,
                        bound_violations=self._violations,

@@ -181,16 +181,16 @@ def cmd_account(args: argparse.Namespace) -> int:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     from algorithms.noisy_sgd import lemma_3_2_bound
-    from bench.estimate import start_statistics
     from bench.spec import component, instantiate_params
     from problems import get_problem
     from problems.backend import BackendSpec, get_backend
+    from problems.statistics import start_statistics
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
     instance = problem.build(args.seed)
     backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
-    stats = start_statistics(instance, instance.oracle(backend))
+    stats = start_statistics(instance.oracle(backend))
     table = Table(title=f"{spec.name} at x0 (seed {args.seed}, n={instance.n}, d={instance.d})")
     table.add_column("quantity")
     table.add_column("value", justify="right")

@@ -4,10 +4,12 @@ Importing this package registers every built-in problem in :data:`PROBLEMS`.
 """
 
 from problems import supervised as _supervised
+from problems import text as _text
+from problems import vision as _vision
 from problems.base import PROBLEMS, DataInfo, DataSize, Instance, Problem, get_problem
 from problems.synthetic import nc_least_squares as _nc_least_squares
 from problems.synthetic import strict_saddle as _strict_saddle
 
 __all__ = ["PROBLEMS", "DataInfo", "DataSize", "Instance", "Problem", "get_problem"]
 
-del _supervised, _nc_least_squares, _strict_saddle
+del _supervised, _text, _vision, _nc_least_squares, _strict_saddle

@@ -2,31 +2,82 @@
 
 The training loss is the mean softmax cross-entropy (plus an optional ½·l2·‖x‖²) over the
 training split; test loss and accuracy are measured on the held-out split. These problems
-run on torch and jax (autodiff); there is no closed form.
+run on torch and jax (autodiff); there is no closed form. The model is anything with
+``n_params``, ``init(rng)`` and ``logits(xp, x, features)`` (:class:`ClassifierModel`): the
+``xp`` MLP here, or a torch module (:mod:`problems.models.torch_module`, used by
+:mod:`problems.vision` and :mod:`problems.text`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
-from problems.data.digits import Split, load_digits_split
+from problems.data.common import Split
+from problems.data.digits import load_digits_split
 from problems.models.mlp import MLP, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
+
+EVAL_CHUNK = 4096  # samples per forward pass in accuracy (the oracles' default eval_chunk)
+
+Features = np.ndarray | tuple[np.ndarray, ...]
+"""One feature array, or several aligned ones (e.g. token ids and attention mask)."""
+
+
+class ClassifierModel(Protocol):
+    """A flat-parameter model: :class:`MLP`, or a torch module via ``TorchModel``."""
+
+    @property
+    def n_params(self) -> int: ...
+
+    def init(self, rng: np.random.Generator) -> np.ndarray: ...
+
+    def logits(self, xp: Any, x: Any, features: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class EncodedSplit:
+    """A :class:`Split` whose features are a tuple of aligned arrays (e.g. ids and mask)."""
+
+    x_train: tuple[np.ndarray, ...]
+    y_train: np.ndarray
+    x_test: tuple[np.ndarray, ...]
+    y_test: np.ndarray
+    classes: int
+
+
+def _as_tuple(features: Features) -> tuple[np.ndarray, ...]:
+    return features if isinstance(features, tuple) else (features,)
+
+
+def _unpack(features: Sequence[Any]) -> Any:
+    """What ``logits`` receives: the array itself when there is one, else the tuple."""
+    return features[0] if len(features) == 1 else tuple(features)
+
+
+def _to_backend(backend: Backend, a: np.ndarray) -> Any:
+    """Features on the backend: integer arrays (token ids) stay integer."""
+    return backend.as_index(a) if np.issubdtype(a.dtype, np.integer) else backend.asarray(a)
 
 
 @dataclass
 class ClassificationInstance(Instance):
-    """A :class:`Split` and an :class:`MLP`-like model with ``logits(xp, x, features)``."""
+    """A :class:`Split` (or :class:`EncodedSplit`) and a model with ``logits(xp, x, features)``.
 
-    split: Split | None = None
-    model: MLP | None = None
+    ``oracle_kw`` goes to every oracle (e.g. ``chunk_size`` and ``eval_chunk`` to bound
+    the memory of per-sample gradients and of full-data means for large networks).
+    """
+
+    split: Split | EncodedSplit | None = None
+    model: ClassifierModel | None = None
     l2: float = 0.0
-    _test: dict[int, tuple[Oracle, Any]] = field(default_factory=dict, repr=False)
+    oracle_kw: dict[str, Any] = field(default_factory=dict)
+    _test: dict[int, Oracle] = field(default_factory=dict, repr=False)
 
     def _onehot(self, y: np.ndarray) -> np.ndarray:
         assert self.split is not None
@@ -36,35 +87,111 @@ class ClassificationInstance(Instance):
         xp, model, l2 = backend.xp, self.model, self.l2
         assert model is not None
 
-        def losses(x: Any, features: Any, onehot: Any) -> Any:
-            loss = cross_entropy(xp, model.logits(xp, x, features), onehot)
+        def losses(x: Any, *batch: Any) -> Any:
+            *features, onehot = batch
+            loss = cross_entropy(xp, model.logits(xp, x, _unpack(features)), onehot)
             return loss + 0.5 * l2 * xp.sum(x * x) if l2 else loss
 
         return losses
 
+    def _oracle(self, backend: Backend, features: Features, y: np.ndarray, **kw: Any) -> Oracle:
+        data = (*_as_tuple(features), self._onehot(y))
+        return autodiff_oracle(backend, self.losses_fn(backend), data, x0=self.x0,
+                               **self.oracle_kw, **kw)
+
     def oracle(self, backend: Backend) -> Oracle:
         assert self.split is not None
-        s = self.split
-        return autodiff_oracle(backend, self.losses_fn(backend),
-                               (s.x_train, self._onehot(s.y_train)), x0=self.x0,
-                               clients=self.clients)
+        return self._oracle(backend, self.split.x_train, self.split.y_train,
+                            clients=self.clients)
 
     def evaluate_test(self, backend: Backend, x: Any) -> dict[str, float]:
-        assert self.split is not None and self.model is not None
+        assert self.split is not None
         s = self.split
         key = id(backend)
         if key not in self._test:
-            self._test[key] = (
-                autodiff_oracle(backend, self.losses_fn(backend),
-                                (s.x_test, self._onehot(s.y_test)), x0=self.x0),
-                backend.asarray(s.x_test),
-            )
-        oracle, features = self._test[key]
-        logits = backend.to_numpy(self.model.logits(backend.xp, x, features))
+            self._test[key] = self._oracle(backend, s.x_test, s.y_test)
         return {
-            "test_loss": float(backend.to_numpy(oracle.loss(x))),
-            "test_acc": float(np.mean(np.argmax(logits, axis=1) == s.y_test)),
+            "test_loss": float(backend.to_numpy(self._test[key].loss(x))),
+            "test_acc": self._accuracy(backend, x, s.x_test, s.y_test),
         }
+
+    def evaluate_train(self, backend: Backend, x: Any) -> dict[str, float]:
+        assert self.split is not None
+        return {"train_acc": self._accuracy(backend, x, self.split.x_train, self.split.y_train)}
+
+    def _accuracy(self, backend: Backend, x: Any, features: Features, y: np.ndarray) -> float:
+        """Top-1 accuracy, ``eval_chunk`` samples at a time."""
+        assert self.model is not None
+        step = self.oracle_kw.get("eval_chunk", EVAL_CHUNK)
+        hits = 0
+        for start in range(0, len(y), step):
+            chunk = [_to_backend(backend, f[start : start + step]) for f in _as_tuple(features)]
+            logits = backend.to_numpy(self.model.logits(backend.xp, x, _unpack(chunk)))
+            hits += int(np.sum(np.argmax(logits, axis=1) == y[start : start + step]))
+        return hits / len(y)
+
+
+def classification_instance(name: str, split: Split | EncodedSplit, model: ClassifierModel,
+                            seed: int, l2: float = 0.0, **oracle_kw: Any
+                            ) -> ClassificationInstance:
+    """The instance for ``split`` × ``model``, started at ``model.init`` seeded by ``seed``."""
+    return ClassificationInstance(
+        name=name,
+        n=len(split.y_train),
+        d=model.n_params,
+        x0=model.init(np.random.default_rng(seed)),
+        constants={"classes": split.classes, "n_test": len(split.y_test)},
+        split=split,
+        model=model,
+        l2=l2,
+        oracle_kw=oracle_kw,
+    )
+
+
+@dataclass(frozen=True)
+class OracleParams:
+    """Loss and memory knobs of torch-network problems: ``l2`` weight; per-sample gradients
+    ``chunk_size`` samples at a time (None: all at once); full-data means and test metrics
+    ``eval_chunk`` samples at a time."""
+
+    l2: float = 0.0
+    chunk_size: int | None = 16
+    eval_chunk: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.l2 < 0:
+            raise ValueError(f"l2 must be >= 0, got {self.l2}")
+        if (self.chunk_size is not None and self.chunk_size < 1) or self.eval_chunk < 1:
+            raise ValueError("chunk_size (or None) and eval_chunk must be >= 1")
+
+    @property
+    def oracle_kw(self) -> dict[str, Any]:
+        return {"chunk_size": self.chunk_size, "eval_chunk": self.eval_chunk}
+
+
+@dataclass(frozen=True)
+class DataParams(OracleParams):
+    """External data: its directory (None: the loader's default), optional subsample sizes
+    (None: the whole split) drawn with ``data_seed``."""
+
+    data_dir: str | None = None
+    n_train: int | None = None
+    n_test: int | None = None
+    data_seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if any(n is not None and n < 1 for n in (self.n_train, self.n_test)):
+            raise ValueError("n_train and n_test must be >= 1 (or None: the whole split)")
+
+
+def subsampled(split: Any, p: DataParams) -> Any:
+    """``split`` cut to ``p.n_train``/``p.n_test`` samples by ``problems.data.common.subset``."""
+    if p.n_train is None and p.n_test is None:
+        return split
+    from problems.data.common import subset
+
+    return subset(split, p.n_train, p.n_test, p.data_seed)
 
 
 @dataclass(frozen=True)
@@ -96,13 +223,4 @@ class DigitsMLP(Problem):
         split = load_digits_split(p.test_fraction, p.data_seed)
         model = MLP(layer_sizes(split.x_train.shape[1], [p.hidden], split.classes),
                     activation=p.activation)
-        return ClassificationInstance(
-            name=self.name,
-            n=len(split.y_train),
-            d=model.n_params,
-            x0=model.init(np.random.default_rng(seed)),
-            constants={"classes": split.classes, "n_test": len(split.y_test)},
-            split=split,
-            model=model,
-            l2=p.l2,
-        )
+        return classification_instance(self.name, split, model, seed, l2=p.l2)

@@ -10,7 +10,7 @@ not couple tests.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,8 @@ from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step
 from algorithms.privacy.ledger import Mechanism
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, get_backend
+from problems.data.cola import TextSplit
+from problems.data.common import Split
 from problems.oracles import Oracle
 
 # Small versions of the registered problems. A problem registered later and missing here
@@ -29,7 +31,54 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "strict_saddle": {"d": 5, "n": 200},
     "nc_least_squares": {"clients": 2, "base_n": 50, "d": 5},
     "digits_mlp": {"hidden": 8},
+    "digits_cnn": {"width": 0.125},
+    "cifar10_cnn": {"width": 0.0625},
+    "cifar10_resnet18": {"width": 0.0625},
+    "cifar100_resnet18": {"width": 0.0625},
+    "cola_bert": {"max_length": 16},
 }
+
+
+def fake_images(variant: str, data_dir: str | None = None, n: int = 48) -> Split:
+    """A tiny stand-in for CIFAR-10/100: random 3×32×32 images in [0, 1], every class."""
+    rng = np.random.default_rng(0)
+    classes = {"cifar10": 10, "cifar100": 100}[variant]
+
+    def images(m: int) -> np.ndarray:
+        return rng.random((m, 3, 32, 32), dtype=np.float32)
+
+    return Split(images(n), np.arange(n) % classes, images(n // 2),
+                 np.arange(n // 2) % classes, classes)
+
+
+FAKE_SENTENCES = ("The cat sat on the mat.", "Cat the mat on sat.", "She reads books daily.",
+                  "Books she daily reads the.", "It rained all day long.", "Rained it day all.")
+
+
+def fake_text(data_dir: str | None = None, n: int = 24) -> TextSplit:
+    """A tiny stand-in for CoLA: a few (un)grammatical sentences, both labels."""
+    sentences = [FAKE_SENTENCES[i % len(FAKE_SENTENCES)] for i in range(n)]
+    labels = (np.arange(n) + 1) % 2
+    return TextSplit(sentences, labels, sentences[: n // 2], labels[: n // 2])
+
+
+# Problems whose data sets are files (absent here) are built from a tiny fake data set
+# patched over their loader, so the registry-driven tests still exercise them.
+FAKE_DATA: dict[str, tuple[str, Callable[..., Any]]] = {
+    "cifar10_cnn": ("problems.vision.load_images", fake_images),
+    "cifar10_resnet18": ("problems.vision.load_images", fake_images),
+    "cifar100_resnet18": ("problems.vision.load_images", fake_images),
+    "cola_bert": ("problems.text.load_text", fake_text),
+}
+
+
+def build_problem(name: str, params: Any, seed: int) -> Instance:
+    """``PROBLEMS[name](params).build(seed)``, on fake data where the real data are files."""
+    with pytest.MonkeyPatch.context() as mp:
+        if name in FAKE_DATA:
+            mp.setattr(*FAKE_DATA[name])
+        return PROBLEMS[name](params).build(seed)
+
 
 # Small algorithm settings shared by most tests.
 SMALL_ALGO: dict[str, Any] = {"steps": 4, "batch_size": 16, "lr": 0.01}
@@ -70,7 +119,7 @@ def make_instance(name: str, seed: int = 0, **overrides: Any) -> Instance:
     params = problem_params(name, **overrides)
     key = (name, tuple(sorted(vars(params).items())), seed)
     if key not in _INSTANCES:
-        _INSTANCES[key] = PROBLEMS[name](params).build(seed)
+        _INSTANCES[key] = build_problem(name, params, seed)
     return _INSTANCES[key]
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import (
     DELTA,
+    FAKE_DATA,
     array_type,
     default_target,
     make_algorithm,
@@ -44,6 +45,10 @@ def test_registries_are_populated() -> None:
         assert pcls.name == name
         assert get_problem(name) is pcls
         assert pcls.backends, f"{name} declares no backend"
+
+
+def test_fake_data_entries_are_registered_problems() -> None:
+    assert set(FAKE_DATA) <= set(PROBLEMS)
 
 
 def test_unknown_names_are_refused() -> None:

@@ -1,10 +1,10 @@
 """Problem statistics at the start point, for constants papers leave to the user.
 
-``saddlebench estimate`` measures, non-privately, the quantities avdiukhin2024's Lemma 3.2
-bound on per-sample gradient norms needs: the smoothness L (largest |eigenvalue| of ∇²F at
-x₀, by Lanczos), f_max = F(x₀) (losses are ≥ 0), and the gradient spread
-σ = √(avg_i ‖∇f_i(x₀) − ∇F(x₀)‖²). Like the paper's own choice of C, this looks at the data;
-the numbers are printed so that experiment files can quote them.
+Measured non-privately (like the paper's own choice of C, this looks at the data): the
+smoothness L (largest |eigenvalue| of ∇²F at x₀, by Lanczos), f_max = F(x₀) (losses are
+≥ 0), the gradient spread σ = √(avg_i ‖∇f_i(x₀) − ∇F(x₀)‖²) and the largest per-sample
+gradient norm. avdiukhin2024's Lemma 3.2 bound on per-sample gradient norms needs the
+first three (``noisy_sgd`` with ``bound_rule: lemma_3_2``; ``saddlebench estimate``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from problems.base import Instance
 from problems.oracles import Oracle
 
 
@@ -41,17 +40,15 @@ def _top_abs_eigenvalue(oracle: Oracle, x: Any) -> float:
                                      return_eigenvectors=False))))
 
 
-def start_statistics(instance: Instance, oracle: Oracle, chunk: int = 512) -> StartStatistics:
+def start_statistics(oracle: Oracle, chunk: int = 512) -> StartStatistics:
     """L, f_max, σ and the largest per-sample gradient norm at x₀."""
-    x = oracle.x0
-    backend = oracle.backend
+    x, backend, n = oracle.x0, oracle.backend, oracle.n
     mean = backend.to_numpy(oracle.grad(x))
     sq, largest = 0.0, 0.0
-    for start in range(0, instance.n, chunk):
-        g = backend.to_numpy(oracle.per_sample_grads(x, np.arange(start, min(start + chunk,
-                                                                             instance.n))))
+    for start in range(0, n, chunk):
+        g = backend.to_numpy(oracle.per_sample_grads(x, np.arange(start, min(start + chunk, n))))
         sq += float(np.sum((g - mean) ** 2))
         largest = max(largest, float(np.linalg.norm(g, axis=1).max()))
     return StartStatistics(smoothness=_top_abs_eigenvalue(oracle, x),
                            f_max=float(backend.to_numpy(oracle.loss(x))),
-                           grad_std=float(np.sqrt(sq / instance.n)), max_grad_norm=largest)
+                           grad_std=float(np.sqrt(sq / n)), max_grad_norm=largest)

@@ -1,0 +1,104 @@
+"""Text classification with BERT as a flat-parameter problem (avdiukhin2024 Fig. 2b: CoLA).
+
+``cola_bert``: CoLA (binary acceptability) read by :mod:`problems.data.cola` from
+``data_dir`` (nothing is downloaded here; a missing file raises its ``DataMissingError``);
+"test" is GLUE's dev set, since CoLA's test labels are hidden (notes §5.1). The model is
+bert-base-uncased from ``model_dir`` (a local ``save_pretrained`` directory; the paper's
+setting, fully fine-tuned, with a fresh classification head) or, with ``model_dir=None``, a
+small randomly initialised BERT on a data-independent character vocabulary
+(:func:`~problems.models.bert.char_vocab`): a CPU stand-in, not the paper's model.
+Sentences are padded or truncated to ``max_length`` word pieces (CoLA's longest is under 64
+for bert-base-uncased). Per-sample gradients of BERT-base are 110M floats each: keep
+``chunk_size`` small, and prefer algorithms that need only the batch gradient.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from problems.backend import require
+from problems.base import Problem, register_problem
+from problems.data.cola import TextSplit
+from problems.data.common import Split
+from problems.supervised import (
+    ClassificationInstance,
+    DataParams,
+    EncodedSplit,
+    classification_instance,
+    subsampled,
+)
+
+# The stand-in for model_dir=None (vocab_size and max_position_embeddings are filled in).
+SMALL_BERT: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2,
+                              "num_attention_heads": 2, "intermediate_size": 128}
+
+
+def load_text(data_dir: str | None) -> TextSplit:
+    """CoLA from ``data_dir``: GLUE's train and dev ("test") sentences."""
+    from problems.data.cola import load_cola
+
+    return load_cola(data_dir)
+
+
+def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
+    """``split`` cut to ``p.n_train``/``p.n_test`` sentences by the same stratified
+    :func:`~problems.data.common.subset` as images (applied to the sentence indices)."""
+    indices = Split(np.arange(len(split.y_train)), split.y_train,
+                    np.arange(len(split.y_test)), split.y_test, split.classes)
+    keep = subsampled(indices, p)
+    return dataclasses.replace(
+        split, train_sentences=[split.train_sentences[i] for i in keep.x_train],
+        y_train=keep.y_train, test_sentences=[split.test_sentences[i] for i in keep.x_test],
+        y_test=keep.y_test)
+
+
+@dataclass(frozen=True)
+class ColaBertParams(DataParams):
+    """``model_dir``: local bert-base-uncased (None: a small random BERT); ``max_length``:
+    word pieces per sentence, [CLS] and [SEP] included."""
+
+    model_dir: str | None = None
+    max_length: int = 64
+    chunk_size: int | None = 8
+    eval_chunk: int = 256
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_length < 2:
+            raise ValueError(f"max_length must be >= 2, got {self.max_length}")
+
+
+@register_problem
+class ColaBert(Problem):
+    """CoLA with a BERT sequence classifier (avdiukhin2024 Fig. 2b)."""
+
+    name = "cola_bert"
+    Params = ColaBertParams
+    backends = ("torch",)
+    description = ("CoLA (local files; test = GLUE dev), BERT classifier: local "
+                   "bert-base-uncased from model_dir, or a small random char-vocab BERT when "
+                   "model_dir is None; dropout off, cross-entropy; paper Fig. 2b")
+
+    def build(self, seed: int) -> ClassificationInstance:
+        p: ColaBertParams = self.params
+        require("transformers", "nlp")
+        from problems.models.bert import BertClassifier, char_vocab
+
+        split = subsampled_text(load_text(p.data_dir), p)
+        if p.model_dir is None:
+            vocab = char_vocab()
+            config = {**SMALL_BERT, "vocab_size": len(vocab),
+                      "max_position_embeddings": p.max_length}
+            model = BertClassifier(config=config, vocab=vocab, max_length=p.max_length,
+                                   num_labels=split.classes)
+        else:
+            model = BertClassifier(p.model_dir, max_length=p.max_length,
+                                   num_labels=split.classes)
+        encoded = EncodedSplit(model.encode(split.train_sentences), split.y_train,
+                               model.encode(split.test_sentences), split.y_test, split.classes)
+        return classification_instance(self.name, encoded, model, seed, l2=p.l2,
+                                       **p.oracle_kw)

@@ -1,0 +1,257 @@
+"""Image classification with torch networks as flat-parameter problems (avdiukhin2024 §4).
+
+* ``digits_cnn``: the embedded 8×8 digits (1 channel, pixels in [0, 1] as for
+  ``digits_mlp``) with a narrow Appendix-A CNN; real data, no files, minutes on a CPU: the
+  quick-scale stand-in for Figs. 1a and 3.
+* ``cifar10_cnn``: CIFAR-10 with the Appendix-A CNN (Figs. 1a, 3).
+* ``cifar10_resnet18``: CIFAR-10 with ResNet-18 from scratch (Fig. 1b).
+* ``cifar100_resnet18``: CIFAR-100 with ResNet-18, fine-tuned from local torchvision
+  ImageNet weights or from scratch (Fig. 2a).
+
+All networks use GroupNorm where the paper has BatchNorm (per-sample gradients need
+per-sample independence; see :mod:`problems.models.cnn` and :mod:`problems.models.resnet`).
+CIFAR images are read by :mod:`problems.data.cifar` from ``data_dir`` (nothing is
+downloaded here; a missing file raises its ``DataMissingError``), optionally subsampled
+(``n_train``, ``n_test``, with ``data_seed``) and normalised per channel. Per-sample
+gradients are computed ``chunk_size`` samples at a time: a (b, d) block is b·d floats
+(64 × 2.27M × 4 B ≈ 580 MB for the CNN), and every vmapped chunk holds its activations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from problems.backend import require
+from problems.base import Problem, register_problem
+from problems.data.common import Split
+from problems.data.digits import load_digits_split
+from problems.supervised import (
+    ClassificationInstance,
+    DataParams,
+    OracleParams,
+    classification_instance,
+    subsampled,
+)
+
+NORMS = ("group", "none")  # = problems.models.cnn.NORMS (that module needs torch)
+STEMS = ("cifar", "imagenet")  # = problems.models.resnet.STEMS
+NORMALIZE = ("dataset", "imagenet", "none")
+# Per-channel mean and std of [0, 1] pixels. CIFAR-10: FFCV's values (notes §5.2, /255).
+MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+}
+
+
+def load_images(variant: str, data_dir: str | None) -> Split:
+    """CIFAR-10/100 (x float32 NCHW in [0, 1], y int64) from ``data_dir``."""
+    from problems.data.cifar import load_cifar
+
+    return load_cifar(data_dir, variant=variant)
+
+
+def normalized(x: np.ndarray, mean: tuple[float, ...], std: tuple[float, ...]) -> np.ndarray:
+    """``(x − mean) / std`` per channel of an NCHW array, in float32."""
+    m = np.asarray(mean, dtype=np.float32)[:, None, None]
+    s = np.asarray(std, dtype=np.float32)[:, None, None]
+    return ((x - m) / s).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class ImageParams(DataParams):
+    """External images; ``normalize``: per-channel with the data set's ("dataset") or
+    ImageNet's ("imagenet") mean and std, or "none"."""
+
+    normalize: str = "dataset"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.normalize not in NORMALIZE:
+            raise ValueError(f"unknown normalize {self.normalize!r}; choose one of "
+                             f"{', '.join(NORMALIZE)}")
+
+
+def cifar_split(variant: str, p: ImageParams) -> Split:
+    """The (subsampled, normalised) CIFAR split for ``p``."""
+    split = subsampled(load_images(variant, p.data_dir), p)
+    if p.normalize == "none":
+        return split
+    mean, std = MEAN_STD[variant if p.normalize == "dataset" else "imagenet"]
+    return dataclasses.replace(split, x_train=normalized(split.x_train, mean, std),
+                               x_test=normalized(split.x_test, mean, std))
+
+
+def check_cnn(width: float, norm: str, groups: int) -> None:
+    """Validate the Appendix-A CNN's params (``norm``: one of :data:`NORMS`)."""
+    if width <= 0 or groups < 1:
+        raise ValueError(f"the CNN needs width > 0 and groups >= 1, got {width}, {groups}")
+    if norm not in NORMS:
+        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
+
+
+@dataclass(frozen=True)
+class DigitsCNNParams(OracleParams):
+    """Appendix-A CNN on digits: channel multiplier, norm, GN groups; digits split."""
+
+    chunk_size: int | None = None
+    width: float = 0.25
+    norm: str = "group"
+    groups: int = 16
+    test_fraction: float = 0.25
+    data_seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_cnn(self.width, self.norm, self.groups)
+
+
+@register_problem
+class DigitsCNN(Problem):
+    """Embedded 8×8 digits with a narrow Appendix-A CNN (stride 1 for 8×8 inputs)."""
+
+    name = "digits_cnn"
+    Params = DigitsCNNParams
+    backends = ("torch",)
+    description = ("sklearn 8x8 digits as 1x8x8 images, avdiukhin2024 App. A CNN (GroupNorm, "
+                   "default width 0.25, stride-1 5x5 conv), cross-entropy; quick CPU stand-in for "
+                   "CIFAR-10")
+
+    def build(self, seed: int) -> ClassificationInstance:
+        p: DigitsCNNParams = self.params
+        require("torch", "torch")
+        from problems.models.cnn import appendix_cnn
+        from problems.models.torch_module import TorchModel
+
+        split = load_digits_split(p.test_fraction, p.data_seed)
+        split = dataclasses.replace(split, x_train=split.x_train.reshape(-1, 1, 8, 8),
+                                    x_test=split.x_test.reshape(-1, 1, 8, 8))
+        module = appendix_cnn(1, split.classes, width=p.width, norm=p.norm, groups=p.groups,
+                              stride=1, input_size=8)
+        return classification_instance(self.name, split, TorchModel(module, sample_ndim=3),
+                                       seed, l2=p.l2, **p.oracle_kw)
+
+
+class CifarProblem(Problem):
+    """A CIFAR split (:func:`cifar_split`) and a torch network from :meth:`network`."""
+
+    variant: ClassVar[str]
+    backends = ("torch",)
+
+    @abstractmethod
+    def network(self, classes: int) -> Any:
+        """The :class:`~problems.models.torch_module.TorchModel` for ``classes`` classes."""
+
+    def build(self, seed: int) -> ClassificationInstance:
+        p: ImageParams = self.params
+        require("torch", "torch")
+        split = cifar_split(self.variant, p)
+        return classification_instance(self.name, split, self.network(split.classes), seed,
+                                       l2=p.l2, **p.oracle_kw)
+
+
+@dataclass(frozen=True)
+class CifarCNNParams(ImageParams):
+    """Appendix-A CNN: channel multiplier, norm ("group" | "none") and GN groups."""
+
+    width: float = 1.0
+    norm: str = "group"
+    groups: int = 16
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_cnn(self.width, self.norm, self.groups)
+
+
+@register_problem
+class Cifar10CNN(CifarProblem):
+    """CIFAR-10 with the Appendix-A CNN (avdiukhin2024 Figs. 1a, 3)."""
+
+    name = "cifar10_cnn"
+    Params = CifarCNNParams
+    variant = "cifar10"
+    description = ("CIFAR-10 (local files), avdiukhin2024 App. A CNN with GroupNorm "
+                   "(d = 2,274,880 at width 1), cross-entropy; paper Figs. 1a, 3")
+
+    def network(self, classes: int) -> Any:
+        from problems.models.cnn import appendix_cnn
+        from problems.models.torch_module import TorchModel
+
+        p: CifarCNNParams = self.params
+        module = appendix_cnn(3, classes, width=p.width, norm=p.norm, groups=p.groups)
+        return TorchModel(module, sample_ndim=3)
+
+
+@dataclass(frozen=True)
+class ResNetParams(ImageParams):
+    """ResNet-18: channel multiplier, GN groups, and stem ("cifar" | "imagenet"; None:
+    "imagenet" with pretrained weights, else "cifar")."""
+
+    width: float = 1.0
+    groups: int = 32
+    stem: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.width <= 0 or self.groups < 1:
+            raise ValueError(f"ResNet-18 needs width > 0 and groups >= 1, got {self.width}, "
+                             f"{self.groups}")
+        if self.stem not in (None, *STEMS):
+            raise ValueError(f"unknown stem {self.stem!r}; choose one of {', '.join(STEMS)}")
+
+
+@register_problem
+class Cifar10ResNet18(CifarProblem):
+    """CIFAR-10 with ResNet-18 (GroupNorm) from scratch (avdiukhin2024 Fig. 1b)."""
+
+    name = "cifar10_resnet18"
+    Params = ResNetParams
+    variant = "cifar10"
+    description = ("CIFAR-10 (local files), ResNet-18 with GroupNorm instead of BatchNorm, "
+                   "CIFAR stem, from scratch (d = 11,173,962), cross-entropy; paper Fig. 1b")
+
+    def network(self, classes: int) -> Any:
+        from problems.models.resnet import ResNet18, init_resnet
+        from problems.models.torch_module import TorchModel
+
+        p: ResNetParams = self.params
+        module = ResNet18(classes, width=p.width, groups=p.groups, stem=p.stem or "cifar")
+        return TorchModel(module, sample_ndim=3, reinit=init_resnet)
+
+
+@dataclass(frozen=True)
+class PretrainedResNetParams(ResNetParams):
+    """``weights``: path of a local torchvision resnet18 state_dict (None: from scratch)."""
+
+    weights: str | None = None
+
+
+@register_problem
+class Cifar100ResNet18(CifarProblem):
+    """CIFAR-100 with ResNet-18 (GroupNorm), fine-tuned from ImageNet weights or from scratch
+    (avdiukhin2024 Fig. 2a)."""
+
+    name = "cifar100_resnet18"
+    Params = PretrainedResNetParams
+    variant = "cifar100"
+    description = ("CIFAR-100 (local files), ResNet-18 with GroupNorm; `weights` = local "
+                   "torchvision ImageNet resnet18 .pth (BN affine -> GN affine, running stats "
+                   "dropped, new 100-way head: not the pretrained function) or None = from "
+                   "scratch; paper Fig. 2a")
+
+    def network(self, classes: int) -> Any:
+        from problems.models.resnet import ResNet18, init_head, init_resnet
+        from problems.models.torch_module import TorchModel
+
+        p: PretrainedResNetParams = self.params
+        stem = p.stem or ("imagenet" if p.weights else "cifar")
+        module = ResNet18(classes, width=p.width, groups=p.groups, stem=stem)
+        if p.weights is None:
+            return TorchModel(module, sample_ndim=3, reinit=init_resnet)
+        module.load_pretrained(p.weights)
+        return TorchModel(module, sample_ndim=3, reinit=init_head)
