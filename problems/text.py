@@ -58,7 +58,8 @@ def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
 
 @dataclass(frozen=True)
 class ColaBertParams(DataParams):
-    """``model_dir``: local bert-base-uncased (None: a small random BERT); ``max_length``:
+    """``model_dir``: local bert-base-uncased saved with ``save_pretrained`` (relative paths
+    are read under the data root; None: a small random BERT); ``max_length``:
     word pieces per sentence, [CLS] and [SEP] included."""
 
     model_dir: str | None = None
@@ -96,8 +97,10 @@ class ColaBert(Problem):
             model = BertClassifier(config=config, vocab=vocab, max_length=p.max_length,
                                    num_labels=split.classes)
         else:
-            model = BertClassifier(p.model_dir, max_length=p.max_length,
-                                   num_labels=split.classes)
+            from problems.data.common import local_path
+
+            model = BertClassifier(str(local_path(p.model_dir, p.data_dir, "BERT model folder")),
+                                   max_length=p.max_length, num_labels=split.classes)
         encoded = EncodedSplit(model.encode(split.train_sentences), split.y_train,
                                model.encode(split.test_sentences), split.y_test, split.classes)
         return classification_instance(self.name, encoded, model, seed, l2=p.l2,

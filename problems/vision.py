@@ -226,7 +226,8 @@ class Cifar10ResNet18(CifarProblem):
 
 @dataclass(frozen=True)
 class PretrainedResNetParams(ResNetParams):
-    """``weights``: path of a local torchvision resnet18 state_dict (None: from scratch)."""
+    """``weights``: a local torchvision resnet18 state_dict (relative paths are read under
+    the data root; None: from scratch)."""
 
     weights: str | None = None
 
@@ -253,5 +254,7 @@ class Cifar100ResNet18(CifarProblem):
         module = ResNet18(classes, width=p.width, groups=p.groups, stem=stem)
         if p.weights is None:
             return TorchModel(module, sample_ndim=3, reinit=init_resnet)
-        module.load_pretrained(p.weights)
+        from problems.data.common import local_path
+
+        module.load_pretrained(str(local_path(p.weights, p.data_dir, "pretrained weights")))
         return TorchModel(module, sample_ndim=3, reinit=init_head)

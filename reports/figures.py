@@ -16,6 +16,7 @@ import pandas as pd
 from reports.tables import METRICS
 
 PALETTE = "colorblind"
+MAX_COLUMNS = 4
 
 
 def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
@@ -99,9 +100,12 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
     import seaborn as sns
 
     sns.set_theme(style="whitegrid", context="paper")
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(4.4 * max(len(panels), 1), 3.4),
-                             squeeze=False)
-    for ax, (title, rows) in zip(axes[0], panels, strict=False):
+    cols = min(max(len(panels), 1), MAX_COLUMNS)
+    rows_n = -(-max(len(panels), 1) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.4 * cols, 3.4 * rows_n), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, rows) in zip(axes.flat, panels, strict=False):
         eps_values = sorted(rows["epsilon"].unique(), key=lambda e: (np.isinf(e), e))
         finite = [e for e in eps_values if np.isfinite(e)]
         cmap = sns.color_palette("viridis", n_colors=max(len(finite), 1))

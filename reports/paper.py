@@ -42,7 +42,7 @@ class PaperResults:
         if runs.empty or self.trajectories.empty:
             return pd.DataFrame()
         keep = ["run_id", "problem", "label", "epsilon", "calibration", "seed", "status",
-                "steps", "n", "batch_size"]
+                "steps", "n", "batch_size", *(c for c in runs if str(c).startswith("p_prob_"))]
         traj = self.trajectories[self.trajectories["point"] == "iterate"]
         return traj.merge(runs[[c for c in keep if c in runs]], on="run_id")
 

@@ -10,12 +10,17 @@ not couple tests.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
+
+# A fresh accountant cache per test session: results never come from an earlier checkout.
+os.environ["SADDLEBENCH_CACHE"] = tempfile.mkdtemp(prefix="saddlebench-cache-")
 
 from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step
 from algorithms.privacy.ledger import Mechanism

@@ -2,8 +2,9 @@
 
 Every run reports three figures (anchors/dp_tooling.md §6.1):
 
-* ``pld``: dp-accounting's PLD accountant (add/remove-one, value discretisation 1e-4), the
-  headline number; tight, but it has no event for fixed-size sampling without replacement;
+* ``pld``: dp-accounting's PLD accountant (add/remove-one, value discretisation 1e-4,
+  coarser for very small σ; see :func:`_pld_discretization`), the headline number; tight, but
+  it has no event for fixed-size sampling without replacement;
 * ``rdp``: dp-accounting's RDP accountant, the number most papers print (Abadi et al.'s
   moments accountant is RDP); fixed-size rounds use ``SampledWithoutReplacementDpEvent``
   under REPLACE_ONE;
@@ -22,11 +23,14 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+from algorithms.privacy import ledger as ledger_module
 from algorithms.privacy.ledger import Ledger, Round
 
 PLD_DISCRETIZATION = 1e-4
@@ -98,9 +102,43 @@ def _kinds(rnd: Round) -> set[str]:
     return {r.kind for r in rnd.releases}
 
 
+def cache_dir() -> Path | None:
+    """Where accountant results persist across processes: $SADDLEBENCH_CACHE (``off``
+    disables), else ~/.cache/saddlebench. Calibration probes the same ledgers in every
+    worker and every rerun; a PLD evaluation costs up to seconds, a cache hit milliseconds."""
+    setting = os.environ.get("SADDLEBENCH_CACHE", str(Path.home() / ".cache" / "saddlebench"))
+    return None if setting == "off" else Path(setting) / "accounting" / _code_version()
+
+
+@lru_cache(maxsize=1)
+def _code_version() -> str:
+    """Cached results are valid for this accounting code and this dp-accounting only."""
+    import hashlib
+    import importlib.metadata
+
+    digest = hashlib.sha256(importlib.metadata.version("dp-accounting").encode())
+    for module in (__file__, ledger_module.__file__):
+        digest.update(Path(module).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def _disk() -> Any:
+    import joblib
+
+    return joblib.Memory(location=cache_dir(), verbose=0)
+
+
 @lru_cache(maxsize=4096)
 def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
              discretization: float) -> float | None:
+    """ε of a ledger summary, memoised in memory and (see :func:`cache_dir`) on disk."""
+    compute = _epsilon_uncached if cache_dir() is None else _disk().cache(_epsilon_uncached)
+    return compute(rounds, delta, method, discretization)
+
+
+def _epsilon_uncached(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
+                      discretization: float) -> float | None:
     if any("nonprivate" in _kinds(r) for r, _ in rounds):
         return math.inf
     pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
@@ -115,6 +153,20 @@ def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
     return None if eps is None else eps + pure
 
 
+PLD_MAX_GRID = 3e5
+
+
+def _pld_discretization(listed: list[tuple[Round, int]], requested: float) -> float:
+    """The PLD value discretisation: ``requested``, coarsened so that the least noisy round's
+    privacy loss (spanning about μ² + 20μ, μ = 1/σ_eff) fits in ``PLD_MAX_GRID`` points.
+
+    Tiny σ would otherwise need grids of many GB and minutes; a coarser grid is pessimistic,
+    so the ε reported stays a valid upper bound (and is large in that regime anyway).
+    """
+    mu = 1.0 / min(sigma_eff(r) for r, _ in listed)
+    return max(requested, (mu * mu + 20.0 * mu) / PLD_MAX_GRID)
+
+
 def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str,
                       discretization: float) -> float | None:
     schemes = {r.sampling.scheme for r, _ in listed}
@@ -127,7 +179,8 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
     if method == "pld":
         if "fixed" in schemes:
             return None
-        accountant = dpa.pld.PLDAccountant(value_discretization_interval=discretization)
+        accountant = dpa.pld.PLDAccountant(
+            value_discretization_interval=_pld_discretization(listed, discretization))
     elif method == "rdp":
         if {"fixed", "poisson"} <= schemes:
             return None

@@ -49,6 +49,19 @@ def data_root(root: PathArg | None) -> Path:
     return Path(root).expanduser()
 
 
+def local_path(path: str, data_dir: PathArg | None, what: str) -> Path:
+    """A user-given file or folder: ``~`` expanded, relative paths under the data root;
+    a clear :class:`DataMissingError` when it is not there."""
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        resolved = data_root(data_dir) / resolved
+    if not resolved.exists():
+        raise DataMissingError(f"{what} not found: {resolved} (relative paths are read under "
+                               f"the data root {data_root(data_dir)}; set data_dir or "
+                               "$SADDLEBENCH_DATA, or give an absolute path)")
+    return resolved
+
+
 def missing_error(dataset: str, expected: Iterable[Path], how: str) -> DataMissingError:
     """The error for ``dataset`` with the full ``expected`` paths and ``how`` to get them."""
     files = "\n".join(f"  {p}" for p in expected)

@@ -122,7 +122,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
         if rows.empty or "lambda_min" not in rows:
             continue
         rows = rows.assign(x=rows["step"])
-        panels = [(f"{label}, λ_min(∇²F)", part) for label, part in rows.groupby("label")]
+        panels = [(f"{label}, per-sample noise σ₁ = {s1:g}", part)
+                  for (label, s1), part in rows.groupby(["label", "p_prob_sigma1"])]
         curves_with_band(panels, "lambda_min", "λ_min(∇²F(x_t))", out, "saddle_lambda_min",
                          xlabel="step")
         figures.append(Figure("saddle_lambda_min.png", "Synthetic check on strict_saddle, "
@@ -239,23 +240,24 @@ def _saddle_claims(results: PaperResults) -> list[Claim]:
         curves = results.curves(suite)
         selecting = runs[runs.get("p_alg_select", pd.Series(False, index=runs.index)).eq(True)]
         alpha = float(selecting["p_alg_alpha"].iloc[0]) if len(selecting) else SADDLE_ALPHA
-        for label, part in runs[runs["status"] == "done"].groupby("label"):
+        done = runs[runs["status"] == "done"]
+        for (label, s1, s2), part in done.groupby(["label", "p_prob_sigma1", "p_prob_sigma2"]):
             rho = float(part["p_prob_lam"].iloc[0] + 0.859 * part["p_prob_mu"].iloc[0]
-                        + 0.770 * part["p_prob_sigma2"].iloc[0])
+                        + 0.770 * float(s2))
             threshold = -math.sqrt(rho * alpha)
             final_lam = part["final_lambda_min"]
             escaped = int((final_lam > threshold).sum())
-            start = curves[(curves["label"] == label) & (curves["step"] == 0)]
-            setting = (f"{suite}: {label}, start at the saddle (‖∇F(x₀)‖ = "
-                       f"{start['grad_norm'].max():.1e}, λ_min = {start['lambda_min'].min():.3g})"
-                       if not start.empty else f"{suite}: {label}")
-            if part["algorithm"].iloc[0] != "sgd":
-                claims.append(Claim(
-                    "T4", f"started exactly at the strict saddle, the output's λ_min > −√(ρα) = "
-                    f"{threshold:.3g} (α = {alpha:g}): it escaped, though ‖∇F(x₀)‖ = 0 calls the "
-                    "start stationary", setting, "held" if escaped == len(part) else "not held",
-                    f"{escaped}/{len(part)} runs escaped; final λ_min mean {final_lam.mean():.3g}"))
-            traj = curves[(curves["label"] == label) & (curves["step"] > 0)]
+            mine = curves[curves["run_id"].isin(part["run_id"])]
+            start = mine[mine["step"] == 0]
+            setting = (f"{suite}: {label}, per-sample noise σ₁ = {s1:g}, σ₂ = {s2:g}; start at "
+                       f"the saddle (‖∇F(x₀)‖ = {start['grad_norm'].max():.1e}, λ_min = "
+                       f"{start['lambda_min'].min():.3g})")
+            claims.append(Claim(
+                "T4", f"started exactly at the strict saddle, the output's λ_min > −√(ρα) = "
+                f"{threshold:.3g} (α = {alpha:g}): it escaped, though ‖∇F(x₀)‖ = 0 calls the "
+                "start stationary", setting, "held" if escaped == len(part) else "not held",
+                f"{escaped}/{len(part)} runs escaped; final λ_min mean {final_lam.mean():.3g}"))
+            traj = mine[mine["step"] > 0]
             if {"lambda_min", "grad_norm"} <= set(traj) and not traj.empty:
                 sosp = (traj["grad_norm"] < alpha) & (traj["lambda_min"] > threshold)
                 frac = float(sosp.mean())
@@ -284,7 +286,7 @@ def _equivalence_claim(runs: pd.DataFrame, suite: str) -> list[Claim]:
     noisy = runs[(runs["algorithm"] == "noisy_sgd") & ~runs.get(
         "p_alg_select", pd.Series(False, index=runs.index)).eq(True)]
     clipped = runs[runs["algorithm"] == "dp_sgd"]
-    keys = ["epsilon", "calibration", "seed"]
+    keys = ["epsilon", "calibration", "seed", "p_prob_sigma1", "p_prob_sigma2"]
     both = noisy.merge(clipped, on=keys, suffixes=("_noisy", "_clip"))
     both = both[np.isclose(both["p_alg_clip_clip"].astype(float),
                            both["diag_bound_noisy"].astype(float))] if len(both) else both
@@ -322,7 +324,7 @@ def _calibration_table(results: PaperResults) -> dict[str, Any] | None:
             "rows": rows}
 
 
-PAPER_SETTING = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01}
+PAPER_SETTING: dict[str, Any] = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01}
 EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
