@@ -242,8 +242,9 @@ def _saddle_claims(results: PaperResults) -> list[Claim]:
         alpha = float(selecting["p_alg_alpha"].iloc[0]) if len(selecting) else SADDLE_ALPHA
         done = runs[runs["status"] == "done"]
         for (label, s1, s2), part in done.groupby(["label", "p_prob_sigma1", "p_prob_sigma2"]):
-            rho = float(part["p_prob_lam"].iloc[0] + 0.859 * part["p_prob_mu"].iloc[0]
-                        + 0.770 * float(s2))
+            first = part.iloc[0]
+            rho = float(first["p_prob_lam"] + 0.859 * first["p_prob_mu"]
+                        + 0.770 * first["p_prob_sigma2"])
             threshold = -math.sqrt(rho * alpha)
             final_lam = part["final_lambda_min"]
             escaped = int((final_lam > threshold).sum())
