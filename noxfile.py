@@ -60,10 +60,11 @@ def asv(session: nox.Session) -> None:
 
 @nox.session
 def reproduce(session: nox.Session) -> None:
-    """The main job: the quick experiments and their HTML report."""
+    """The main job: the smoke experiment and every paper's quick reproduction, with reports."""
     install(session, "all")
     session.run("saddlebench", "run", "bench/experiments/smoke.yaml", "--jobs", "2")
     session.run("saddlebench", "report", "out/smoke")
+    session.run("saddlebench", "reproduce", "--all", "--scale", "quick", "--jobs", "2")
 
 
 @nox.session

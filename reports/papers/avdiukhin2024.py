@@ -45,7 +45,12 @@ RESOLUTIONS = [
      "plain SGD, constant lr 0.1; paper scale uses the FFCV defaults B = 512, 24 epochs; "
      "quick scale B = 64, 15 epochs"),
     ("§4 / App. A", "BatchNorm in the CNN and ResNet-18 makes per-sample gradients ill-defined",
-     "GroupNorm instead (same affine parameter count); pretrained BN statistics are dropped"),
+     "GroupNorm instead (same affine parameter count). For the pretrained ResNet-18 only the "
+     "weights are reused (BN affine → GN affine, running statistics dropped): it is not the "
+     "pretrained function"),
+    ("Quick scale", "CIFAR/CoLA cannot run on 2 CPU cores in minutes",
+     "the embedded digits with a one-hidden-layer MLP and a narrowed Appendix-A CNN; C measured "
+     "as the paper measured it (largest per-sample norm of a near non-private run)"),
     ("§3.4", "AboveThreshold without thresholds, constants or candidate count",
      "the notes' rigorous variant (threshold 3/2, Lap(2Δ/ε_s) and Lap(4Δ/ε_s), m candidates); "
      "total ε + ε_s by basic composition"),
