@@ -197,7 +197,8 @@ def write_paper_fixtures(root: Path) -> None:
     write_tsv(root / "CoLA" / "train.tsv", rows)
     write_tsv(root / "CoLA" / "dev.tsv", rows[:6])
     model_dir = root / "bert-base-uncased"
-    transformers.BertModel(transformers.BertConfig(**TINY_BERT)).save_pretrained(model_dir)
+    config = transformers.BertConfig(**{**TINY_BERT, "max_position_embeddings": 64})
+    transformers.BertModel(config).save_pretrained(model_dir)
     transformers.BertTokenizer(vocab={t: i for i, t in enumerate(char_vocab())}
                                ).save_pretrained(model_dir)
 
