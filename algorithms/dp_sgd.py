@@ -14,7 +14,7 @@ Deviations and resolved ambiguities:
 * Sampling: Poisson with q = B/n by default (the assumption of Abadi et al.'s moments
   accountant and of PLD); the sum is divided by the expected batch size B. ``sampling:
   fixed`` draws exactly B records without replacement; its sensitivity is then 2C
-  (replace-one) and only the RDP accountant has an event for it (``eps_pld`` is None).
+  (replace-one; see algorithms/privacy/accounting.py for how each accountant treats it).
 * ``calibration: paper`` is Abadi et al.'s moments accountant, i.e. RDP; ``pld`` is tight.
 * Output: the last iterate (the paper uses Algorithm 1 only as a privacy black box).
 """

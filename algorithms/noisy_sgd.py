@@ -25,7 +25,7 @@ Deviations and resolved ambiguities:
 * Sampling: Poisson with q = B/n by default, because Theorem 3.1 (Abadi et al.) that the
   proof invokes assumes it; noise N(0, (σC)²) goes on the sum, divided by B, so
   Δ = σC/B. ``sampling: fixed`` is the paper's literal "minibatch of size B"
-  (replace-one, sensitivity 2C, RDP only).
+  (replace-one, sensitivity 2C).
 * ``calibration: paper`` is Theorem 3.3 with its unnamed constant c₂ as a parameter
   (default 1): Δ = c₂ C √(T ln(1/δ)) / (n ε), i.e. σ = c₂ B √(T ln(1/δ)) / (n ε).
   ``eps_paper`` inverts that formula; ``eps_pld``/``eps_rdp`` are what σ really spends.

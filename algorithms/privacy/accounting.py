@@ -2,9 +2,8 @@
 
 Every run reports three figures (anchors/dp_tooling.md §6.1):
 
-* ``pld``: dp-accounting's PLD accountant (add/remove-one, value discretisation 1e-4,
-  coarser for very small σ; see :func:`_pld_discretization`), the headline number; tight, but
-  it has no event for fixed-size sampling without replacement;
+* ``pld``: dp-accounting's PLD accountant (value discretisation 1e-4, coarser for very
+  small σ; see :func:`_pld_discretization`), the headline number;
 * ``rdp``: dp-accounting's RDP accountant, the number most papers print (Abadi et al.'s
   moments accountant is RDP); fixed-size rounds use ``SampledWithoutReplacementDpEvent``
   under REPLACE_ONE;
@@ -17,6 +16,18 @@ batch are collapsed to σ_eff = (Σ σ_i⁻²)^(−½) before subsampling (exact
 Pure ε-DP releases (AboveThreshold) are added by basic composition, ε_total = ε_Gaussian(δ)
 + Σ ε_pure: a valid upper bound at the same δ (dp-accounting 0.6.0 has no event for a
 generic ε-DP mechanism); ``gdp`` is then None.
+
+Fixed-size batches drawn without replacement (replace-one adjacency, σ relative to the
+replace-one sensitivity): RDP uses ``SampledWithoutReplacementDpEvent`` (Wang, Balle &
+Kasiviswanathan 2019, what papers use); PLD uses the dominating pair of subsampling
+without replacement under substitution, (q·N(Δ, s²) + (1−q)·N(0, s²), N(0, s²)) with
+q = b/n (Zhu, Dong & Wang 2022, Thm. 10; the same amplification as Poisson sampling under
+add/remove, Balle, Barthe & Gaboardi 2018), i.e. ``PoissonSampledDpEvent(b/n, ·)`` with the
+replace-one σ. tests/test_privacy.py checks that pair against worst-case mixtures.
+
+Distributed algorithms tag each batch with its ``party`` (client): a record belongs to one
+client and only that client's releases depend on it, so ε is computed per party and the
+largest is reported (local, record-level DP).
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -81,21 +92,22 @@ def sigma_eff(rnd: Round) -> float:
     return float(sum(r.sigma**-2 for r in rnd.releases) ** -0.5)
 
 
-def _round_event(rnd: Round) -> Any:
+def _round_event(rnd: Round, method: str) -> Any:
     dpa = _dpa()
     gauss = dpa.GaussianDpEvent(sigma_eff(rnd))
     s = rnd.sampling
-    if s.scheme == "poisson":
+    if s.scheme == "poisson" or (s.scheme == "fixed" and method == "pld"):
         return dpa.PoissonSampledDpEvent(s.rate, gauss)
     if s.scheme == "fixed":
         return dpa.SampledWithoutReplacementDpEvent(s.n, s.size, gauss)
     return gauss
 
 
-def to_dp_event(rounds: list[tuple[Round, int]]) -> Any:
-    """The dp-accounting event of a ledger summary."""
+def to_dp_event(rounds: list[tuple[Round, int]], method: str = "rdp") -> Any:
+    """The dp-accounting event of one party's ledger summary, for ``method``."""
     dpa = _dpa()
-    return dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(_round_event(r), c) for r, c in rounds])
+    return dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(_round_event(r, method), c)
+                                for r, c in rounds])
 
 
 def _kinds(rnd: Round) -> set[str]:
@@ -139,6 +151,20 @@ def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
 
 def _epsilon_uncached(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
                       discretization: float) -> float | None:
+    """The largest ε over parties (clients); each party's rounds compose."""
+    if not rounds:
+        return 0.0
+    parties: dict[int, list[tuple[Round, int]]] = {}
+    for rnd, count in rounds:
+        anonymous = replace(rnd, sampling=replace(rnd.sampling, party=0))
+        parties.setdefault(rnd.sampling.party, []).append((anonymous, count))
+    distinct = {tuple(sorted(p, key=repr)) for p in parties.values()}
+    values = [_party_epsilon(p, delta, method, discretization) for p in distinct]
+    return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
+
+
+def _party_epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
+                   discretization: float) -> float | None:
     if any("nonprivate" in _kinds(r) for r, _ in rounds):
         return math.inf
     pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
@@ -177,8 +203,6 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
         return float(_dpa().get_epsilon_gaussian(1.0 / mu, delta))
     dpa = _dpa()
     if method == "pld":
-        if "fixed" in schemes:
-            return None
         accountant = dpa.pld.PLDAccountant(
             value_discretization_interval=_pld_discretization(listed, discretization))
     elif method == "rdp":
@@ -190,7 +214,7 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
     else:
         raise ValueError(f"unknown accountant {method!r}; choose one of {METHODS}")
     try:
-        accountant.compose(to_dp_event(listed))
+        accountant.compose(to_dp_event(listed, method))
         return float(accountant.get_epsilon(delta))
     except (ValueError, OverflowError, MemoryError) as exc:
         # noise so small that the accountant's grid explodes: ε is unbounded for all purposes

@@ -41,12 +41,13 @@ SCHEMES: tuple[str, ...] = ("none", "poisson", "fixed")
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a round's batch was drawn from a population of ``n`` records."""
+    """How a round's batch was drawn from a population of ``n`` records (of client ``party``)."""
 
     scheme: str = "none"
     n: int = 0
     rate: float = 1.0
     size: int = 0
+    party: int = 0
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -153,8 +154,9 @@ class Mechanism:
         self.public = public or np.random.default_rng(seeds[1])
 
     def sample(self, population: int | np.ndarray, *, scheme: str,
-               rate: float | None = None, size: int | None = None) -> Batch:
-        """A batch from ``population`` (a size, or an index array such as one client)."""
+               rate: float | None = None, size: int | None = None, party: int = 0) -> Batch:
+        """A batch from ``population`` (a size, or an index array such as one client's data,
+        whose number ``party`` identifies it for per-client accounting)."""
         pop = (np.arange(population) if isinstance(population, (int, np.integer))
                else np.asarray(population))
         n = len(pop)
@@ -162,26 +164,31 @@ class Mechanism:
             if rate is None or not 0.0 < rate <= 1.0:
                 raise ValueError(f"poisson sampling needs a rate in (0, 1], got {rate}")
             chosen = pop[self.sampler.random(n) < rate]
-            sampling = Sampling("poisson", n, rate=float(rate))
+            sampling = Sampling("poisson", n, rate=float(rate), party=party)
         elif scheme == "fixed":
             if size is None or not 0 < size <= n:
                 raise ValueError(f"fixed-size sampling needs 0 < size <= {n}, got {size}")
             chosen = pop[np.sort(self.sampler.choice(n, size=size, replace=False))]
-            sampling = Sampling("fixed", n, rate=size / n, size=int(size))
+            sampling = Sampling("fixed", n, rate=size / n, size=int(size), party=party)
         elif scheme == "none":
             chosen = pop
-            sampling = Sampling("none", n, rate=1.0, size=n)
+            sampling = Sampling("none", n, rate=1.0, size=n, party=party)
         else:
             raise ValueError(f"unknown sampling scheme {scheme!r}; choose {SCHEMES}")
         return self.ledger.open(Batch(chosen, sampling))
 
     def gaussian(self, value: Any, *, sensitivity: float, sigma: float, tag: str,
-                 batch: Batch | None = None) -> Any:
-        """``value`` + N(0, (σ·Δ)² I), recorded against ``batch`` (or the whole data)."""
+                 batch: Batch | list[Batch] | None = None) -> Any:
+        """``value`` + N(0, (σ·Δ)² I), recorded against ``batch`` (or the whole data).
+
+        With a list of batches (one per client), ``value`` stacks one row per batch and each
+        row is a separate release from its batch (noise drawn in one call).
+        """
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
         release = Release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
-        self._attach(release, batch)
+        for b in batch if isinstance(batch, list) else [batch]:
+            self._attach(release, b)
         return value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
 
     def exact(self, value: Any, *, tag: str, batch: Batch | None = None) -> Any:
