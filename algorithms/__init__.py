@@ -5,9 +5,10 @@ Importing this package registers every built-in algorithm in :data:`ALGORITHMS`.
 
 from algorithms import dp_sgd as _dp_sgd
 from algorithms import noisy_sgd as _noisy_sgd
+from algorithms import prisma as _prisma
 from algorithms import sgd as _sgd
 from algorithms.base import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step, get_algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Step", "get_algorithm"]
 
-del _dp_sgd, _noisy_sgd, _sgd
+del _dp_sgd, _noisy_sgd, _prisma, _sgd

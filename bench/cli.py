@@ -21,8 +21,9 @@ from rich.table import Table
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from bench.parallel import Outcome, pending, run_specs
-from bench.spec import Experiment, SpecError, build_params, load_experiment
+from bench.spec import Experiment, RunSpec, SpecError, build_params, load_experiment
 from bench.store import Store
+from bench.tuning import choose
 from problems import PROBLEMS, DataSize
 from problems.backend import BACKENDS, MissingExtraError, available_backends
 
@@ -68,15 +69,34 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Outcome]:
-    """Run an experiment's pending runs into ``args.out/<suite>``; the failed outcomes."""
+    """Run an experiment into ``args.out/<suite>``: its runs, then for tuned entries the
+    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes."""
     store = Store(Path(args.out) / experiment.suite)
     store.write_suite(experiment)
-    todo = pending(experiment.specs, store, force=args.force)
-    cached = len(experiment.specs) - len(todo)
-    console.print(f"[bold]{experiment.suite}[/]: {len(experiment.specs)} runs "
-                  f"({cached} cached, {len(todo)} to run) -> {store.root}")
     for note in experiment.skipped:
         console.print(f"  [yellow]skipped[/]: {note}")
+    failures = run_batch(experiment.specs, store, args, f"[bold]{experiment.suite}[/]")
+    if experiment.groups and experiment.tuning:
+        rule = experiment.tuning
+        tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)]
+        failures += run_batch(tuning, store, args, f"[bold]{experiment.suite}[/] tuning "
+                              f"({len(experiment.groups)} groups)")
+        selections = [choose(g, rule, store) for g in experiment.groups]
+        finals = [s for sel in selections if sel.chosen for s in sel.group.final_specs(sel.chosen)]
+        failures += run_batch(finals, store, args, f"[bold]{experiment.suite}[/] tuned")
+        store.write_suite(experiment, finals, [sel.to_dict(rule) for sel in selections])
+        for sel in selections:
+            if sel.chosen is None:
+                console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
+    return failures
+
+
+def run_batch(specs: list[RunSpec], store: Store, args: argparse.Namespace,
+              title: str) -> list[Outcome]:
+    """Run the pending ``specs`` with a progress bar; the failed outcomes."""
+    todo = pending(specs, store, force=args.force)
+    console.print(f"{title}: {len(specs)} runs ({len(specs) - len(todo)} cached, "
+                  f"{len(todo)} to run) -> {store.root}")
     counts: Counter[str] = Counter()
     failures: list[Outcome] = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -81,9 +81,10 @@ class RunSpec:
     seed: int
     eval: EvalSpec = EvalSpec()
     label: str = ""
+    stage: str = "final"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        body = {
             "problem": self.problem.to_dict(),
             "algorithm": self.algorithm.to_dict(),
             "privacy": _jsonable(dataclasses.asdict(self.privacy)),
@@ -93,6 +94,9 @@ class RunSpec:
                      for k, v in dataclasses.asdict(self.eval).items()},
             "label": self.label,
         }
+        if self.stage != "final":
+            body["stage"] = self.stage  # tuning runs; final runs keep their historical ids
+        return body
 
     @property
     def digest(self) -> str:
@@ -123,6 +127,7 @@ class RunSpec:
                           final=tuple(d["eval"]["final"]),
                           schedule=d["eval"].get("schedule", "log")),
             label=d.get("label", ""),
+            stage=d.get("stage", "final"),
         )
 
 
@@ -133,7 +138,11 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Experiment:
-    """A loaded experiment file: the suite name, its runs and what was left out."""
+    """A loaded experiment file: the suite name, its runs and what was left out.
+
+    ``specs`` are the runs known up front; entries with a ``tune`` grid add
+    :class:`~bench.tuning.TuningGroup`s whose final runs are chosen after their tuning runs.
+    """
 
     suite: str
     path: Path | None
@@ -142,6 +151,45 @@ class Experiment:
     paper: str | None = None
     scale: str | None = None
     skipped: list[str] = field(default_factory=list)
+    tuning: TuningRule | None = None
+    groups: list[TuningGroup] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TuningRule:
+    """How a tuned entry's configuration is chosen: the best mean final ``metric``."""
+
+    metric: str = "grad_norm"
+    goal: str = "min"
+    seeds: tuple[int, ...] = (1000,)
+
+    def __post_init__(self) -> None:
+        if self.goal not in ("min", "max"):
+            raise SpecError(f"tuning.goal must be min or max, got {self.goal!r}")
+        if not self.seeds:
+            raise SpecError("tuning.seeds must name at least one seed")
+
+    def describe(self) -> str:
+        return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
+                f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
+                "the reported seeds); tuning is not privacy-accounted")
+
+
+@dataclass(frozen=True)
+class TuningGroup:
+    """One tuned entry at one (problem, privacy, backend): its candidate configurations, each
+    run at the tuning seeds, and the seeds its chosen configuration then runs at."""
+
+    key: str
+    candidates: tuple[RunSpec, ...]
+    seeds: tuple[int, ...]
+
+    def tuning_specs(self, rule: TuningRule) -> list[RunSpec]:
+        return [dataclasses.replace(c, seed=s, stage="tune") for c in self.candidates
+                for s in rule.seeds]
+
+    def final_specs(self, chosen: RunSpec) -> list[RunSpec]:
+        return [dataclasses.replace(chosen, seed=s) for s in self.seeds]
 
 
 # -- params ---------------------------------------------------------------------------
@@ -226,9 +274,12 @@ def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
 # -- experiment files -----------------------------------------------------------------
 
 TOP_KEYS = ("suite", "description", "paper", "scale", "seeds", "privacy", "backend", "eval",
-            "problems", "algorithms")
+            "tuning", "problems", "algorithms")
 ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
-              "algorithms": ("name", "label", "params", "sweep", "privacy")}
+              "algorithms": ("name", "label", "params", "sweep", "tune", "privacy")}
+TUNING_KEYS = ("metric", "goal", "seeds")
+TUNING_SEED0 = 1000  # a count of tuning seeds means 1000, 1001, ...: apart from run seeds
+TUNING_METRICS = ("loss", "grad_norm", "lambda_min", "test_acc", "test_loss", "train_acc")
 PRIVACY_KEYS = ("epsilon", "delta", "calibration", "sigma")
 EVAL_KEYS = ("points", "metrics", "final", "schedule")
 
@@ -366,30 +417,69 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
         label = e.get("label", "")
         if not isinstance(label, str):
             raise SpecError(f"{where}.label: expected a string, got {label!r}")
+        tune = _mapping(e.get("tune"), f"{where}.tune")
+        if tune and "tuning" not in doc:
+            raise SpecError(f"{where}: 'tune' needs a top-level 'tuning' block "
+                            f"(allowed keys: {', '.join(TUNING_KEYS)})")
         for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
-            comp = component("algorithm", e.get("name"), params, where)
+            candidates = [component("algorithm", e.get("name"), grid, where)
+                          for grid in _sweep(params, tune, f"{where}.tune")]
             targets = _privacies(privacy, f"{where}.privacy")
-            private = get_algorithm(comp.name).private
+            private = get_algorithm(candidates[0].name).private
             if not private:
                 targets = [PrivacyTarget(delta=targets[0].delta)]
             if private and any(math.isinf(t.epsilon) and t.sigma is None for t in targets):
-                raise SpecError(f"{where}: {comp.name} is private; give privacy.epsilon or sigma")
-            algorithms.append((comp, label, targets))
+                raise SpecError(f"{where}: {candidates[0].name} is private; give "
+                                "privacy.epsilon or sigma")
+            algorithms.append((candidates, label, targets, bool(tune)))
 
-    specs, skipped = [], []
-    for (prob, backends), (alg, label, targets) in itertools.product(problems, algorithms):
+    specs, skipped, groups = [], [], []
+    for (prob, backends), (cands, label, targets, tuned) in itertools.product(problems,
+                                                                             algorithms):
         supported = get_problem(prob.name).backends
         for backend in backends:
             if backend.name not in supported:
                 skipped.append(f"{prob.name} has no {backend.name} backend "
-                               f"(it has {', '.join(supported)}); {alg.name} not run there")
+                               f"(it has {', '.join(supported)}); {cands[0].name} not run there")
                 continue
-            for target, seed in itertools.product(targets, seeds):
-                specs.append(RunSpec(prob, alg, target, backend, seed, evaluation, label))
+            for target in targets:
+                runs = [RunSpec(prob, c, target, backend, 0, evaluation, label) for c in cands]
+                if tuned:
+                    groups.append(TuningGroup(_group_key(runs[0]), tuple(runs), tuple(seeds)))
+                else:
+                    specs += [dataclasses.replace(runs[0], seed=s) for s in seeds]
     unique = list(dict.fromkeys(specs))
+    rule = _tuning(doc.get("tuning"), f"{source}: tuning") if "tuning" in doc else None
+    if rule and set(rule.seeds) & set(seeds):
+        raise SpecError(f"{source}: tuning.seeds {sorted(set(rule.seeds) & set(seeds))} are also "
+                        "run seeds; tune on separate seeds (a count gives 1000, 1001, ...)")
     return Experiment(suite=suite, path=path, specs=unique,
                       description=str(doc.get("description", "")), paper=doc.get("paper"),
-                      scale=doc.get("scale"), skipped=sorted(set(skipped)))
+                      scale=doc.get("scale"), skipped=sorted(set(skipped)),
+                      tuning=rule, groups=groups)
+
+
+def _group_key(spec: RunSpec) -> str:
+    """A readable name of a tuning group: problem (with its non-default params), entry,
+    privacy target, backend."""
+    defaults = dataclasses.asdict(get_problem(spec.problem.name).Params())
+    changed = ",".join(f"{k}={v}" for k, v in spec.problem.params.items() if defaults[k] != v)
+    eps = "nonprivate" if math.isinf(spec.privacy.epsilon) else f"eps={spec.privacy.epsilon:g}"
+    return (f"{spec.problem.name}[{changed}]/{spec.display}/{eps}/{spec.privacy.calibration}/"
+            f"{spec.backend.name}")
+
+
+def _tuning(raw: Any, where: str) -> TuningRule:
+    d = _mapping(raw, where)
+    _check_keys(d, TUNING_KEYS, where)
+    metric = d.get("metric", "grad_norm")
+    if metric not in TUNING_METRICS:
+        raise SpecError(f"{where}.metric: unknown metric {metric!r} "
+                        f"(choose {', '.join(TUNING_METRICS)})")
+    raw_seeds = d.get("seeds", 1)
+    seeds = (list(range(TUNING_SEED0, TUNING_SEED0 + raw_seeds)) if isinstance(raw_seeds, int)
+             else _seeds(raw_seeds, f"{where}.seeds"))
+    return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds))
 
 
 def load_experiment(path: str | Path) -> Experiment:

@@ -85,15 +85,18 @@ class Store:
         return self.runs_dir / f"{run_id}.parquet"
 
     # -- writing ------------------------------------------------------------------------
-    def write_suite(self, experiment: Experiment) -> None:
+    def write_suite(self, experiment: Experiment, tuned: list[RunSpec] | None = None,
+                    tuning: list[dict[str, Any]] | None = None) -> None:
+        """The suite's metadata; after tuning, with the chosen runs and every choice made."""
         meta = {
             "suite": experiment.suite,
             "description": experiment.description,
             "paper": experiment.paper,
             "scale": experiment.scale,
             "source": str(experiment.path) if experiment.path else None,
-            "run_ids": [s.digest for s in experiment.specs],
+            "run_ids": [s.digest for s in [*experiment.specs, *(tuned or [])]],
             "skipped": experiment.skipped,
+            "tuning": tuning or [],
         }
         _atomic_write(self.root / "suite.json", _dumps(meta))
 
@@ -130,9 +133,11 @@ class Store:
         for path in sorted(self.runs_dir.glob("*.json")):
             yield json.loads(path.read_text())
 
-    def runs(self) -> pd.DataFrame:
-        """One row per run: spec fields, status, privacy figures, final metrics."""
-        return pd.DataFrame([flatten(s) for s in self.sidecars()])
+    def runs(self, stage: str | None = "final") -> pd.DataFrame:
+        """One row per run: spec fields, status, privacy figures, final metrics (tuning runs
+        only with ``stage="tune"``, everything with None)."""
+        rows = [flatten(s) for s in self.sidecars()]
+        return pd.DataFrame([r for r in rows if stage is None or r["stage"] == stage])
 
     def trajectories(self) -> pd.DataFrame:
         """All trajectory rows of all runs, with their run_id."""
@@ -158,6 +163,7 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
         "device": spec["backend"]["device"],
         "dtype": spec["backend"]["dtype"],
         "seed": spec["seed"],
+        "stage": spec.get("stage", "final"),
         "status": side["status"],
         "error": side.get("error"),
         "sigma": plan.get("sigma"),

@@ -22,6 +22,7 @@ from problems.data.common import Split
 from problems.data.digits import load_digits_split
 from problems.models.mlp import MLP, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
+from problems.partition import SCHEMES, partition
 
 EVAL_CHUNK = 4096  # samples per forward pass in accuracy (the oracles' default eval_chunk)
 
@@ -132,7 +133,8 @@ class ClassificationInstance(Instance):
 
 
 def classification_instance(name: str, split: Split | EncodedSplit, model: ClassifierModel,
-                            seed: int, l2: float = 0.0, **oracle_kw: Any
+                            seed: int, l2: float = 0.0,
+                            clients: list[np.ndarray] | None = None, **oracle_kw: Any
                             ) -> ClassificationInstance:
     """The instance for ``split`` × ``model``, started at ``model.init`` seeded by ``seed``."""
     return ClassificationInstance(
@@ -141,6 +143,7 @@ def classification_instance(name: str, split: Split | EncodedSplit, model: Class
         d=model.n_params,
         x0=model.init(np.random.default_rng(seed)),
         constants={"classes": split.classes, "n_test": len(split.y_test)},
+        clients=clients or [],
         split=split,
         model=model,
         l2=l2,
@@ -149,16 +152,38 @@ def classification_instance(name: str, split: Split | EncodedSplit, model: Class
 
 
 @dataclass(frozen=True)
-class OracleParams:
+class ClientParams:
+    """How the training set is spread over ``clients`` (see :mod:`problems.partition`)."""
+
+    clients: int = 1
+    partition: str = "iid"
+    dirichlet_alpha: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.clients < 1:
+            raise ValueError(f"clients must be >= 1, got {self.clients}")
+        if self.partition not in SCHEMES:
+            raise ValueError(f"unknown partition {self.partition!r}; choose {', '.join(SCHEMES)}")
+        if not self.dirichlet_alpha > 0:
+            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+
+    def client_indices(self, labels: np.ndarray, seed: int) -> list[np.ndarray]:
+        """The partition of a training set with ``labels`` (one client: all samples)."""
+        return partition(labels, self.clients, self.partition, self.dirichlet_alpha, seed)
+
+
+@dataclass(frozen=True)
+class OracleParams(ClientParams):
     """Loss and memory knobs of torch-network problems: ``l2`` weight; per-sample gradients
     ``chunk_size`` samples at a time (None: all at once); full-data means and test metrics
-    ``eval_chunk`` samples at a time."""
+    ``eval_chunk`` samples at a time; the clients of :class:`ClientParams`."""
 
     l2: float = 0.0
     chunk_size: int | None = 16
     eval_chunk: int = 1024
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.l2 < 0:
             raise ValueError(f"l2 must be >= 0, got {self.l2}")
         if (self.chunk_size is not None and self.chunk_size < 1) or self.eval_chunk < 1:
@@ -195,7 +220,7 @@ def subsampled(split: Any, p: DataParams) -> Any:
 
 
 @dataclass(frozen=True)
-class DigitsMLPParams:
+class DigitsMLPParams(ClientParams):
     hidden: int = 32
     activation: str = "tanh"
     test_fraction: float = 0.25
@@ -203,6 +228,7 @@ class DigitsMLPParams:
     data_seed: int = 0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.hidden < 1:
             raise ValueError("digits_mlp needs hidden >= 1")
         if self.l2 < 0:
@@ -223,4 +249,5 @@ class DigitsMLP(Problem):
         split = load_digits_split(p.test_fraction, p.data_seed)
         model = MLP(layer_sizes(split.x_train.shape[1], [p.hidden], split.classes),
                     activation=p.activation)
-        return classification_instance(self.name, split, model, seed, l2=p.l2)
+        return classification_instance(self.name, split, model, seed, l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed))

@@ -104,4 +104,5 @@ class ColaBert(Problem):
         encoded = EncodedSplit(model.encode(split.train_sentences), split.y_train,
                                model.encode(split.test_sentences), split.y_test, split.classes)
         return classification_instance(self.name, encoded, model, seed, l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed),
                                        **p.oracle_kw)

@@ -40,12 +40,13 @@ from problems.supervised import (
 
 NORMS = ("group", "none")  # = problems.models.cnn.NORMS (that module needs torch)
 STEMS = ("cifar", "imagenet")  # = problems.models.resnet.STEMS
-NORMALIZE = ("dataset", "imagenet", "none")
+NORMALIZE = ("dataset", "imagenet", "symmetric", "none")
 # Per-channel mean and std of [0, 1] pixels. CIFAR-10: FFCV's values (notes §5.2, /255).
 MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)),
     "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    "symmetric": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),  # x ↦ 2x − 1: pixels in [−1, 1]
 }
 
 
@@ -66,7 +67,7 @@ def normalized(x: np.ndarray, mean: tuple[float, ...], std: tuple[float, ...]) -
 @dataclass(frozen=True)
 class ImageParams(DataParams):
     """External images; ``normalize``: per-channel with the data set's ("dataset") or
-    ImageNet's ("imagenet") mean and std, or "none"."""
+    ImageNet's ("imagenet") mean and std, to [−1, 1] ("symmetric"), or "none"."""
 
     normalize: str = "dataset"
 
@@ -82,7 +83,7 @@ def cifar_split(variant: str, p: ImageParams) -> Split:
     split = subsampled(load_images(variant, p.data_dir), p)
     if p.normalize == "none":
         return split
-    mean, std = MEAN_STD[variant if p.normalize == "dataset" else "imagenet"]
+    mean, std = MEAN_STD[variant if p.normalize == "dataset" else p.normalize]
     return dataclasses.replace(split, x_train=normalized(split.x_train, mean, std),
                                x_test=normalized(split.x_test, mean, std))
 
@@ -134,7 +135,9 @@ class DigitsCNN(Problem):
         module = appendix_cnn(1, split.classes, width=p.width, norm=p.norm, groups=p.groups,
                               stride=1, input_size=8)
         return classification_instance(self.name, split, TorchModel(module, sample_ndim=3),
-                                       seed, l2=p.l2, **p.oracle_kw)
+                                       seed, l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed),
+                                       **p.oracle_kw)
 
 
 class CifarProblem(Problem):
@@ -152,7 +155,9 @@ class CifarProblem(Problem):
         require("torch", "torch")
         split = cifar_split(self.variant, p)
         return classification_instance(self.name, split, self.network(split.classes), seed,
-                                       l2=p.l2, **p.oracle_kw)
+                                       l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed),
+                                       **p.oracle_kw)
 
 
 @dataclass(frozen=True)
@@ -258,3 +263,35 @@ class Cifar100ResNet18(CifarProblem):
 
         module.load_pretrained(str(local_path(p.weights, p.data_dir, "pretrained weights")))
         return TorchModel(module, sample_ndim=3, reinit=init_head)
+
+
+@dataclass(frozen=True)
+class CifarVGGParams(ImageParams):
+    """huang2025's tanh VGG: channel multiplier; pixels scaled to [−1, 1] as DP-FTRL."""
+
+    normalize: str = "symmetric"
+    width: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.width > 0:
+            raise ValueError(f"width must be > 0, got {self.width}")
+
+
+@register_problem
+class Cifar10VGG(CifarProblem):
+    """CIFAR-10 with the tanh VGG of huang2025 §5(b), usually split over clients (Table 1)."""
+
+    name = "cifar10_vgg"
+    Params = CifarVGGParams
+    variant = "cifar10"
+    description = ("CIFAR-10 (local files), tanh VGG of huang2025 / DP-FTRL (d = 550,570), "
+                   "inputs in [-1, 1], cross-entropy; clients by partition; huang2025 Table 1")
+
+    def network(self, classes: int) -> Any:
+        from problems.models.torch_module import TorchModel
+        from problems.models.vgg import init_vgg, vgg_tanh
+
+        p: CifarVGGParams = self.params
+        return TorchModel(vgg_tanh(3, classes, 32, width=p.width), sample_ndim=3,
+                          reinit=init_vgg)

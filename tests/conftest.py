@@ -39,6 +39,7 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "digits_cnn": {"width": 0.125},
     "cifar10_cnn": {"width": 0.0625},
     "cifar10_resnet18": {"width": 0.0625},
+    "cifar10_vgg": {"width": 0.125},
     "cifar100_resnet18": {"width": 0.0625},
     "cola_bert": {"max_length": 16},
 }
@@ -72,6 +73,7 @@ def fake_text(data_dir: str | None = None, n: int = 24) -> TextSplit:
 FAKE_DATA: dict[str, tuple[str, Callable[..., Any]]] = {
     "cifar10_cnn": ("problems.vision.load_images", fake_images),
     "cifar10_resnet18": ("problems.vision.load_images", fake_images),
+    "cifar10_vgg": ("problems.vision.load_images", fake_images),
     "cifar100_resnet18": ("problems.vision.load_images", fake_images),
     "cola_bert": ("problems.text.load_text", fake_text),
 }

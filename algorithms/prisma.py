@@ -1,0 +1,270 @@
+"""``prisma`` (huang2025, Algorithm 1 and its C₃ variant, eq. 20) and ``dpsgd_gc``.
+
+PriSMA: differentially Private Stochastic recursive Momentum with gradient clipping, for
+M clients under local (record-level, per client) DP. For t = 0..T−1:
+
+    each client i: sample B_iᵗ ⊂ [N], |B_iᵗ| = b, without replacement          # line 6
+      t = 0: v_i⁰ = (1/b) Σ_j clip_C1(∇f_ij(x⁰)) + ξ_i⁰                         # line 8
+      t > 0: g = (1/b) Σ_j clip_C1(∇f_ij(xᵗ)),  g̃ = (1/b) Σ_j clip_C1(∇f_ij(xᵗ⁻¹))  # line 10
+             v_iᵗ = g + (1−γ)(v_iᵗ⁻¹ − g̃) + ξ_iᵗ                              # line 11
+    server: xᵗ⁺¹ = xᵗ − η clip_C2((1/M) Σ_i v_iᵗ)                               # line 17
+
+written through the query of eq. (6), q_iᵗ = γg + (1−γ)(g − g̃), so that v_iᵗ = q_iᵗ + ξ_iᵗ
++ (1−γ)v_iᵗ⁻¹ (the last term is post-processing). The C₃ variant (eq. 20), which the
+experiments tune, clips each per-sample difference clip_C1(∇f_ij(xᵗ)) − clip_C1(∇f_ij(xᵗ⁻¹))
+at C₃ before averaging.
+
+Privacy (replace-one, per client, §3): the mean query has sensitivity Δ₀ = 2C₁/b at t = 0 and
+Δ₁ = 2(γC₁ + (1−γ)C₃)/b after (Algorithm 1: C₃ → LηC₂, eq. 9); the noise is
+ξ ~ N(0, (σ̂Δ_k)² I) with one noise multiplier σ̂ for every step. ``calibration: paper`` is
+Corollary 1: σ̂² = 7b²T/(N²ε)·(1 + 2 ln(1/δ)/ε) with N the client's sample count;
+``pld``/``rdp`` calibrate σ̂ with the accountants (fixed-size batches without replacement,
+per client; see algorithms/privacy/accounting.py).
+
+``dpsgd_gc`` is the paper's baseline, "Algorithm 1 with γ = 1 and without the server
+clipping": v_iᵗ = g + ξ_iᵗ, sensitivity 2C₁/b (its noise is not stated in the paper: the
+γ = 1 case of Corollary 1, notes §2.7 #12).
+
+Deviations and resolved ambiguities (notes §2.7):
+
+* sampling is a fresh uniform b-subset of each client's data at every step, independently
+  across clients (#13), through ``mech.sample(..., scheme="fixed")``;
+* x⁰ is the problem's start point: 0 for least squares as the paper, a standard
+  initialisation for networks (all-zero tanh networks do not train; #11);
+* the output is the last iterate xᵀ (the theory bounds a uniformly random iterate; #15);
+* clipping is flat over the whole parameter vector; C₂ defaults to min(4, C₁/2), the
+  CNN experiments' rule (the least-squares experiments fix C₂ = 1);
+* Theorem 3's condition (18) fails at the paper's settings (notes §3): the plan records
+  whether it holds; the paper's σ̂ is used "as in the paper" regardless.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.privacy.clipping import clip_rows
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
+from problems.base import DataInfo
+from problems.oracles import Oracle
+
+GROUP_FLOATS = 2**25  # per-sample gradient entries computed at once (128 MiB in float32)
+
+
+@dataclass(frozen=True)
+class PriSMAParams:
+    lr: float = 0.1
+    steps: int = 1000
+    batch_size: int = 512
+    gamma: float = 0.5
+    clip1: float = 1.0
+    clip2: float | None = None
+    clip3: float | None = 0.5
+    server_clip: bool = True
+    smoothness: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.lr > 0 or self.steps < 1 or self.batch_size < 1:
+            raise ValueError("lr must be > 0; steps and batch_size >= 1")
+        if not 0 < self.gamma <= 1:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        for name in ("clip1", "clip2", "clip3", "smoothness"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+
+
+@register_algorithm
+class PriSMA(Algorithm):
+    """Locally private recursive momentum with per-sample and server clipping."""
+
+    name = "prisma"
+    paper = "huang2025"
+    reference = ("Huang, Zhang, Ling 2025, Differential Privacy in Distributed Learning: "
+                 "Beyond Uniformly Bounded Stochastic Gradients (AISTATS), Alg. 1 / eq. 20")
+    Params: ClassVar[type] = PriSMAParams
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.cfg: PriSMAParams = self.params
+
+    # -- sizes and sensitivities ------------------------------------------------------------
+    def steps(self, data: DataInfo) -> int:
+        return int(self.cfg.steps)
+
+    def batch_size(self, data: DataInfo) -> float:
+        smallest = min(len(c) for c in _clients(data))
+        if self.cfg.batch_size > smallest:
+            raise ValueError(f"batch_size {self.cfg.batch_size} exceeds the smallest "
+                             f"client's {smallest} samples")
+        return float(self.cfg.batch_size)
+
+    def server_clip(self) -> float | None:
+        """C₂ (None: no server clipping)."""
+        p = self.cfg
+        if not p.server_clip:
+            return None
+        return p.clip2 if p.clip2 is not None else min(4.0, p.clip1 / 2)
+
+    def momentum_bound(self, data: DataInfo) -> float:
+        """The per-sample bound on the momentum correction: C₃, or LηC₂ (Algorithm 1)."""
+        p = self.cfg
+        if p.clip3 is not None:
+            return float(p.clip3)
+        c2 = self.server_clip()
+        smooth = p.smoothness if p.smoothness is not None else data.constants.get("L")
+        if c2 is None or smooth is None:
+            raise ValueError("Algorithm 1 without clip3 needs the server clip C2 and a "
+                             "smoothness L (params.smoothness or the problem's L)")
+        return float(smooth) * p.lr * c2
+
+    def sensitivities(self, data: DataInfo) -> tuple[float, float]:
+        """(Δ₀, Δ₁): replace-one sensitivities of the mean query at t = 0 and t > 0."""
+        p = self.cfg
+        first = 2 * p.clip1 / p.batch_size
+        later = 2 * (p.gamma * p.clip1 + (1 - p.gamma) * self.momentum_bound(data)) / p.batch_size
+        return first, later
+
+    # -- privacy ------------------------------------------------------------------------
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        first, later = self.sensitivities(data)
+        ledger = Ledger()
+        b, steps = self.cfg.batch_size, self.steps(data)
+        for party, client in enumerate(_clients(data)):
+            sampling = Sampling("fixed", len(client), rate=b / len(client), size=b, party=party)
+            ledger.record(sampling, [Release("gaussian", "v0", sigma=sigma, sensitivity=first)])
+            if steps > 1:
+                ledger.record(sampling, [Release("gaussian", "v", sigma=sigma,
+                                                 sensitivity=later)], steps - 1)
+        return ledger
+
+    def _corollary_constant(self, data: DataInfo) -> float:
+        """7b²T/N² of Corollary 1 (N: the smallest client, which needs the most noise)."""
+        n = min(len(c) for c in _clients(data))
+        return 7 * self.cfg.batch_size**2 * self.steps(data) / n**2
+
+    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
+        """Corollary 1: σ̂² = 7b²T/(N²ε) (1 + 2 ln(1/δ)/ε)."""
+        eps, log = target.epsilon, math.log(1 / target.delta)
+        return math.sqrt(self._corollary_constant(data) / eps * (1 + 2 * log / eps))
+
+    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
+        """Corollary 1 solved for ε: 2KL u² + K u − σ̂² = 0 with u = 1/ε."""
+        k, log = self._corollary_constant(data), math.log(1 / delta)
+        u = (-k + math.sqrt(k * k + 8 * k * log * sigma**2)) / (4 * k * log)
+        return 1 / u
+
+    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
+        first, later = self.sensitivities(data)
+        return {"sensitivity_first": first, "sensitivity": later,
+                "server_clip": self.server_clip(), "momentum_bound": self.momentum_bound(data)}
+
+    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
+        plan = super().plan(data, target)
+        plan.extra.update(sigma_first=plan.sigma * plan.extra["sensitivity_first"],
+                          sigma_later=plan.sigma * plan.extra["sensitivity"],
+                          **self._theorem_3_condition(data, plan.sigma, target))
+        return plan
+
+    def _theorem_3_condition(self, data: DataInfo, sigma: float,
+                             target: PrivacyTarget) -> dict[str, Any]:
+        """Theorem 3's condition (18), α ≤ (2σ̂²/3) log(N/(bα(1+σ̂²))) + 1, at Corollary 1's
+        α = 1 + 2 ln(1/δ)/ε."""
+        n = min(len(c) for c in _clients(data))
+        alpha = 1 + 2 * math.log(1 / target.delta) / target.epsilon
+        rhs = (2 * sigma**2 / 3) * math.log(n / (self.cfg.batch_size * alpha
+                                                 * (1 + sigma**2))) + 1
+        return {"condition_18_rhs": rhs, "condition_18_alpha": alpha,
+                "condition_18_holds": bool(alpha <= rhs)}
+
+    # -- the algorithm ------------------------------------------------------------------
+    def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
+        """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff).
+
+        The clients' batches (all of size b) go through the oracle together, in groups of at
+        most ``GROUP_FLOATS`` per-sample gradient entries.
+        """
+        group = max(1, GROUP_FLOATS // (self.cfg.batch_size * oracle.d))
+        return oracle.xp.concat([self._group_query(oracle, x, x_prev, batches[i:i + group])
+                                 for i in range(0, len(batches), group)])
+
+    def _group_query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
+        xp, p = oracle.xp, self.cfg
+        idx = np.concatenate([b.indices for b in batches])
+        shape = (len(batches), p.batch_size, oracle.d)
+
+        def clipped(point: Any) -> Any:
+            return clip_rows(xp, oracle.per_sample_grads(point, idx), p.clip1)
+
+        grads = clipped(x)
+        if x_prev is None:
+            return xp.mean(xp.reshape(grads, shape), axis=1)  # line 8
+        diff = grads - clipped(x_prev)  # line 10
+        if p.clip3 is not None:
+            diff = clip_rows(xp, diff, p.clip3)  # eq. (20)
+        return (p.gamma * xp.mean(xp.reshape(grads, shape), axis=1)
+                + (1 - p.gamma) * xp.mean(xp.reshape(diff, shape), axis=1))
+
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        xp, p = oracle.xp, self.cfg
+        c2 = plan.extra["server_clip"]
+        x, x_prev, v = oracle.x0, None, None
+        for t in range(plan.steps):
+            batches = [mech.sample(client, scheme="fixed", size=p.batch_size, party=i)
+                       for i, client in enumerate(oracle.clients)]  # line 6
+            queries = self.query(oracle, x, x_prev, batches)
+            sens = plan.extra["sensitivity_first" if t == 0 else "sensitivity"]
+            noisy = mech.gaussian(queries, sensitivity=sens, sigma=plan.sigma, tag="v",
+                                  batch=batches)  # lines 8, 11 (+ ξ)
+            v = noisy if v is None else noisy + (1 - p.gamma) * v
+            direction = xp.mean(v, axis=0)  # line 17
+            if c2 is not None:
+                direction = clip_rows(xp, direction[None, :], c2)[0]
+            x_prev, x = x, x - p.lr * direction
+            self._x = x
+            yield Step(t + 1, x)
+
+
+@dataclass(frozen=True)
+class DPSGDGCParams:
+    lr: float = 0.1
+    steps: int = 1000
+    batch_size: int = 512
+    clip1: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not (self.lr > 0 and self.clip1 > 0) or self.steps < 1 or self.batch_size < 1:
+            raise ValueError("lr and clip1 must be > 0; steps and batch_size >= 1")
+
+
+@register_algorithm
+class DPSGDGC(PriSMA):
+    """Distributed clipped DP-SGD under local DP: PriSMA with γ = 1 and no server clip."""
+
+    name = "dpsgd_gc"
+    paper = "huang2025"
+    reference = ("Abadi et al. 2016 in the distributed local-DP form of huang2025 "
+                 "(Algorithm 1 with γ = 1, no server clipping)")
+    Params: ClassVar[type] = DPSGDGCParams
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        p = self.params
+        self.cfg = PriSMAParams(lr=p.lr, steps=p.steps, batch_size=p.batch_size, gamma=1.0,
+                                clip1=p.clip1, clip3=None, server_clip=False)
+
+    def momentum_bound(self, data: DataInfo) -> float:
+        return 0.0  # γ = 1: there is no momentum correction
+
+    def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
+        """g_iᵗ: the mean of C₁-clipped per-sample gradients at xᵗ only."""
+        return super().query(oracle, x, None, batches)
+
+
+def _clients(data: DataInfo) -> list[np.ndarray]:
+    return list(data.clients) or [np.arange(data.n)]
