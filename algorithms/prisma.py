@@ -61,6 +61,7 @@ class PriSMAParams:
     lr: float = 0.1
     steps: int = 1000
     batch_size: int = 512
+    batch_fraction: float | None = None
     gamma: float = 0.5
     clip1: float = 1.0
     clip2: float | None = None
@@ -73,6 +74,8 @@ class PriSMAParams:
             raise ValueError("lr must be > 0; steps and batch_size >= 1")
         if not 0 < self.gamma <= 1:
             raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        if self.batch_fraction is not None and not 0 < self.batch_fraction <= 1:
+            raise ValueError(f"batch_fraction must be in (0, 1], got {self.batch_fraction}")
         for name in ("clip1", "clip2", "clip3", "smoothness"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -92,17 +95,21 @@ class PriSMA(Algorithm):
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self.cfg: PriSMAParams = self.params
+        self._max_step = 0.0
 
     # -- sizes and sensitivities ------------------------------------------------------------
     def steps(self, data: DataInfo) -> int:
         return int(self.cfg.steps)
 
     def batch_size(self, data: DataInfo) -> float:
+        """b per client: ``batch_size``, or ``batch_fraction`` of the smallest client's N
+        (the least-squares experiments use b = 0.1N)."""
         smallest = min(len(c) for c in _clients(data))
-        if self.cfg.batch_size > smallest:
-            raise ValueError(f"batch_size {self.cfg.batch_size} exceeds the smallest "
-                             f"client's {smallest} samples")
-        return float(self.cfg.batch_size)
+        fraction = self.cfg.batch_fraction
+        b = max(1, round(fraction * smallest)) if fraction is not None else self.cfg.batch_size
+        if b > smallest:
+            raise ValueError(f"batch_size {b} exceeds the smallest client's {smallest} samples")
+        return float(b)
 
     def server_clip(self) -> float | None:
         """C₂ (None: no server clipping)."""
@@ -125,16 +132,16 @@ class PriSMA(Algorithm):
 
     def sensitivities(self, data: DataInfo) -> tuple[float, float]:
         """(Δ₀, Δ₁): replace-one sensitivities of the mean query at t = 0 and t > 0."""
-        p = self.cfg
-        first = 2 * p.clip1 / p.batch_size
-        later = 2 * (p.gamma * p.clip1 + (1 - p.gamma) * self.momentum_bound(data)) / p.batch_size
+        p, b = self.cfg, self.batch_size(data)
+        first = 2 * p.clip1 / b
+        later = 2 * (p.gamma * p.clip1 + (1 - p.gamma) * self.momentum_bound(data)) / b
         return first, later
 
     # -- privacy ------------------------------------------------------------------------
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
         first, later = self.sensitivities(data)
         ledger = Ledger()
-        b, steps = self.cfg.batch_size, self.steps(data)
+        b, steps = int(self.batch_size(data)), self.steps(data)
         for party, client in enumerate(_clients(data)):
             sampling = Sampling("fixed", len(client), rate=b / len(client), size=b, party=party)
             ledger.record(sampling, [Release("gaussian", "v0", sigma=sigma, sensitivity=first)])
@@ -146,7 +153,7 @@ class PriSMA(Algorithm):
     def _corollary_constant(self, data: DataInfo) -> float:
         """7b²T/N² of Corollary 1 (N: the smallest client, which needs the most noise)."""
         n = min(len(c) for c in _clients(data))
-        return 7 * self.cfg.batch_size**2 * self.steps(data) / n**2
+        return 7 * self.batch_size(data) ** 2 * self.steps(data) / n**2
 
     def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
         """Corollary 1: σ̂² = 7b²T/(N²ε) (1 + 2 ln(1/δ)/ε)."""
@@ -177,7 +184,7 @@ class PriSMA(Algorithm):
         α = 1 + 2 ln(1/δ)/ε."""
         n = min(len(c) for c in _clients(data))
         alpha = 1 + 2 * math.log(1 / target.delta) / target.epsilon
-        rhs = (2 * sigma**2 / 3) * math.log(n / (self.cfg.batch_size * alpha
+        rhs = (2 * sigma**2 / 3) * math.log(n / (self.batch_size(data) * alpha
                                                  * (1 + sigma**2))) + 1
         return {"condition_18_rhs": rhs, "condition_18_alpha": alpha,
                 "condition_18_holds": bool(alpha <= rhs)}
@@ -189,14 +196,14 @@ class PriSMA(Algorithm):
         The clients' batches (all of size b) go through the oracle together, in groups of at
         most ``GROUP_FLOATS`` per-sample gradient entries.
         """
-        group = max(1, GROUP_FLOATS // (self.cfg.batch_size * oracle.d))
+        group = max(1, GROUP_FLOATS // (len(batches[0]) * oracle.d))
         return oracle.xp.concat([self._group_query(oracle, x, x_prev, batches[i:i + group])
                                  for i in range(0, len(batches), group)])
 
     def _group_query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
         xp, p = oracle.xp, self.cfg
         idx = np.concatenate([b.indices for b in batches])
-        shape = (len(batches), p.batch_size, oracle.d)
+        shape = (len(batches), len(batches[0]), oracle.d)
 
         def clipped(point: Any) -> Any:
             return clip_rows(xp, oracle.per_sample_grads(point, idx), p.clip1)
@@ -212,10 +219,10 @@ class PriSMA(Algorithm):
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         xp, p = oracle.xp, self.cfg
-        c2 = plan.extra["server_clip"]
+        c2, b = plan.extra["server_clip"], int(plan.batch_size)
         x, x_prev, v = oracle.x0, None, None
         for t in range(plan.steps):
-            batches = [mech.sample(client, scheme="fixed", size=p.batch_size, party=i)
+            batches = [mech.sample(client, scheme="fixed", size=b, party=i)
                        for i, client in enumerate(oracle.clients)]  # line 6
             queries = self.query(oracle, x, x_prev, batches)
             sens = plan.extra["sensitivity_first" if t == 0 else "sensitivity"]
@@ -226,8 +233,16 @@ class PriSMA(Algorithm):
             if c2 is not None:
                 direction = clip_rows(xp, direction[None, :], c2)[0]
             x_prev, x = x, x - p.lr * direction
+            self._max_step = max(self._max_step, p.lr * float(
+                oracle.backend.to_numpy(xp.linalg.vector_norm(direction))))
             self._x = x
             yield Step(t + 1, x)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """The largest step ‖xᵗ⁺¹ − xᵗ‖; with server clipping it is at most ηC₂ (§3)."""
+        c2 = self.server_clip()
+        return {"max_step": self._max_step,
+                "step_bound": None if c2 is None else self.cfg.lr * c2}
 
 
 @dataclass(frozen=True)
@@ -235,6 +250,7 @@ class DPSGDGCParams:
     lr: float = 0.1
     steps: int = 1000
     batch_size: int = 512
+    batch_fraction: float | None = None
     clip1: float = 1.0
 
     def __post_init__(self) -> None:
@@ -255,8 +271,9 @@ class DPSGDGC(PriSMA):
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         p = self.params
-        self.cfg = PriSMAParams(lr=p.lr, steps=p.steps, batch_size=p.batch_size, gamma=1.0,
-                                clip1=p.clip1, clip3=None, server_clip=False)
+        self.cfg = PriSMAParams(lr=p.lr, steps=p.steps, batch_size=p.batch_size,
+                                batch_fraction=p.batch_fraction, gamma=1.0, clip1=p.clip1,
+                                clip3=None, server_clip=False)
 
     def momentum_bound(self, data: DataInfo) -> float:
         return 0.0  # γ = 1: there is no momentum correction

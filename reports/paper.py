@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -111,6 +113,67 @@ def bullet_items(text: str) -> list[str]:
     """'* item' paragraphs of a docstring section as single-line strings."""
     items = re.split(r"^\* ", text, flags=re.M)
     return [" ".join(part.split()) for part in items if part.strip()]
+
+
+def final_stats(runs: pd.DataFrame, metric: str, by: str = "epsilon") -> pd.DataFrame:
+    """Mean, s.e. and count of the final ``metric`` over finished runs, per value of ``by``."""
+    done = runs[runs["status"] == "done"] if len(runs) else runs
+    col = f"final_{metric}"
+    if col not in done or done.empty:
+        return pd.DataFrame(columns=[by, "mean", "se", "runs"])
+    grouped = done.groupby(by)[col]
+    return pd.DataFrame({"mean": grouped.mean(), "se": grouped.sem(),
+                         "runs": grouped.size()}).reset_index()
+
+
+def settings(results: PaperResults) -> list[tuple[str, str]]:
+    """Each suite's description with what actually ran (algorithms, ε, δ, seeds)."""
+    out = []
+    for meta in results.suites:
+        runs = results.suite_runs(meta["suite"])
+        algs = ", ".join(sorted(runs["label"].unique()))
+        eps = ", ".join(f"{e:g}" for e in sorted(runs["epsilon"].unique()))
+        out.append((meta["suite"], f"{meta.get('description', '').strip()} "
+                    f"[algorithms: {algs}; ε: {eps}; δ: {runs['delta'].iloc[0]:g}; "
+                    f"seeds: {runs['seed'].nunique()}; calibrations: "
+                    f"{', '.join(sorted(runs['calibration'].unique()))}]"))
+    return out
+
+
+Column = tuple[str, Callable[[pd.Series], str]]
+
+
+def calibration_table(results: PaperResults, note: str,
+                      extra: Sequence[Column] = ()) -> dict[str, Any] | None:
+    """ε as the paper computes it beside the accountant, for every paper-calibrated setting."""
+    runs = results.runs
+    if runs.empty or "plan_sigma_tight" not in runs:
+        return None
+    paper = runs[(runs["calibration"] == "paper") & runs["plan_sigma_tight"].notna()]
+    rows = []
+    for (suite, problem, label, eps), part in paper.groupby(["suite", "problem", "label",
+                                                             "epsilon"]):
+        r = part.iloc[0]
+        rows.append([suite, problem, label, f"{eps:g}", f"{r['n']:g}", f"{r['batch_size']:g}",
+                     f"{r['steps']:g}", f"{r['sigma']:.4g}", f"{r['plan_sigma_tight']:.4g}",
+                     f"{r['plan_noise_ratio_tight_over_paper']:.3g}", f"{r['eps_paper']:.4g}",
+                     f"{r['eps_pld']:.4g}", *(fn(r) for _, fn in extra)])
+    return {"title": "ε as the paper computes it vs the accountant", "note": note,
+            "columns": ["suite", "problem", "algorithm", "ε target", "n", "batch", "T",
+                        "σ paper", "σ tight", "σ tight / σ paper", "ε paper", "ε PLD (spent)",
+                        *(name for name, _ in extra)],
+            "rows": rows}
+
+
+def deviations(sources: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """(name, item) for every bullet under ``heading`` in each (name, module, heading)."""
+    return [(name, item) for name, module, heading in sources
+            for item in bullet_items(docstring_section(module, heading))]
+
+
+def z_score(a_mean: float, a_se: float, b_mean: float, b_se: float) -> float:
+    """The gap a − b in units of its standard error √(se_a² + se_b²)."""
+    return (a_mean - b_mean) / math.sqrt(a_se**2 + b_se**2)
 
 
 def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:

@@ -15,6 +15,8 @@ Schema (validated on load; errors name the file, the entry and the key)::
         statistic: mean                # mean | median | single | best (what the paper reports)
         spread: 0.001                  # optional: the paper's ± value
         tolerance: {rel: 0.1}          # optional: {abs: x} and/or {rel: r}; default rel 0.1
+        unit: 100                      # optional: our metric × unit is in the paper's units
+                                       #   (e.g. 100 for accuracy printed in %)
         match:                         # which of our runs it is compared with
           metric: grad_norm            # a final_* metric of the runs
           problem: matrix_sensing      # any run column (problem, label, algorithm, epsilon,
@@ -35,7 +37,7 @@ import yaml
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 STATISTICS = ("mean", "median", "single", "best")
 ENTRY_KEYS = ("id", "table", "figure", "row", "column", "page", "value", "statistic", "spread",
-              "tolerance", "match", "note")
+              "tolerance", "unit", "match", "note")
 TOP_KEYS = ("paper", "title", "source", "entries")
 
 
@@ -56,6 +58,7 @@ class Entry:
     page: int | None = None
     spread: float | None = None
     tolerance: Mapping[str, float] = field(default_factory=lambda: {"rel": 0.1})
+    unit: float = 1.0
     note: str = ""
 
     @property
@@ -105,7 +108,8 @@ def _entry(raw: Any, where: str) -> Entry:
         table=raw.get("table"), figure=raw.get("figure"), row=str(raw.get("row", "")),
         column=str(raw.get("column", "")), page=raw.get("page"),
         spread=None if raw.get("spread") is None else float(raw["spread"]),
-        tolerance=dict(raw.get("tolerance") or {"rel": 0.1}), note=str(raw.get("note", "")),
+        tolerance=dict(raw.get("tolerance") or {"rel": 0.1}), unit=float(raw.get("unit", 1.0)),
+        note=str(raw.get("note", "")),
     )
 
 

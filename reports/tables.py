@@ -126,7 +126,8 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
     for entry in published.entries:
         column = f"final_{entry.match['metric']}"
         match = _matching(runs, entry) if column in runs else runs.iloc[0:0]
-        values = match[column].dropna().to_numpy(dtype=float) if len(match) else np.array([])
+        values = match[column].dropna().to_numpy(dtype=float) * entry.unit if len(match) \
+            else np.array([])
         if not len(values):
             out.append(Comparison(entry, None, None, 0, None, "not run"))
             continue

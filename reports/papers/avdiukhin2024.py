@@ -21,8 +21,10 @@ from reports.paper import (
     Figure,
     PaperResults,
     PaperSections,
-    bullet_items,
-    docstring_section,
+    calibration_table,
+    deviations,
+    final_stats,
+    settings,
 )
 
 TITLE = "Noise is All You Need: Private Second-Order Convergence of Noisy SGD"
@@ -72,16 +74,6 @@ def _role(suite: str) -> str:
 
 def _epochs(curves: pd.DataFrame) -> pd.DataFrame:
     return curves.assign(x=curves["step"] * curves["batch_size"] / curves["n"])
-
-
-def _final(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    done = runs[runs["status"] == "done"]
-    col = f"final_{metric}"
-    if col not in done:
-        return pd.DataFrame(columns=["epsilon", "mean", "se", "runs"])
-    grouped = done.groupby("epsilon")[col]
-    return pd.DataFrame({"mean": grouped.mean(), "se": grouped.sem(), "runs": grouped.size()}
-                        ).reset_index()
 
 
 def _monotone(table: pd.DataFrame) -> tuple[bool, str]:
@@ -151,14 +143,14 @@ def _accuracy_claims(results: PaperResults) -> list[Claim]:
                 ["problem", "calibration"]):
             setting = f"{suite}: {problem}, calibration {cal}"
             for cid, metric, what in (("P1", "test_acc", "test"), ("P5", "train_acc", "training")):
-                table = _final(part, metric)
+                table = final_stats(part, metric)
                 if table.empty:
                     continue
                 ok, text = _monotone(table)
                 claims.append(Claim(cid, f"final {what} accuracy is (weakly) monotone in ε",
                                     setting, "held" if ok else "not held", text))
-            sgd = _final(runs[runs["algorithm"] == "sgd"], "test_acc")
-            table = _final(part, "test_acc")
+            sgd = final_stats(runs[runs["algorithm"] == "sgd"], "test_acc")
+            table = final_stats(part, "test_acc")
             high = table[table["epsilon"].isin([4.0, 8.0])]
             if sgd.empty or high.empty:
                 continue
@@ -207,7 +199,7 @@ def _lemma_claim(results: PaperResults) -> Claim:
     cal = set(lemma_runs["calibration"])
     empirical = runs[runs["suite"].isin(base) & runs["problem"].isin(problems)
                      & runs["calibration"].isin(cal)]
-    a, b = _final(lemma_runs, "test_acc"), _final(empirical, "test_acc")
+    a, b = final_stats(lemma_runs, "test_acc"), final_stats(empirical, "test_acc")
     both = a.merge(b, on="epsilon", suffixes=("_lemma", "_empirical"))
     if both.empty:
         return Claim("P4", statement, "fig3b suite", "not run", "no common ε")
@@ -308,26 +300,14 @@ def _equivalence_claim(runs: pd.DataFrame, suite: str) -> list[Claim]:
 
 
 def _calibration_table(results: PaperResults) -> dict[str, Any] | None:
-    runs = results.runs
-    if runs.empty or "plan_sigma_tight" not in runs:
-        return None
-    paper = runs[(runs["calibration"] == "paper") & runs["plan_sigma_tight"].notna()]
-    rows = []
-    for (suite, problem, eps), part in paper.groupby(["suite", "problem", "epsilon"]):
-        r = part.iloc[0]
-        rows.append([suite, problem, f"{eps:g}", f"{r['n']:g}", f"{r['batch_size']:g}",
-                     f"{r['steps']:g}", f"{r['sigma']:.4g}", f"{r['plan_sigma_tight']:.4g}",
-                     f"{r['plan_noise_ratio_tight_over_paper']:.3g}",
-                     f"{r['eps_paper']:.4g}", f"{r['eps_pld']:.4g}",
-                     "yes" if eps < r.get("plan_abadi_max_epsilon", math.inf) else "no"])
-    return {"title": "ε as the paper computes it vs the accountant",
-            "note": "σ_paper from Theorem 3.3 with c₂ = 1; σ_tight is what the PLD accountant "
-                    "needs for the same (ε, δ). A ratio above 1 means the paper's formula "
-                    "under-noises, and ε_pld is what the paper's σ really spends. The last "
-                    "column is Theorem 3.1's condition ε < c₁TB²/n² with c₁ = 1.",
-            "columns": ["suite", "problem", "ε target", "n", "B", "T", "σ paper", "σ tight",
-                        "σ tight / σ paper", "ε paper", "ε PLD (spent)", "ε < c₁q²T"],
-            "rows": rows}
+    return calibration_table(
+        results,
+        "σ_paper from Theorem 3.3 with c₂ = 1; σ_tight is what the PLD accountant needs for "
+        "the same (ε, δ). A ratio above 1 means the paper's formula under-noises, and ε_pld is "
+        "what the paper's σ really spends. The last column is Theorem 3.1's condition "
+        "ε < c₁TB²/n² with c₁ = 1.",
+        extra=[("ε < c₁q²T", lambda r: "yes" if r["epsilon"] < r.get(
+            "plan_abadi_max_epsilon", math.inf) else "no")])
 
 
 PAPER_SETTING: dict[str, Any] = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01}
@@ -364,21 +344,8 @@ def _paper_scale_calibration() -> dict[str, Any]:
             "rows": rows}
 
 
-def _settings(results: PaperResults) -> list[tuple[str, str]]:
-    out = []
-    for meta in results.suites:
-        runs = results.suite_runs(meta["suite"])
-        algs = ", ".join(sorted(runs["label"].unique()))
-        eps = ", ".join(f"{e:g}" for e in sorted(runs["epsilon"].unique()))
-        out.append((meta["suite"], f"{meta.get('description', '').strip()} "
-                    f"[algorithms: {algs}; ε: {eps}; δ: {runs['delta'].iloc[0]:g}; "
-                    f"seeds: {runs['seed'].nunique()}; calibrations: "
-                    f"{', '.join(sorted(runs['calibration'].unique()))}]"))
-    return out
-
-
 def build(results: PaperResults, out: Path) -> PaperSections:
-    sections = PaperSections(settings=_settings(results))
+    sections = PaperSections(settings=settings(results))
     if results.runs.empty:
         return sections
     sections.figures = _figures(results, out)
@@ -390,10 +357,8 @@ def build(results: PaperResults, out: Path) -> PaperSections:
     if table:
         sections.tables.append(table)
     sections.tables.append(_paper_scale_calibration())
-    sections.deviations = [
-        (name, item) for name, module, heading in (
-            ("noisy_sgd", "algorithms.noisy_sgd", "Deviations"),
-            ("dp_sgd", "algorithms.dp_sgd", "Deviations"),
-            ("SOSP selection", "algorithms.sosp_selection", "Resolutions"))
-        for item in bullet_items(docstring_section(module, heading))]
+    sections.deviations = deviations([
+        ("noisy_sgd", "algorithms.noisy_sgd", "Deviations"),
+        ("dp_sgd", "algorithms.dp_sgd", "Deviations"),
+        ("SOSP selection", "algorithms.sosp_selection", "Resolutions")])
     return sections
