@@ -119,8 +119,11 @@ class PriSMA(Algorithm):
         return p.clip2 if p.clip2 is not None else min(4.0, p.clip1 / 2)
 
     def momentum_bound(self, data: DataInfo) -> float:
-        """The per-sample bound on the momentum correction: C₃, or LηC₂ (Algorithm 1)."""
+        """The per-sample bound on the momentum correction: C₃, or LηC₂ (Algorithm 1); none
+        at γ = 1, where the correction vanishes."""
         p = self.cfg
+        if p.gamma == 1:
+            return 0.0
         if p.clip3 is not None:
             return float(p.clip3)
         c2 = self.server_clip()
@@ -274,9 +277,6 @@ class DPSGDGC(PriSMA):
         self.cfg = PriSMAParams(lr=p.lr, steps=p.steps, batch_size=p.batch_size,
                                 batch_fraction=p.batch_fraction, gamma=1.0, clip1=p.clip1,
                                 clip3=None, server_clip=False)
-
-    def momentum_bound(self, data: DataInfo) -> float:
-        return 0.0  # γ = 1: there is no momentum correction
 
     def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
         """g_iᵗ: the mean of C₁-clipped per-sample gradients at xᵗ only."""
