@@ -84,10 +84,12 @@ class Plan:
 
 @dataclass
 class Step:
-    """One yielded iterate: step count t (1-based) and x_t."""
+    """One yielded iterate: step count t (1-based), x_t, and for single-pass algorithms the
+    passes over the data used so far (the runner also evaluates at every completed pass)."""
 
     t: int
     x: Any
+    epoch: float | None = None
 
 
 class Algorithm(ABC):

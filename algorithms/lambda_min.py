@@ -22,33 +22,41 @@ from problems.oracles import Oracle
 DENSE_MAX = 64
 
 
-def _hvp_numpy(oracle: Oracle, x: Any, v: np.ndarray) -> np.ndarray:
+def _hvp_numpy(oracle: Oracle, x: Any, v: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
     backend = oracle.backend
-    hv = oracle.hvp(x, backend.asarray(np.asarray(v, dtype=np.float64).ravel()))
+    hv = oracle.hvp(x, backend.asarray(np.asarray(v, dtype=np.float64).ravel()), idx)
     return backend.to_numpy(hv).astype(np.float64)
 
 
+def hessian(oracle: Oracle, x: Any, idx: np.ndarray | None = None) -> np.ndarray:
+    """The (symmetrised) d × d Hessian of the mean loss over ``idx``, from d HVPs."""
+    h = np.stack([_hvp_numpy(oracle, x, e, idx) for e in np.eye(oracle.d)], axis=1)
+    return 0.5 * (h + h.T)
+
+
 def lambda_min_power(oracle: Oracle, x: Any, smoothness: float, iters: int,
-                     rng: np.random.Generator) -> float:
+                     rng: np.random.Generator, idx: np.ndarray | None = None) -> float:
     """Algorithm 4: power iteration on L·I − H; the Rayleigh quotient of the last vector."""
     v = rng.standard_normal(oracle.d)
     v /= np.linalg.norm(v)  # line 1
     for _ in range(iters):  # line 2
-        w = smoothness * v - _hvp_numpy(oracle, x, v)
+        w = smoothness * v - _hvp_numpy(oracle, x, v, idx)
         v = w / np.linalg.norm(w)
-    return float(v @ _hvp_numpy(oracle, x, v))  # line 3
+    return float(v @ _hvp_numpy(oracle, x, v, idx))  # line 3
 
 
 def lambda_min_lanczos(oracle: Oracle, x: Any, tol: float = 1e-8,
-                       rng: np.random.Generator | None = None) -> float:
-    """Smallest eigenvalue of the full Hessian at ``x`` (exact for small d)."""
+                       rng: np.random.Generator | None = None,
+                       idx: np.ndarray | None = None) -> float:
+    """Smallest eigenvalue of the Hessian of the mean loss over ``idx`` (all data if None;
+    exact for small d)."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     d = oracle.d
     if d <= DENSE_MAX:
-        hessian = np.stack([_hvp_numpy(oracle, x, e) for e in np.eye(d)], axis=1)
-        return float(np.linalg.eigvalsh(0.5 * (hessian + hessian.T))[0])
-    op = LinearOperator((d, d), matvec=lambda v: _hvp_numpy(oracle, x, v), dtype=np.float64)
+        return float(np.linalg.eigvalsh(hessian(oracle, x, idx))[0])
+    op = LinearOperator((d, d), matvec=lambda v: _hvp_numpy(oracle, x, v, idx),
+                        dtype=np.float64)
     v0 = (rng or np.random.default_rng(0)).standard_normal(d)
     try:
         return float(eigsh(op, k=1, which="SA", tol=tol, v0=v0, maxiter=20 * d,

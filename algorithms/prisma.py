@@ -48,12 +48,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.distributed import per_client_mean
 from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
-
-GROUP_FLOATS = 2**25  # per-sample gradient entries computed at once (128 MiB in float32)
 
 
 @dataclass(frozen=True)
@@ -194,31 +193,22 @@ class PriSMA(Algorithm):
 
     # -- the algorithm ------------------------------------------------------------------
     def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
-        """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff).
-
-        The clients' batches (all of size b) go through the oracle together, in groups of at
-        most ``GROUP_FLOATS`` per-sample gradient entries.
-        """
-        group = max(1, GROUP_FLOATS // (len(batches[0]) * oracle.d))
-        return oracle.xp.concat([self._group_query(oracle, x, x_prev, batches[i:i + group])
-                                 for i in range(0, len(batches), group)])
-
-    def _group_query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
+        """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff)."""
         xp, p = oracle.xp, self.cfg
-        idx = np.concatenate([b.indices for b in batches])
-        shape = (len(batches), len(batches[0]), oracle.d)
 
-        def clipped(point: Any) -> Any:
+        def clipped(point: Any, idx: np.ndarray) -> Any:
             return clip_rows(xp, oracle.per_sample_grads(point, idx), p.clip1)
 
-        grads = clipped(x)
-        if x_prev is None:
-            return xp.mean(xp.reshape(grads, shape), axis=1)  # line 8
-        diff = grads - clipped(x_prev)  # line 10
-        if p.clip3 is not None:
-            diff = clip_rows(xp, diff, p.clip3)  # eq. (20)
-        return (p.gamma * xp.mean(xp.reshape(grads, shape), axis=1)
-                + (1 - p.gamma) * xp.mean(xp.reshape(diff, shape), axis=1))
+        def rows(idx: np.ndarray) -> Any:
+            grads = clipped(x, idx)  # line 8 at t = 0
+            if x_prev is None:
+                return grads
+            diff = grads - clipped(x_prev, idx)  # line 10
+            if p.clip3 is not None:
+                diff = clip_rows(xp, diff, p.clip3)  # eq. (20)
+            return p.gamma * grads + (1 - p.gamma) * diff
+
+        return per_client_mean(oracle, batches, rows)
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         xp, p = oracle.xp, self.cfg

@@ -75,18 +75,21 @@ def _constant(given: float | None, data: DataInfo, key: str, param: str) -> floa
     raise ValueError(f"SOSP selection needs params.{param} (this problem publishes no {key})")
 
 
-def selection_constants(p: SelectionParams, data: DataInfo, bound: float) -> dict[str, float]:
-    """ρ, L and the query sensitivity Δ_q (replace-one), resolved at plan time."""
+def selection_constants(p: SelectionParams, data: DataInfo, bound: float,
+                        n: int | None = None) -> dict[str, float]:
+    """ρ, L and the query sensitivity Δ_q (replace-one) over ``n`` records (default: all),
+    resolved at plan time."""
     rho = _constant(p.rho, data, "rho", "rho")
     smooth = _constant(p.smoothness, data, "L", "smoothness")
-    sensitivity = max(2 * bound / (data.n * p.alpha),
-                      2 * smooth / (data.n * math.sqrt(rho * p.alpha)))
+    size = n if n is not None else data.n
+    sensitivity = max(2 * bound / (size * p.alpha),
+                      2 * smooth / (size * math.sqrt(rho * p.alpha)))
     return {"rho": rho, "smoothness": smooth, "query_sensitivity": sensitivity}
 
 
-def selection_release(p: SelectionParams) -> tuple[Sampling, list[Release]]:
-    """The ledger round the selection records (one ε_s-DP AboveThreshold)."""
-    return Sampling(), [Release("pure", "sosp_selection", epsilon=p.select_epsilon)]
+def selection_release(p: SelectionParams, party: int = 0) -> tuple[Sampling, list[Release]]:
+    """The ledger round the selection records (one ε_s-DP AboveThreshold on ``party``)."""
+    return Sampling(party=party), [Release("pure", "sosp_selection", epsilon=p.select_epsilon)]
 
 
 def candidate_times(p: SelectionParams, steps: int, rng: np.random.Generator) -> np.ndarray:
@@ -95,26 +98,29 @@ def candidate_times(p: SelectionParams, steps: int, rng: np.random.Generator) ->
 
 
 def sosp_query(oracle: Oracle, p: SelectionParams, constants: dict[str, float],
-               rng: np.random.Generator) -> Callable[[Any], float]:
-    """q(x) = max(‖∇F(x)‖/α, −λ_min(∇²F(x))/√(ρα)) on the full data."""
+               rng: np.random.Generator, idx: np.ndarray | None = None
+               ) -> Callable[[Any], float]:
+    """q(x) = max(‖∇F(x)‖/α, −λ_min(∇²F(x))/√(ρα)) on the records ``idx`` (all if None)."""
     scale = math.sqrt(constants["rho"] * p.alpha)
 
     def query(x: Any) -> float:
-        grad_norm = float(np.linalg.norm(oracle.backend.to_numpy(oracle.grad(x))))
+        grad_norm = float(np.linalg.norm(oracle.backend.to_numpy(oracle.grad(x, idx))))
         if p.estimator == "power":
-            lam = lambda_min_power(oracle, x, constants["smoothness"], p.power_iters, rng)
+            lam = lambda_min_power(oracle, x, constants["smoothness"], p.power_iters, rng, idx)
         else:
-            lam = lambda_min_lanczos(oracle, x, rng=rng)
+            lam = lambda_min_lanczos(oracle, x, rng=rng, idx=idx)
         return max(grad_norm / p.alpha, -lam / scale)
 
     return query
 
 
 def select(oracle: Oracle, candidates: list[Any], p: SelectionParams,
-           constants: dict[str, float], mech: Mechanism) -> int | None:
-    """Index of the privately selected candidate (None: no candidate passed)."""
-    query = sosp_query(oracle, p, constants, mech.public)
+           constants: dict[str, float], mech: Mechanism, idx: np.ndarray | None = None,
+           party: int = 0) -> int | None:
+    """Index of the privately selected candidate (None: no candidate passed), tested on the
+    records ``idx`` (all if None), which form the privacy group ``party``."""
+    query = sosp_query(oracle, p, constants, mech.public, idx)
     return mech.above_threshold((partial(query, x) for x in candidates),
                                 threshold=THRESHOLD,
                                 sensitivity=constants["query_sensitivity"],
-                                epsilon=p.select_epsilon, tag="sosp_selection")
+                                epsilon=p.select_epsilon, tag="sosp_selection", party=party)

@@ -107,11 +107,14 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     schedule = eval_steps(plan.steps, spec.eval.points, spec.eval.schedule)
     iterate_s = eval_s = 0.0
 
-    def measure(step: int, x: Any, point: str, names: tuple[str, ...]) -> bool:
+    def measure(step: int, x: Any, point: str, names: tuple[str, ...],
+                epoch: float | None = None) -> bool:
         nonlocal eval_s
         e0 = time.perf_counter()
         ok = finite(x, oracle)
         row: dict[str, Any] = {"step": step, "time_s": iterate_s, "point": point}
+        if epoch is not None:
+            row["epoch"] = epoch
         if ok:
             row.update(evaluate(instance, oracle, x, names))
             ok = all(math.isfinite(v) for k, v in row.items() if k in ("loss", "grad_norm"))
@@ -120,6 +123,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
         return ok
 
     names = spec.eval.metrics
+    last_t, passes = 0, 0
     with np.errstate(all="ignore"):
         measure(0, oracle.x0, "iterate", names)
         steps = algorithm.iterate(oracle, plan, mech)
@@ -127,20 +131,23 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
         while True:
             c0 = time.perf_counter()
             step = next(steps, None)
-            if step is not None and step.t in schedule:
+            due = step is not None and (step.t in schedule or (
+                step.epoch is not None and int(step.epoch) > passes))
+            if step is not None and due:
                 backend.sync(step.x)
             iterate_s += time.perf_counter() - c0
             if step is None:
                 break
-            if step.t in schedule:
+            last_t = step.t
+            if due:
+                passes = int(step.epoch) if step.epoch is not None else passes
                 last = step.t == plan.steps
                 healthy = measure(step.t, step.x, "iterate", names + (spec.eval.final if last
-                                                                       else ()))
+                                                                       else ()), step.epoch)
                 if not healthy:
                     break
         if healthy:
-            healthy = measure(plan.steps, algorithm.output(), "output",
-                              names + spec.eval.final)
+            healthy = measure(last_t, algorithm.output(), "output", names + spec.eval.final)
 
     record.status = "done" if healthy else "diverged"
     record.ledger = mech.ledger.to_json()

@@ -20,7 +20,7 @@ from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.data.common import Split
 from problems.data.digits import load_digits_split
-from problems.models.mlp import MLP, cross_entropy, layer_sizes
+from problems.models.mlp import INITS, MLP, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
 from problems.partition import SCHEMES, partition
 
@@ -223,6 +223,7 @@ def subsampled(split: Any, p: DataParams) -> Any:
 class DigitsMLPParams(ClientParams):
     hidden: int = 32
     activation: str = "tanh"
+    init: str = "glorot"
     test_fraction: float = 0.25
     l2: float = 0.0
     data_seed: int = 0
@@ -231,6 +232,8 @@ class DigitsMLPParams(ClientParams):
         super().__post_init__()
         if self.hidden < 1:
             raise ValueError("digits_mlp needs hidden >= 1")
+        if self.init not in INITS:
+            raise ValueError(f"unknown init {self.init!r}; choose {', '.join(INITS)}")
         if self.l2 < 0:
             raise ValueError("digits_mlp needs l2 >= 0")
 
@@ -248,6 +251,6 @@ class DigitsMLP(Problem):
         p: DigitsMLPParams = self.params
         split = load_digits_split(p.test_fraction, p.data_seed)
         model = MLP(layer_sizes(split.x_train.shape[1], [p.hidden], split.classes),
-                    activation=p.activation)
+                    activation=p.activation, init_scheme=p.init)
         return classification_instance(self.name, split, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed))

@@ -30,6 +30,7 @@ from problems.backend import require
 from problems.base import Problem, register_problem
 from problems.data.common import Split
 from problems.data.digits import load_digits_split
+from problems.models.mlp import MLP, layer_sizes
 from problems.supervised import (
     ClassificationInstance,
     DataParams,
@@ -47,11 +48,16 @@ MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
     "symmetric": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),  # x ↦ 2x − 1: pixels in [−1, 1]
+    "mnist": ((0.1307,), (0.3081,)),
 }
 
 
 def load_images(variant: str, data_dir: str | None) -> Split:
-    """CIFAR-10/100 (x float32 NCHW in [0, 1], y int64) from ``data_dir``."""
+    """CIFAR-10/100 or MNIST (x float32 NCHW in [0, 1], y int64) from ``data_dir``."""
+    if variant == "mnist":
+        from problems.data.mnist import load_mnist
+
+        return load_mnist(data_dir)
     from problems.data.cifar import load_cifar
 
     return load_cifar(data_dir, variant=variant)
@@ -78,8 +84,8 @@ class ImageParams(DataParams):
                              f"{', '.join(NORMALIZE)}")
 
 
-def cifar_split(variant: str, p: ImageParams) -> Split:
-    """The (subsampled, normalised) CIFAR split for ``p``."""
+def image_split(variant: str, p: ImageParams) -> Split:
+    """The (subsampled, normalised) CIFAR or MNIST split for ``p``."""
     split = subsampled(load_images(variant, p.data_dir), p)
     if p.normalize == "none":
         return split
@@ -141,7 +147,7 @@ class DigitsCNN(Problem):
 
 
 class CifarProblem(Problem):
-    """A CIFAR split (:func:`cifar_split`) and a torch network from :meth:`network`."""
+    """A CIFAR split (:func:`image_split`) and a torch network from :meth:`network`."""
 
     variant: ClassVar[str]
     backends = ("torch",)
@@ -153,7 +159,7 @@ class CifarProblem(Problem):
     def build(self, seed: int) -> ClassificationInstance:
         p: ImageParams = self.params
         require("torch", "torch")
-        split = cifar_split(self.variant, p)
+        split = image_split(self.variant, p)
         return classification_instance(self.name, split, self.network(split.classes), seed,
                                        l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed),
@@ -295,3 +301,55 @@ class Cifar10VGG(CifarProblem):
         p: CifarVGGParams = self.params
         return TorchModel(vgg_tanh(3, classes, 32, width=p.width), sample_ndim=3,
                           reinit=init_vgg)
+
+
+@dataclass(frozen=True)
+class ImageMLPParams(ImageParams):
+    """tao2025's network: one hidden layer (``hidden`` units, ReLU), Kaiming-uniform weights,
+    zero biases, on flattened, normalised images."""
+
+    hidden: int = 128
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.hidden < 1:
+            raise ValueError(f"hidden must be >= 1, got {self.hidden}")
+
+
+class ImageMLP(Problem):
+    """Flattened images × the one-hidden-layer ReLU MLP of tao2025 (App. E); torch and jax."""
+
+    Params = ImageMLPParams
+    variant: ClassVar[str]
+    backends = ("torch", "jax")
+
+    def build(self, seed: int) -> ClassificationInstance:
+        p: ImageMLPParams = self.params
+        split = image_split(self.variant, p)
+        split = dataclasses.replace(split, x_train=split.x_train.reshape(len(split.x_train), -1),
+                                    x_test=split.x_test.reshape(len(split.x_test), -1))
+        model = MLP(layer_sizes(split.x_train.shape[1], [p.hidden], split.classes),
+                    activation="relu", init_scheme="kaiming")
+        return classification_instance(self.name, split, model, seed, l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed),
+                                       **p.oracle_kw)
+
+
+@register_problem
+class MnistMLP(ImageMLP):
+    """MNIST, 784 → 128 (ReLU) → 10 (d = 101,770): tao2025 Figure 1."""
+
+    name = "mnist_mlp"
+    variant = "mnist"
+    description = ("MNIST (local IDX files), one hidden layer of 128 ReLU units, Kaiming init "
+                   "(d = 101,770), clients by partition; tao2025 Fig. 1")
+
+
+@register_problem
+class Cifar10MLP(ImageMLP):
+    """CIFAR-10, 3072 → 128 (ReLU) → 10 (d = 394,634): tao2025 Figure 2."""
+
+    name = "cifar10_mlp"
+    variant = "cifar10"
+    description = ("CIFAR-10 (local files), one hidden layer of 128 ReLU units, Kaiming init "
+                   "(d = 394,634), clients by partition; tao2025 Fig. 2")

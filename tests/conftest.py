@@ -40,18 +40,21 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "cifar10_cnn": {"width": 0.0625},
     "cifar10_resnet18": {"width": 0.0625},
     "cifar10_vgg": {"width": 0.125},
+    "mnist_mlp": {"hidden": 8},
+    "cifar10_mlp": {"hidden": 8},
     "cifar100_resnet18": {"width": 0.0625},
     "cola_bert": {"max_length": 16},
 }
 
 
 def fake_images(variant: str, data_dir: str | None = None, n: int = 48) -> Split:
-    """A tiny stand-in for CIFAR-10/100: random 3×32×32 images in [0, 1], every class."""
+    """A tiny stand-in for CIFAR-10/100 or MNIST: random images in [0, 1], every class."""
     rng = np.random.default_rng(0)
-    classes = {"cifar10": 10, "cifar100": 100}[variant]
+    classes = {"cifar10": 10, "cifar100": 100, "mnist": 10}[variant]
+    shape = (1, 28, 28) if variant == "mnist" else (3, 32, 32)
 
     def images(m: int) -> np.ndarray:
-        return rng.random((m, 3, 32, 32), dtype=np.float32)
+        return rng.random((m, *shape), dtype=np.float32)
 
     return Split(images(n), np.arange(n) % classes, images(n // 2),
                  np.arange(n // 2) % classes, classes)
@@ -74,6 +77,8 @@ FAKE_DATA: dict[str, tuple[str, Callable[..., Any]]] = {
     "cifar10_cnn": ("problems.vision.load_images", fake_images),
     "cifar10_resnet18": ("problems.vision.load_images", fake_images),
     "cifar10_vgg": ("problems.vision.load_images", fake_images),
+    "mnist_mlp": ("problems.vision.load_images", fake_images),
+    "cifar10_mlp": ("problems.vision.load_images", fake_images),
     "cifar100_resnet18": ("problems.vision.load_images", fake_images),
     "cola_bert": ("problems.text.load_text", fake_text),
 }

@@ -28,6 +28,10 @@ replace-one σ. tests/test_privacy.py checks that pair against worst-case mixtur
 Distributed algorithms tag each batch with its ``party`` (client): a record belongs to one
 client and only that client's releases depend on it, so ε is computed per party and the
 largest is reported (local, record-level DP).
+
+Single-use (``disjoint``) batches compose in parallel within a pass: a record pays for one
+batch per pass, so each pass counts as the least noisy of its batches, unsampled (no
+amplification is claimed); passes compose sequentially.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.privacy import ledger as ledger_module
-from algorithms.privacy.ledger import Ledger, Round
+from algorithms.privacy.ledger import Ledger, Round, Sampling
 
 PLD_DISCRETIZATION = 1e-4
 CALIBRATION_DISCRETIZATION = 1e-3
@@ -168,8 +172,9 @@ def _party_epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: 
     if any("nonprivate" in _kinds(r) for r, _ in rounds):
         return math.inf
     pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
-    gaussian = [(r, c) for r, c in rounds if _kinds(r) == {"gaussian"}]
-    if len(gaussian) + sum(1 for r, _ in rounds if "pure" in _kinds(r)) != len(rounds):
+    gaussian = _parallel([(r, c) for r, c in rounds if _kinds(r) == {"gaussian"}])
+    if (sum(1 for r, _ in rounds if _kinds(r) == {"gaussian"})
+            + sum(1 for r, _ in rounds if "pure" in _kinds(r)) != len(rounds)):
         raise ValueError("a round mixes pure and gaussian releases; record them separately")
     if method == "gdp" and pure:
         return None
@@ -177,6 +182,20 @@ def _party_epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: 
         return float(pure)
     eps = _gaussian_epsilon(gaussian, delta, method, discretization)
     return None if eps is None else eps + pure
+
+
+def _parallel(rounds: list[tuple[Round, int]]) -> list[tuple[Round, int]]:
+    """Parallel composition of ``disjoint`` rounds: within one pass every record is in at
+    most one batch, so the worst record of a pass pays only for the least noisy batch
+    (smallest σ_eff), released from the whole data set. Other rounds pass through."""
+    other = [(r, c) for r, c in rounds if r.sampling.scheme != "disjoint"]
+    worst: dict[int, Round] = {}
+    for rnd, _ in rounds:
+        if rnd.sampling.scheme == "disjoint":
+            epoch = rnd.sampling.epoch
+            if epoch not in worst or sigma_eff(rnd) < sigma_eff(worst[epoch]):
+                worst[epoch] = rnd
+    return other + [(Round(Sampling(), w.releases), 1) for w in worst.values()]
 
 
 PLD_MAX_GRID = 3e5

@@ -4,6 +4,9 @@ All privacy noise and all data sampling go through :class:`Mechanism`:
 
 * ``mech.sample(...)`` draws a batch (host indices) and opens a *round* that records how it
   was sampled (Poisson rate q, fixed size without replacement, or the whole data);
+* ``mech.pool(...)`` hands out *disjoint* batches: a pass over a shuffled copy of the data
+  where every record is used at most once, for ``epochs`` passes (single-use SPIDER
+  oracles; privacy by parallel composition within a pass);
 * ``mech.gaussian(value, sensitivity=Δ, sigma=σ, batch=...)`` adds N(0, (σΔ)² I) on the
   backend's device and records the release in the batch's round (or in a round of its own
   when ``batch`` is None: a release computed from the whole data set);
@@ -35,19 +38,25 @@ from typing import Any, Literal
 
 import numpy as np
 
-Scheme = Literal["none", "poisson", "fixed"]
-SCHEMES: tuple[str, ...] = ("none", "poisson", "fixed")
+Scheme = Literal["none", "poisson", "fixed", "disjoint"]
+SCHEMES: tuple[str, ...] = ("none", "poisson", "fixed", "disjoint")
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """How a round's batch was drawn from a population of ``n`` records (of client ``party``)."""
+    """How a round's batch was drawn from a population of ``n`` records.
+
+    ``party`` names a group of records whose releases are separate from every other
+    group's (a client under local DP, or a held-out subset): ε is accounted per group.
+    ``epoch`` numbers the pass of a ``disjoint`` pool (each record once per pass).
+    """
 
     scheme: str = "none"
     n: int = 0
     rate: float = 1.0
     size: int = 0
     party: int = 0
+    epoch: int = 0
 
     def __post_init__(self) -> None:
         if self.scheme not in SCHEMES:
@@ -140,6 +149,44 @@ class Ledger:
         ])
 
 
+class Pool:
+    """Single-use sampling: batches are consecutive slices of a per-pass permutation.
+
+    A request that the rest of the current pass cannot fill starts the next pass (the
+    remainder is left unused); after ``epochs`` passes :meth:`take` returns None.
+    """
+
+    def __init__(self, mech: Mechanism, population: np.ndarray, epochs: int, party: int) -> None:
+        if epochs < 1:
+            raise ValueError(f"a pool needs epochs >= 1, got {epochs}")
+        self.mech, self.population, self.epochs, self.party = mech, population, epochs, party
+        self.epoch, self.cursor, self.used = 0, 0, 0
+        self.order = mech.sampler.permutation(population)
+
+    @property
+    def progress(self) -> float:
+        """Passes completed, as a fraction (samples used / n)."""
+        return self.used / len(self.population)
+
+    def take(self, size: int) -> Batch | None:
+        """The next ``size`` unused records of this pass (None once the budget is spent)."""
+        n = len(self.population)
+        if not 0 < size <= n:
+            raise ValueError(f"a disjoint batch needs 0 < size <= {n}, got {size}")
+        if self.cursor + size > n:
+            self.epoch, self.cursor = self.epoch + 1, 0
+            self.used = self.epoch * n
+            if self.epoch >= self.epochs:
+                return None
+            self.order = self.mech.sampler.permutation(self.population)
+        chosen = np.sort(self.order[self.cursor:self.cursor + size])
+        self.cursor += size
+        self.used += size
+        sampling = Sampling("disjoint", n, rate=size / n, size=size, party=self.party,
+                            epoch=self.epoch)
+        return self.mech.ledger.open(Batch(chosen, sampling))
+
+
 class Mechanism:
     """Draws batches and Gaussian noise, recording both in a :class:`Ledger`."""
 
@@ -177,6 +224,13 @@ class Mechanism:
             raise ValueError(f"unknown sampling scheme {scheme!r}; choose {SCHEMES}")
         return self.ledger.open(Batch(chosen, sampling))
 
+    def pool(self, population: int | np.ndarray, *, epochs: int, party: int = 0) -> Pool:
+        """Disjoint batches from ``population``: ``epochs`` shuffled passes, each record at
+        most once per pass."""
+        pop = (np.arange(population) if isinstance(population, (int, np.integer))
+               else np.asarray(population))
+        return Pool(self, pop, epochs, party)
+
     def gaussian(self, value: Any, *, sensitivity: float, sigma: float, tag: str,
                  batch: Batch | list[Batch] | None = None) -> Any:
         """``value`` + N(0, (σ·Δ)² I), recorded against ``batch`` (or the whole data).
@@ -191,6 +245,11 @@ class Mechanism:
             self._attach(release, b)
         return value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
 
+    def perturb(self, value: Any, std: float) -> Any:
+        """``value`` + N(0, std² I) that depends on no data (an escape perturbation): drawn
+        from the noise stream, recorded nowhere, since it costs no privacy."""
+        return value + std * self.noise.normal(tuple(value.shape))
+
     def exact(self, value: Any, *, tag: str, batch: Batch | None = None) -> Any:
         """Record a release of ``value`` without noise (a non-private step)."""
         self._attach(Release("nonprivate", tag), batch)
@@ -198,7 +257,7 @@ class Mechanism:
 
     def above_threshold(self, queries: Iterable[Callable[[], float]], *, threshold: float,
                         sensitivity: float, epsilon: float, tag: str,
-                        below: bool = True) -> int | None:
+                        below: bool = True, party: int = 0) -> int | None:
         """AboveThreshold: index of the first query past the noisy threshold, or None.
 
         Threshold noise Lap(2Δ/ε), query noise Lap(4Δ/ε) (Dwork & Roth 2014, Theorem 3.23);
@@ -208,8 +267,8 @@ class Mechanism:
         """
         if sensitivity <= 0 or epsilon <= 0:
             raise ValueError(f"above_threshold {tag!r} needs sensitivity > 0 and epsilon > 0")
-        self._attach(Release("pure", tag, sensitivity=float(sensitivity),
-                             epsilon=float(epsilon)), None)
+        self.ledger.record(Sampling(party=party), [Release(
+            "pure", tag, sensitivity=float(sensitivity), epsilon=float(epsilon))])
         rng = self.laplace_rng
         noisy_threshold = threshold + rng.laplace(0.0, 2.0 * sensitivity / epsilon)
         for j, query in enumerate(queries):

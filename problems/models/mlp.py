@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 ACTIVATIONS = ("tanh", "relu")
+INITS = ("glorot", "kaiming")
 
 
 @dataclass(frozen=True)
@@ -17,12 +18,15 @@ class MLP:
 
     sizes: tuple[int, ...]
     activation: str = "tanh"
+    init_scheme: str = "glorot"
 
     def __post_init__(self) -> None:
         if len(self.sizes) < 2 or min(self.sizes) < 1:
             raise ValueError(f"MLP needs at least two positive layer sizes, got {self.sizes}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}; choose {ACTIVATIONS}")
+        if self.init_scheme not in INITS:
+            raise ValueError(f"unknown init {self.init_scheme!r}; choose {INITS}")
 
     @property
     def shapes(self) -> list[tuple[tuple[int, int], int]]:
@@ -33,10 +37,12 @@ class MLP:
         return sum(a * b + b for (a, b), _ in self.shapes)
 
     def init(self, rng: np.random.Generator) -> np.ndarray:
-        """Glorot-uniform weights, zero biases, flattened layer by layer."""
+        """Uniform weights (Glorot: ±√(6/(fan_in+fan_out)); Kaiming for ReLU: ±√(6/fan_in)),
+        zero biases, flattened layer by layer."""
         parts: list[np.ndarray] = []
         for (fan_in, fan_out), bias in self.shapes:
-            bound = np.sqrt(6.0 / (fan_in + fan_out))
+            spread = fan_in if self.init_scheme == "kaiming" else fan_in + fan_out
+            bound = np.sqrt(6.0 / spread)
             parts += [rng.uniform(-bound, bound, size=fan_in * fan_out), np.zeros(bias)]
         return np.concatenate(parts)
 

@@ -12,6 +12,8 @@ per-sample gradient still carries noise of size up to σ₁ + σ₂. Hence, exac
 * x = 0 is a strict saddle with ∇F(0) = 0 and λ_min(∇²F(0)) = −λ (when λ > 0, μ > 0);
 * λ_min(∇²F(x)) = min(−λ cos⟨u,x⟩, μ (1+‖P⊥x‖²)^(−3/2)) for d ≥ 2;
 * minima have F* = −λ, at ⟨u,x⟩ = π (mod 2π), P⊥x = 0;
+* ``clients`` splits the samples uniformly at random (client objectives then differ; their
+  average is F);
 * ‖∇f_i(x)‖ ≤ G = √(λ²+μ²) + σ₁ + σ₂ everywhere (a true gradient bound, so noisy SGD's
   guarantee holds), per-sample smoothness L ≤ max(λ, μ) + σ₂,
   Hessian Lipschitz ρ ≤ λ + 0.859μ + 0.770σ₂ (notes §5).
@@ -27,6 +29,7 @@ import numpy as np
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
+from problems.partition import partition
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,12 @@ class StrictSaddleParams:
     sigma1: float = 0.5
     sigma2: float = 0.5
     init_scale: float = 0.0
+    clients: int = 1
     data_seed: int = 0
 
     def __post_init__(self) -> None:
+        if not 1 <= self.clients <= self.n:
+            raise ValueError(f"strict_saddle needs 1 <= clients <= n, got {self.clients}")
         if self.d < 2:
             raise ValueError("strict_saddle needs d >= 2")
         if self.n < 2 or self.n % 2:
@@ -83,7 +89,7 @@ class StrictSaddleInstance(Instance):
         if backend.name == "numpy":
             return StrictSaddleNumpyOracle(self, backend)
         return autodiff_oracle(backend, self.losses_fn(backend), (self.xi, self.v, self.s),
-                               x0=self.x0)
+                               x0=self.x0, clients=self.clients)
 
     def lambda_min(self, x: np.ndarray) -> float:
         p = self.p
@@ -96,7 +102,7 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
     """Closed-form per-sample gradients and HVPs of the cosine saddle."""
 
     def __init__(self, inst: StrictSaddleInstance, backend: Backend) -> None:
-        super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0)
+        super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0, clients=inst.clients)
         self.inst = inst
         self._losses = inst.losses_fn(backend)
 
@@ -152,6 +158,7 @@ class StrictSaddle(Problem):
             n=p.n,
             d=p.d,
             x0=x0,
+            clients=partition(np.zeros(p.n), p.clients, "iid", seed=p.data_seed),
             constants={
                 "G": float(np.hypot(p.lam, p.mu) + p.sigma1 + p.sigma2),
                 "L": max(p.lam, p.mu) + p.sigma2,

@@ -1,0 +1,250 @@
+"""``ada_dp_spider`` (tao2025, Algorithms 2 and 3): the adaptive DP-SPIDER gradient oracle.
+
+    drift ← κ                                                    # line 1: O1 first
+    each call, at x_{t−1} (previous point x_{t−2}):
+      if drift ≥ κ:                                              # O1, refresh (lines 3–7)
+          B fresh, |B| = b₁;  ĝ_t = ∇f̂_B(x_{t−1}) + N(0, σ₁²I);  drift ← 0
+      else:                                                      # O2, recursion (lines 8–11)
+          B fresh, |B| = b₂;  ĝ_t = ĝ_{t−1} + [∇f̂_B(x_{t−1}) − ∇f̂_B(x_{t−2})] + N(0, σ₂²I)
+      drift ← drift + ‖x_t − x_{t−1}‖²                           # line 12 (eq. 9)
+
+Distributed (Algorithm 3): every client j keeps its own ĝ_j and answers from its own data;
+the server averages, ĝ_t = (1/m) Σ_j ĝ_{j,t}, and holds the one drift, so all clients switch
+between O1 and O2 in lockstep. One client is the centralised Algorithm 2.
+
+Privacy: every sample is used once per pass (a ``disjoint`` pool per client), so within a
+pass a record pays for one query (parallel composition, Lemma 17) and every query is
+calibrated to the per-pass budget: σ = Δ·√(c·ln(1.25/δ')/4)/ε' with Δ = 2G/b₁ for O1 and
+2M‖x_{t−1} − x_{t−2}‖/b₂ for O2 (replace-one). ``calibration: paper`` is the paper's
+constants c₁ = c₂ = c = 8 with ln(1.25/δ) (Def. 8, notes §4); ``pld`` calibrates the same
+noise multiplier with the accountant (each pass one unsampled Gaussian per record).
+
+Deviations and resolved ambiguities (notes §3.2, §4, §7):
+
+* sensitivities need per-sample clipping, which the paper does not mention (its Assumption 1
+  does not hold for networks): O1 clips each per-sample gradient at G (``grad_clip``), O2
+  clips each per-sample difference at M‖x_{t−1} − x_{t−2}‖ (``diff_clip`` = M);
+* several passes (``epochs`` > 1; the paper trains for several epochs without saying how
+  the budget is split): under ``paper`` each pass gets (ε', δ') from the advanced
+  composition of Lemma 16 at k = epochs; the accountants compose passes exactly;
+* the O2 noise scale uses the actual parameter difference ‖x_{t−1} − x_{t−2}‖ (public), and
+  a zero difference releases nothing (the query is exactly zero);
+* a call that finds a client's data budget spent returns None: the run stops there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.distributed import per_client_mean
+from algorithms.privacy.clipping import clip_rows
+from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from problems.base import DataInfo
+from problems.oracles import Oracle
+
+
+@dataclass(frozen=True)
+class SpiderParams:
+    lr: float = 0.01
+    batch_refresh: int = 256
+    batch_diff: int = 64
+    kappa: float = 0.1
+    grad_clip: float = 1.0
+    diff_clip: float = 10.0
+    epochs: int = 1
+    c: float = 8.0
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "kappa", "grad_clip", "diff_clip", "c"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if min(self.batch_refresh, self.batch_diff, self.epochs) < 1:
+            raise ValueError("batch_refresh, batch_diff and epochs must be >= 1")
+
+
+def clients(data: DataInfo) -> list[np.ndarray]:
+    return list(data.clients) or [np.arange(data.n)]
+
+
+def per_pass_budget(epsilon: float, delta: float, epochs: int) -> tuple[float, float]:
+    """(ε', δ') of one pass: Lemma 16 (advanced composition) at k = epochs; (ε, δ) for one."""
+    if epochs == 1:
+        return epsilon, delta
+    return epsilon / (2 * math.sqrt(2 * epochs * math.log(2 / delta))), delta / (2 * epochs)
+
+
+class SpiderBudget:
+    """Sizes, steps and the paper's calibration, shared by every SPIDER algorithm."""
+
+    def __init__(self, params: SpiderParams) -> None:
+        self.p = params
+
+    def max_steps(self, sizes: list[int]) -> int:
+        """The most oracle calls the data allow (every call an O2 of b₂ fresh samples)."""
+        smallest = min(sizes)
+        if max(self.p.batch_refresh, self.p.batch_diff) > smallest:
+            raise ValueError(f"batch sizes must not exceed the smallest client's {smallest} "
+                             "training samples")
+        return self.p.epochs * (smallest // self.p.batch_diff)
+
+    def ledger(self, sizes: list[int], sigma: float) -> Ledger:
+        """Per client and pass, the worst query a record can be in (parallel composition)."""
+        ledger = Ledger()
+        for party, size in enumerate(sizes):
+            for epoch in range(self.p.epochs):
+                ledger.record(Sampling("disjoint", size, size=self.p.batch_refresh,
+                                       rate=self.p.batch_refresh / size, party=party,
+                                       epoch=epoch),
+                              [Release("gaussian", "O1", sigma=sigma,
+                                       sensitivity=2 * self.p.grad_clip / self.p.batch_refresh)])
+        return ledger
+
+    def paper_sigma(self, target: PrivacyTarget) -> float:
+        """The multiplier of Def. 8 with the paper's c: √(c·ln(1.25/δ')/4)/ε'."""
+        eps, delta = per_pass_budget(target.epsilon, target.delta, self.p.epochs)
+        return math.sqrt(self.p.c * math.log(1.25 / delta) / 4) / eps
+
+    def paper_epsilon(self, sigma: float, delta: float) -> float:
+        """The paper's claim for σ: per-pass ε' from Def. 8, composed by Lemma 16."""
+        _, pass_delta = per_pass_budget(1.0, delta, self.p.epochs)
+        per_pass = math.sqrt(self.p.c * math.log(1.25 / pass_delta) / 4) / sigma
+        if self.p.epochs == 1:
+            return per_pass
+        return per_pass * 2 * math.sqrt(2 * self.p.epochs * math.log(2 / delta))
+
+
+class SpiderOracle:
+    """Algorithms 2/3 over the clients of ``oracle``: :meth:`estimate` is one oracle call."""
+
+    def __init__(self, params: SpiderParams, oracle: Oracle, plan: Plan, mech: Mechanism,
+                 data: list[np.ndarray] | None = None) -> None:
+        self.p, self.oracle, self.plan, self.mech = params, oracle, plan, mech
+        self.pools = [mech.pool(c, epochs=params.epochs, party=j)
+                      for j, c in enumerate(data if data is not None else oracle.clients)]
+        self.g: Any = None
+        self.drift = params.kappa  # line 1: the first call is an O1
+        self.refreshes = 0
+        self.differences = 0
+
+    @property
+    def progress(self) -> float:
+        """Passes over the data used so far (the slowest client)."""
+        return min(pool.progress for pool in self.pools)
+
+    def estimate(self, x: Any, x_prev: Any, refresh: bool = False) -> Any | None:
+        """ĝ_t at x = x_{t−1} (x_prev = x_{t−2}); None once a client's data are spent."""
+        if refresh or self.g is None or x_prev is None or self.drift >= self.p.kappa:
+            ok = self._refresh(x)
+        else:
+            ok = self._difference(x, x_prev)
+        return self.oracle.xp.mean(self.g, axis=0) if ok else None
+
+    def moved(self, x_new: Any, x_old: Any) -> None:
+        """drift ← drift + ‖x_t − x_{t−1}‖² (line 12)."""
+        self.drift += self._norm(x_new - x_old) ** 2
+
+    def _norm(self, v: Any) -> float:
+        return float(self.oracle.backend.to_numpy(self.oracle.xp.linalg.vector_norm(v)))
+
+    def _refresh(self, x: Any) -> bool:
+        p, oracle, xp = self.p, self.oracle, self.oracle.xp
+        batches = [pool.take(p.batch_refresh) for pool in self.pools]  # line 4
+        if any(b is None for b in batches):
+            return False
+        taken = [b for b in batches if b is not None]
+        means = per_client_mean(oracle, taken, lambda idx: clip_rows(
+            xp, oracle.per_sample_grads(x, idx), p.grad_clip))
+        self.g = self.mech.gaussian(means, sensitivity=2 * p.grad_clip / p.batch_refresh,
+                                    sigma=self.plan.sigma, tag="O1", batch=taken)  # lines 5-6
+        self.drift = 0.0  # line 7
+        self.refreshes += 1
+        return True
+
+    def _difference(self, x: Any, x_prev: Any) -> bool:
+        p, oracle, xp = self.p, self.oracle, self.oracle.xp
+        step = self._norm(x - x_prev)
+        if step == 0.0:
+            return True  # the difference query is exactly zero: nothing to release
+        batches = [pool.take(p.batch_diff) for pool in self.pools]  # line 9
+        if any(b is None for b in batches):
+            return False
+        taken = [b for b in batches if b is not None]
+        bound = p.diff_clip * step
+        means = per_client_mean(oracle, taken, lambda idx: clip_rows(
+            xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx), bound))
+        self.g = self.g + self.mech.gaussian(means, sensitivity=2 * bound / p.batch_diff,
+                                             sigma=self.plan.sigma, tag="O2",
+                                             batch=taken)  # lines 10-11
+        self.differences += 1
+        return True
+
+
+class SpiderAlgorithm(Algorithm):
+    """Plan hooks shared by the algorithms built on :class:`SpiderOracle`."""
+
+    Params: ClassVar[type] = SpiderParams
+
+    @property
+    def budget(self) -> SpiderBudget:
+        return SpiderBudget(self.params)
+
+    def train_sizes(self, data: DataInfo) -> list[int]:
+        """How many records each client trains on (all of its data here)."""
+        return [len(c) for c in clients(data)]
+
+    def steps(self, data: DataInfo) -> int:
+        return self.budget.max_steps(self.train_sizes(data))
+
+    def batch_size(self, data: DataInfo) -> float:
+        return float(self.params.batch_diff)
+
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        return self.budget.ledger(self.train_sizes(data), sigma)
+
+    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
+        return self.budget.paper_sigma(target)
+
+    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
+        return self.budget.paper_epsilon(sigma, delta)
+
+    def spider_diagnostics(self, spider: SpiderOracle | None) -> dict[str, Any]:
+        if spider is None:
+            return {}
+        return {"refreshes": spider.refreshes, "differences": spider.differences,
+                "epochs_used": spider.progress}
+
+
+@register_algorithm
+class AdaDPSpider(SpiderAlgorithm):
+    """Ada-DP-SPIDER as a first-order method: x_t = x_{t−1} − η ĝ_t until the data run out."""
+
+    name = "ada_dp_spider"
+    paper = "tao2025"
+    reference = ("Tao, Zhang, Yu, Cheng, Dressler, Wang 2025, Second-Order Convergence in "
+                 "Private Stochastic Non-Convex Optimization, Algs. 2-3")
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.spider: SpiderOracle | None = None
+
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        self.spider = spider = SpiderOracle(self.params, oracle, plan, mech)
+        x, x_prev = oracle.x0, None
+        self._x = x
+        for t in range(plan.steps):
+            g = spider.estimate(x, x_prev)
+            if g is None:
+                return
+            x_prev, x = x, x - self.params.lr * g
+            spider.moved(x, x_prev)
+            self._x = x
+            yield Step(t + 1, x, epoch=spider.progress)
+
+    def diagnostics(self) -> dict[str, Any]:
+        return self.spider_diagnostics(self.spider)

@@ -1,0 +1,29 @@
+"""What distributed algorithms share: one mean per client over its batch, computed for many
+clients per oracle call (their batches concatenated) within a memory budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from algorithms.privacy.ledger import Batch
+from problems.oracles import Oracle
+
+GROUP_FLOATS = 2**25  # per-sample entries computed at once (128 MiB in float32)
+
+
+def per_client_mean(oracle: Oracle, batches: list[Batch],
+                    rows: Callable[[np.ndarray], Any]) -> Any:
+    """(m, d): the mean over each client's batch of ``rows(idx)``, a (len(idx), d) array of
+    per-sample quantities. All batches have one size; clients go through ``rows`` together,
+    as many at once as fit in ``GROUP_FLOATS`` entries."""
+    xp, size = oracle.xp, len(batches[0])
+    group = max(1, GROUP_FLOATS // (size * oracle.d))
+    means = []
+    for start in range(0, len(batches), group):
+        chunk = batches[start:start + group]
+        values = rows(np.concatenate([b.indices for b in chunk]))
+        means.append(xp.mean(xp.reshape(values, (len(chunk), size, oracle.d)), axis=1))
+    return xp.concat(means)
