@@ -29,7 +29,8 @@ Deviations and resolved ambiguities (notes §3.2, §4, §7):
   composition of Lemma 16 at k = epochs; the accountants compose passes exactly;
 * the O2 noise scale uses the actual parameter difference ‖x_{t−1} − x_{t−2}‖ (public), and
   a zero difference releases nothing (the query is exactly zero);
-* a call that finds a client's data budget spent returns None: the run stops there.
+* a call that finds a client's data budget spent returns None: the run stops there;
+  ``steps`` caps the number of oracle calls too (None: until the data run out).
 """
 
 from __future__ import annotations
@@ -58,9 +59,13 @@ class SpiderParams:
     grad_clip: float = 1.0
     diff_clip: float = 10.0
     epochs: int = 1
+    steps: int | None = None
     c: float = 8.0
 
     def __post_init__(self) -> None:
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"steps must be >= 1 (or None: until the data run out), got "
+                             f"{self.steps}")
         for name in ("lr", "kappa", "grad_clip", "diff_clip", "c"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -86,12 +91,14 @@ class SpiderBudget:
         self.p = params
 
     def max_steps(self, sizes: list[int]) -> int:
-        """The most oracle calls the data allow (every call an O2 of b₂ fresh samples)."""
+        """The most oracle calls: ``steps``, or what the data allow (every call an O2 of b₂
+        fresh samples), whichever is smaller."""
         smallest = min(sizes)
         if max(self.p.batch_refresh, self.p.batch_diff) > smallest:
             raise ValueError(f"batch sizes must not exceed the smallest client's {smallest} "
                              "training samples")
-        return self.p.epochs * (smallest // self.p.batch_diff)
+        allowed = self.p.epochs * (smallest // self.p.batch_diff)
+        return allowed if self.p.steps is None else min(self.p.steps, allowed)
 
     def ledger(self, sizes: list[int], sigma: float) -> Ledger:
         """Per client and pass, the worst query a record can be in (parallel composition)."""

@@ -123,7 +123,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
         return ok
 
     names = spec.eval.metrics
-    last_t, passes = 0, 0
+    last_t, last_epoch, passes = 0, None, 0
     with np.errstate(all="ignore"):
         measure(0, oracle.x0, "iterate", names)
         steps = algorithm.iterate(oracle, plan, mech)
@@ -138,7 +138,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
             iterate_s += time.perf_counter() - c0
             if step is None:
                 break
-            last_t = step.t
+            last_t, last_epoch = step.t, step.epoch
             if due:
                 passes = int(step.epoch) if step.epoch is not None else passes
                 last = step.t == plan.steps
@@ -147,7 +147,8 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
                 if not healthy:
                     break
         if healthy:
-            healthy = measure(last_t, algorithm.output(), "output", names + spec.eval.final)
+            healthy = measure(last_t, algorithm.output(), "output", names + spec.eval.final,
+                              last_epoch)
 
     record.status = "done" if healthy else "diverged"
     record.ledger = mech.ledger.to_json()

@@ -93,7 +93,8 @@ def build_problem(name: str, params: Any, seed: int) -> Instance:
 
 
 # Small algorithm settings shared by most tests.
-SMALL_ALGO: dict[str, Any] = {"steps": 4, "batch_size": 16, "lr": 0.01}
+SMALL_ALGO: dict[str, Any] = {"steps": 4, "batch_size": 16, "lr": 0.01, "batch_refresh": 16,
+                               "batch_diff": 8}
 
 DELTA = 1e-5
 

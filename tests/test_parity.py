@@ -37,7 +37,10 @@ def test_iterates_agree_across_backends(alg: str, problem: str) -> None:
     if alg == "dp_sgd":
         kw["clip"] = 0.5  # small enough that clipping is active on both problems
     reference = trajectory(alg, problem, "numpy", **kw)
-    assert reference.shape == (20, make_setup(problem, replay("numpy")).instance.d)
+    d = make_setup(problem, replay("numpy")).instance.d
+    # 20 steps, or fewer for single-pass algorithms when the small data run out
+    assert reference.shape == (20, d) or (hasattr(ALGORITHMS[alg].Params(), "epochs")
+                                          and 1 <= len(reference) <= 20)
     assert np.all(np.isfinite(reference))
     for backend in ("torch", "jax"):
         if backend not in PROBLEMS[problem].backends:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -46,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from algorithms.privacy import ledger as ledger_module
-from algorithms.privacy.ledger import Ledger, Round, Sampling
+from algorithms.privacy.ledger import Ledger, Release, Round, Sampling
 
 PLD_DISCRETIZATION = 1e-4
 CALIBRATION_DISCRETIZATION = 1e-3
@@ -195,7 +196,9 @@ def _parallel(rounds: list[tuple[Round, int]]) -> list[tuple[Round, int]]:
             epoch = rnd.sampling.epoch
             if epoch not in worst or sigma_eff(rnd) < sigma_eff(worst[epoch]):
                 worst[epoch] = rnd
-    return other + [(Round(Sampling(), w.releases), 1) for w in worst.values()]
+    passes = Counter(Round(Sampling(), (Release("gaussian", "pass", sigma=sigma_eff(w)),))
+                     for w in worst.values())
+    return other + list(passes.items())
 
 
 PLD_MAX_GRID = 3e5

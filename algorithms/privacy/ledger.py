@@ -173,6 +173,8 @@ class Pool:
         n = len(self.population)
         if not 0 < size <= n:
             raise ValueError(f"a disjoint batch needs 0 < size <= {n}, got {size}")
+        if self.epoch >= self.epochs:
+            return None
         if self.cursor + size > n:
             self.epoch, self.cursor = self.epoch + 1, 0
             self.used = self.epoch * n
