@@ -23,7 +23,7 @@ from problems.base import DataInfo
 from problems.oracles import Oracle
 from problems.registry import Registry
 
-CALIBRATIONS = ("pld", "rdp", "paper")
+CALIBRATIONS = ("pld", "rdp", "advanced", "paper")
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,8 @@ class Algorithm(ABC):
     paper: ClassVar[str]
     reference: ClassVar[str] = ""
     private: ClassVar[bool] = True
+    #: True when the algorithm needs a minimax oracle (per-sample partials in x and y)
+    minimax: ClassVar[bool] = False
     Params: ClassVar[type]
 
     def __init__(self, params: Any = None) -> None:

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
+from algorithms.base import CALIBRATIONS
 from bench.parallel import Outcome, pending, run_specs
 from bench.spec import Experiment, RunSpec, SpecError, build_params, load_experiment
 from bench.store import Store
@@ -192,6 +193,7 @@ def cmd_account(args: argparse.Namespace) -> int:
     table.add_row("ε RDP", fmt(plan.eps.rdp))
     table.add_row("ε exact GDP", fmt(plan.eps.gdp) if plan.eps.gdp is not None
                   else "n/a (subsampled)")
+    table.add_row("ε advanced composition (no amplification)", fmt(plan.eps.advanced))
     table.add_row("ε as the paper computes it", fmt(plan.eps_paper))
     console.print(table)
     return 0
@@ -265,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--sigma", type=float, help="noise multiplier (gives ε)")
     a.add_argument("--epsilon", type=float, help="target ε (gives σ)")
     a.add_argument("--delta", type=float, default=1e-5)
-    a.add_argument("--calibration", default="pld", choices=("pld", "rdp", "paper"))
+    a.add_argument("--calibration", default="pld", choices=CALIBRATIONS)
     a.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="other algorithm parameters")
 

@@ -437,6 +437,10 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
     for (prob, backends), (cands, label, targets, tuned) in itertools.product(problems,
                                                                              algorithms):
         supported = get_problem(prob.name).backends
+        if get_algorithm(cands[0].name).minimax and not get_problem(prob.name).minimax:
+            skipped.append(f"{cands[0].name} is a minimax algorithm; {prob.name} is not a "
+                           "minimax problem, so it is not run there")
+            continue
         for backend in backends:
             if backend.name not in supported:
                 skipped.append(f"{prob.name} has no {backend.name} backend "

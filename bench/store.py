@@ -171,7 +171,8 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
         "n": plan.get("n"),
         "batch_size": plan.get("batch_size"),
         "eps_planned": _number((plan.get("eps") or {}).get("headline")),
-        **{f"eps_{k}": _number(eps.get(k)) for k in ("pld", "rdp", "gdp", "paper", "headline")},
+        **{f"eps_{k}": _number(eps.get(k))
+           for k in ("pld", "rdp", "gdp", "advanced", "paper", "headline")},
         **{f"time_{k}": v for k, v in (side.get("timings") or {}).items()},
         "git_sha": (side.get("environment") or {}).get("git_sha"),
     }

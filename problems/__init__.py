@@ -7,9 +7,12 @@ from problems import supervised as _supervised
 from problems import text as _text
 from problems import vision as _vision
 from problems.base import PROBLEMS, DataInfo, DataSize, Instance, Problem, get_problem
+from problems.synthetic import matrix_sensing as _matrix_sensing
 from problems.synthetic import nc_least_squares as _nc_least_squares
+from problems.synthetic import ncsc_double_well as _ncsc_double_well
 from problems.synthetic import strict_saddle as _strict_saddle
 
 __all__ = ["PROBLEMS", "DataInfo", "DataSize", "Instance", "Problem", "get_problem"]
 
-del _supervised, _text, _vision, _nc_least_squares, _strict_saddle
+del (_supervised, _text, _vision, _matrix_sensing, _nc_least_squares, _ncsc_double_well,
+     _strict_saddle)

@@ -86,6 +86,8 @@ class Problem(ABC):
     Params: ClassVar[type]
     backends: ClassVar[tuple[str, ...]] = BACKENDS
     description: ClassVar[str] = ""
+    #: True when the oracle is a MinimaxOracle (f(x, y); metrics on Φ(x) = max_y f)
+    minimax: ClassVar[bool] = False
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()

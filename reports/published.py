@@ -23,6 +23,17 @@ Schema (validated on load; errors name the file, the entry and the key)::
           label: dp_rgda               #  calibration, ...) or an algorithm param name
           epsilon: 2
         note: "read off the table; one seed in the paper"
+    rates:                             # optional: a paper's table of utility bounds
+      - method: "DP RGDA (this work)"  # the row as printed
+        table: "Table 1"
+        problem: minimax               # minimax | minimization
+        objective: empirical           # empirical | population
+        bound: "O((√d/(nε))^{2/3})"    # as printed
+        privacy_exponent: 0.6667       # exponent of √d/(nε) in the bound
+        sample_exponent: 0.3333        # optional: exponent of 1/n (population terms)
+        sosp: true                     # whether the method finds SOSPs
+        algorithm: dp_rgda             # optional: our registered implementation
+        note: "SOSP mark inferred"
 """
 
 from __future__ import annotations
@@ -38,7 +49,10 @@ PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 STATISTICS = ("mean", "median", "single", "best")
 ENTRY_KEYS = ("id", "table", "figure", "row", "column", "page", "value", "statistic", "spread",
               "tolerance", "unit", "match", "note")
-TOP_KEYS = ("paper", "title", "source", "entries")
+RATE_KEYS = ("method", "table", "problem", "objective", "bound", "privacy_exponent",
+             "sample_exponent", "sosp", "algorithm", "note")
+RATE_REQUIRED = ("method", "table", "problem", "objective", "bound", "privacy_exponent", "sosp")
+TOP_KEYS = ("paper", "title", "source", "entries", "rates")
 
 
 class PublishedError(ValueError):
@@ -72,11 +86,28 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """One row of a paper's table of utility bounds (e.g. xu2026 Table 1)."""
+
+    method: str
+    table: str
+    problem: str
+    objective: str
+    bound: str
+    privacy_exponent: float
+    sosp: bool
+    sample_exponent: float | None = None
+    algorithm: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Published:
     paper: str
     title: str
     source: str
     entries: tuple[Entry, ...]
+    rates: tuple[Rate, ...] = ()
 
 
 def _check_keys(raw: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -113,6 +144,32 @@ def _entry(raw: Any, where: str) -> Entry:
     )
 
 
+def _rate(raw: Any, where: str) -> Rate:
+    if not isinstance(raw, Mapping):
+        raise PublishedError(f"{where}: a rate must be a mapping")
+    _check_keys(raw, RATE_KEYS, where)
+    missing = [k for k in RATE_REQUIRED if k not in raw]
+    if missing:
+        raise PublishedError(f"{where}: missing key {missing[0]!r}")
+    if raw["problem"] not in ("minimax", "minimization"):
+        raise PublishedError(f"{where}: problem must be minimax or minimization")
+    if raw["objective"] not in ("empirical", "population"):
+        raise PublishedError(f"{where}: objective must be empirical or population")
+    if not isinstance(raw["sosp"], bool):
+        raise PublishedError(f"{where}: sosp must be true or false")
+    try:
+        exponents = {k: None if raw.get(k) is None else float(raw[k])
+                     for k in ("privacy_exponent", "sample_exponent")}
+    except (TypeError, ValueError):
+        raise PublishedError(f"{where}: exponents must be numbers") from None
+    return Rate(method=str(raw["method"]), table=str(raw["table"]), problem=raw["problem"],
+                objective=raw["objective"], bound=str(raw["bound"]),
+                privacy_exponent=float(raw["privacy_exponent"]), sosp=raw["sosp"],
+                sample_exponent=exponents["sample_exponent"],
+                algorithm=None if raw.get("algorithm") is None else str(raw["algorithm"]),
+                note=str(raw.get("note", "")))
+
+
 def load_published(path: str | Path) -> Published:
     """Read and validate one published-numbers YAML file."""
     p = Path(path)
@@ -127,8 +184,9 @@ def load_published(path: str | Path) -> Published:
     ids = [e.id for e in entries]
     if len(ids) != len(set(ids)):
         raise PublishedError(f"{p}: entry ids must be unique")
+    rates = tuple(_rate(r, f"{p}: rates[{i}]") for i, r in enumerate(doc.get("rates") or []))
     return Published(paper=str(doc.get("paper", p.stem)), title=str(doc.get("title", "")),
-                     source=str(doc.get("source", "")), entries=entries)
+                     source=str(doc.get("source", "")), entries=entries, rates=rates)
 
 
 def published_for(paper: str | None, directory: Path = PUBLISHED_DIR) -> Published | None:

@@ -77,7 +77,7 @@ def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
     private = runs[np.isfinite(runs["epsilon"].astype(float))]
     if private.empty:
         return pd.DataFrame()
-    cols = ["sigma", "eps_pld", "eps_rdp", "eps_gdp", "eps_paper"]
+    cols = ["sigma", "eps_pld", "eps_rdp", "eps_gdp", "eps_advanced", "eps_paper"]
     grouped = private.groupby(["problem", "label", "epsilon", "calibration"], sort=True)
     out = grouped[cols].first().reset_index()
     if "diag_guarantee_void" in private:

@@ -32,6 +32,7 @@ GRID = [
     pytest.param(alg, prob, backend, id=f"{alg}-{prob}-{backend}")
     for alg in sorted(ALGORITHMS)
     for prob, backend in problem_backend_pairs()
+    if PROBLEMS[prob].minimax or not ALGORITHMS[alg].minimax
 ]
 
 

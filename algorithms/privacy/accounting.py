@@ -8,7 +8,14 @@ Every run reports three figures (anchors/dp_tooling.md §6.1):
   moments accountant is RDP); fixed-size rounds use ``SampledWithoutReplacementDpEvent``
   under REPLACE_ONE;
 * ``gdp``: exact μ-GDP, when every release is an unsampled Gaussian:
-  μ² = Σ_rounds count · Σ_i σ_i⁻², ε = ``get_epsilon_gaussian(1/μ, δ)``.
+  μ² = Σ_rounds count · Σ_i σ_i⁻², ε = ``get_epsilon_gaussian(1/μ, δ)``;
+* ``advanced``: the textbook bound papers calibrate with (xu2026 App. D): every round a
+  Gaussian mechanism of the whole data set (no amplification by sampling), made
+  (ε₀, δ₀)-DP by the classical formula ε₀ = √(2 ln(1.25/δ₀))/σ (Dwork & Roth 2014, Thm. A.1;
+  the analytic Gaussian ε₀(δ₀) of Balle & Wang 2018 where that formula is invalid, ε₀ > 1),
+  composed over the k rounds by the advanced composition theorem (Dwork, Rothblum & Vadhan
+  2010; heterogeneous form of Kairouz et al. 2015, Thm. 3.5) with δ' = δ/2, δ₀ = δ/(2k),
+  or by basic composition where that is smaller. Always loose; a reference number only.
 
 Each figure is ``None`` where its accountant has no event for the ledger. Releases on one
 batch are collapsed to σ_eff = (Σ σ_i⁻²)^(−½) before subsampling (exact; §2.6 item 2).
@@ -51,7 +58,7 @@ from algorithms.privacy.ledger import Ledger, Release, Round, Sampling
 
 PLD_DISCRETIZATION = 1e-4
 CALIBRATION_DISCRETIZATION = 1e-3
-METHODS = ("pld", "rdp", "gdp")
+METHODS = ("pld", "rdp", "gdp", "advanced")
 
 
 class _QuietRdpOrders(logging.Filter):
@@ -82,6 +89,7 @@ class Epsilons:
     pld: float | None
     rdp: float | None
     gdp: float | None
+    advanced: float | None = None
 
     @property
     def headline(self) -> float | None:
@@ -223,6 +231,8 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
             return None
         mu = math.sqrt(sum(c * sum(x.sigma**-2 for x in r.releases) for r, c in listed))
         return float(_dpa().get_epsilon_gaussian(1.0 / mu, delta))
+    if method == "advanced":
+        return advanced_composition([(sigma_eff(r), c) for r, c in listed], delta)
     dpa = _dpa()
     if method == "pld":
         accountant = dpa.pld.PLDAccountant(
@@ -245,8 +255,38 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
         return math.inf
 
 
+def gaussian_mechanism_epsilon(sigma: float, delta: float) -> float:
+    """ε of one Gaussian mechanism with noise multiplier σ at δ: the classical
+    √(2 ln(1.25/δ))/σ where it is valid (≤ 1), else the analytic Gaussian value."""
+    classical = math.sqrt(2.0 * math.log(1.25 / delta)) / sigma
+    return classical if classical <= 1.0 else float(_dpa().get_epsilon_gaussian(sigma, delta))
+
+
+def advanced_composition(rounds: list[tuple[float, int]], delta: float) -> float:
+    """ε(δ) of k = Σ counts Gaussian mechanisms (multiplier σ, count) under the advanced
+    composition theorem: δ' = δ/2, each mechanism (ε_i, δ/(2k))-DP,
+    ε = √(2 ln(1/δ') Σ ε_i²) + Σ ε_i(e^{ε_i} − 1), or Σ ε_i (basic) if smaller."""
+    k = sum(count for _, count in rounds)
+    delta0 = delta / (2.0 * k)
+    per_call = [(gaussian_mechanism_epsilon(sigma, delta0), count) for sigma, count in rounds]
+    basic = sum(c * e for e, c in per_call)
+    if max(e for e, _ in per_call) > 50.0:  # e^ε₀ overflows; basic composition is smaller
+        return float(basic)
+    advanced = (math.sqrt(2.0 * math.log(2.0 / delta) * sum(c * e * e for e, c in per_call))
+                + sum(c * e * math.expm1(e) for e, c in per_call))
+    return float(min(basic, advanced))
+
+
 def _key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:
-    return tuple(sorted(ledger.summary(), key=repr))
+    """The ledger as accountants see it: releases without tags and sensitivities (σ is
+    already relative to Δ), so rounds that differ only there (e.g. SPIDER differences
+    whose clip scales with the step) merge into one self-composed event."""
+    counts: Counter[Round] = Counter()
+    for rnd, count in ledger.summary():
+        releases = tuple(sorted((Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
+                                 for r in rnd.releases), key=repr))
+        counts[Round(rnd.sampling, releases)] += count
+    return tuple(sorted(counts.items(), key=repr))
 
 
 def epsilon(ledger: Ledger, delta: float, method: str = "pld",
@@ -261,7 +301,7 @@ def epsilon(ledger: Ledger, delta: float, method: str = "pld",
 
 
 def epsilons(ledger: Ledger, delta: float) -> Epsilons:
-    """ε(δ) from PLD, RDP and exact GDP."""
+    """ε(δ) from PLD, RDP, exact GDP and advanced composition."""
     return Epsilons(delta, *(epsilon(ledger, delta, m) for m in METHODS))
 
 

@@ -1,0 +1,390 @@
+"""``dp_rgda`` (xu2026, Algorithms 2–3): differentially private recursive gradient
+descent–ascent for min_x max_y f(x, y), with the perturb-and-monitor saddle escape.
+
+Algorithm 3 (the inner updater at x_t; the notes' resolved version, §2.2):
+
+    x_{t,−1} = x_{t−1}, x_{t,k} = x_t (k ≥ 0), y_{t,−1} = y_{t,0} = y_t          # line 3
+    if t mod q = 0:                                                           # lines 4–8
+        B ← S₁ samples;  v_{t,0} = Clip-mean ∇_x F(x_t, y_t) + ω,  u_{t,0} = … ∇_y F + τ
+        k₀ = 1  (A3: no k = 0 increment after a refresh)
+    else: v_{t,−1} = v_{t−1}, u_{t,−1} = u_{t−1}, k₀ = 0                        # line 10
+    for k = k₀..K−1:                                                          # lines 12–16
+        B ← S₂ samples
+        v_{t,k} = v_{t,k−1} + Clip-mean [∇_x F(x_{t,k}, y_{t,k}) − ∇_x F(x_{t,k−1}, y_{t,k−1})] + ζ
+        u_{t,k} = u_{t,k−1} + Clip-mean [∇_y F(·) − ∇_y F(·)] + χ
+        y_{t,k+1} = Π_Y(y_{t,k} + λ u_{t,k})
+    s_t = argmin_{k<K} ‖G̃_λ(y_{t,k})‖, G̃ = (y_{t,k} − y_{t,k+1})/λ               # line 18
+    return y_{t+1} = y_{t,s_t+1} (A6), v_t = v_{t,s_t}, u_t = u_{t,s_t}
+
+Algorithm 2 (the outer driver):
+
+    for t = 0..T−1:
+        (y_{t+1}, v_t, u_t) ← Algorithm 3                                       # line 3
+        descent phase: ‖v_t‖ ≥ α → x_{t+1} = x_t − η v_t/‖v_t‖                  # lines 5–6
+                       else anchor m = t, x_{t+1} = x_t + ξ, ξ ~ U(B₀(r))          # lines 8–9
+        escape phase:  D = η_H² Σ_{j=m+1}^t ‖v_j‖²                              # line 12
+                       D > (t − m)D̄ → rescaled exit step, back to descent        # lines 13–15
+                       else x_{t+1} = x_t − η_H v_t; after t_thres such steps the
+                       anchor x_m is the output (an SOSP certificate)              # lines 17–19
+
+Privacy: data are touched only in Algorithm 3; every query clips per-sample x- and
+y-partials (or their differences) separately and releases their means with Gaussian
+noise of multiplier σ (std σ·2C/|B|, replace-one); the escape test, the ball perturbation
+(public randomness), the selection s_t and the output are post-processing. Batches are
+fixed-size without replacement, fresh for every query.
+
+Calibrations: ``paper`` is Appendix D's, the advanced composition theorem over the run's
+queries (one (ε₀, δ₀) Gaussian mechanism per query, no amplification by sampling), i.e.
+``advanced``; ``pld``/``rdp`` calibrate the same ledger tightly (with amplification by
+sampling without replacement). σ is the refresh noise multiplier; increments get
+σ·ratio, ratio = 1 (``noise_split: uniform``, App. D: the same σ for every query) or the
+ratio Algorithm 3's lines 1–2 imply (``alg3``). The plan reports the per-coordinate noise
+stds and Algorithm 3's own formulas (c = 1) beside them.
+
+``schedule: erm`` replaces (T, q, K, S₁, S₂, α) by Theorem 1's proof-derived ERM choices
+(resolution A10) from ε̄ = √(d log(1/δ))/(nε), d = max(d_x, d_y): S₁ = n, K = 1,
+T = ⌈c_T ε̄^{−4/3}⌉, q = max(1, ⌊1/(Tε̄²)⌋), S₂ = min(n, max(⌈n/√T⌉, ⌈1/(Tε̄²)⌉)),
+α = c_α ε̄^{2/3} and η = ``lr``·α (a normalised step proportional to the target accuracy);
+used by the rate check of xu2026 Table 1.
+
+Resolutions of the paper's ambiguities (notes §2.6), each a parameter where it matters:
+
+* A1: Algorithm 3's "universal constant" c = 1 in the reported formulas;
+* A2: K > 1 increments per step are all counted (√(TK), not √T);
+* A3: no k = 0 increment right after a refresh (``refresh_increment: true`` is the literal
+  algorithm, which counts the x-move twice);
+* A5: t = 0 is a refresh and x_{−1} = x₀;
+* A6: s_t ranges over k = 0..K−1 (y_{t,K} has no u_{t,K}) and, deviating from the notes'
+  recommendation, y_{t+1} = y_{t,s_t+1}, the ascent step taken from the selected point
+  (``select: next``): returning y_{t,s_t} itself (``current``) never moves y when K = 1,
+  the case the proofs treat (where Algorithm 3 is then joint GDA on w = (x, y)), and in
+  noise it keeps picking k = 0. (v_t, u_t) stay the estimates at (x_t, y_{t,s_t}), and
+  the next call's k = 0 increment runs from that point to (x_{t+1}, y_{t+1});
+* A7: α is an input; A8: without a certificate the output is x_T;
+* A9: the run goes on to T after a certificate (the first certified anchor stays the
+  output; ``early_return: true`` stops at it, as Algorithm 2 does);
+* A13: increments clip at a fixed C_u (``diff_clip_mode: fixed``, App. D) or at
+  C_u·‖w_{t,k} − w_{t,k−1}‖ (``movement``, the theory's data-independent L‖Δw‖; a zero move
+  releases nothing);
+* A19: App. D's (η_x, η_y) = (η, λ); η_H, r, t_thres, D̄ (= R²/t_thres²) and α are not in the
+  paper: defaults are the notes' suggestions (§2.4);
+* the uniform-ball perturbation ξ = r U^{1/d} g/‖g‖ uses public randomness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.minimax import minimax_oracle, private_partial_diffs, private_partials
+from algorithms.privacy.accounting import calibrate, epsilon
+from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from problems.base import DataInfo
+from problems.minimax import MinimaxOracle
+from problems.oracles import Oracle
+
+SCHEDULES = ("given", "erm")
+DIFF_CLIP_MODES = ("fixed", "movement")
+NOISE_SPLITS = ("uniform", "alg3")
+SELECTS = ("next", "current")
+
+
+@dataclass
+class Estimate:
+    """(v, u): the tracked estimates of (∇_x f, ∇_y f) at (x_t, y), and that y."""
+
+    v: Any
+    u: Any
+    y: Any
+
+
+@dataclass(frozen=True)
+class DPRGDAParams:
+    steps: int = 400
+    inner_steps: int = 5
+    period: int = 10
+    batch_refresh: int = 200
+    batch_diff: int = 50
+    lr: float = 0.2
+    lr_y: float = 0.8
+    clip: float = 1.0
+    diff_clip: float = 1.0
+    diff_clip_mode: str = "fixed"
+    alpha: float = 0.3
+    lr_escape: float = 0.2
+    radius: float = 0.05
+    escape_steps: int = 20
+    escape_radius: float = 0.5
+    refresh_increment: bool = False
+    select: str = "next"
+    early_return: bool = False
+    noise_split: str = "uniform"
+    schedule: str = "given"
+    theory_steps: float = 1.0
+    theory_alpha: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "inner_steps", "period", "batch_refresh", "batch_diff",
+                     "escape_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "lr_y", "clip", "diff_clip", "alpha", "lr_escape", "radius",
+                     "escape_radius", "theory_steps", "theory_alpha"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.diff_clip_mode not in DIFF_CLIP_MODES:
+            raise ValueError(f"unknown diff_clip_mode {self.diff_clip_mode!r}; "
+                             f"choose {DIFF_CLIP_MODES}")
+        if self.select not in SELECTS:
+            raise ValueError(f"unknown select {self.select!r}; choose {SELECTS}")
+        if self.noise_split not in NOISE_SPLITS:
+            raise ValueError(f"unknown noise_split {self.noise_split!r}; choose {NOISE_SPLITS}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose {SCHEDULES}")
+
+    @property
+    def movement(self) -> float:
+        """D̄ = R²/t_thres² (Lemma 6: t_thres·√D̄ ≤ R)."""
+        return self.escape_radius**2 / self.escape_steps**2
+
+
+def eps_bar(data: DataInfo, target: PrivacyTarget) -> float:
+    """ε̄ = √(d log(1/δ))/(nε) with d = max(d_x, d_y)."""
+    d = max(data.d, int(data.constants.get("d_y", 0)))
+    return math.sqrt(d * math.log(1.0 / target.delta)) / (data.n * target.epsilon)
+
+
+def erm_schedule(params: DPRGDAParams, data: DataInfo, target: PrivacyTarget
+                 ) -> DPRGDAParams:
+    """Theorem 1's ERM parameters (module docstring) at this (n, d, ε, δ)."""
+    if math.isinf(target.epsilon):
+        raise ValueError("dp_rgda schedule: erm needs a finite epsilon")
+    e = eps_bar(data, target)
+    steps = math.ceil(params.theory_steps * e ** (-4 / 3))
+    period = max(1, min(steps, math.floor(1.0 / (steps * e * e))))
+    batch_diff = min(data.n, max(math.ceil(data.n / math.sqrt(steps)),
+                                 math.ceil(1.0 / (steps * e * e))))
+    alpha = params.theory_alpha * e ** (2 / 3)
+    return replace(params, steps=steps, period=period, inner_steps=1, batch_refresh=data.n,
+                   batch_diff=batch_diff, alpha=alpha, lr=params.lr * alpha)
+
+
+@register_algorithm
+class DPRGDA(Algorithm):
+    """DP RGDA: SPIDER-tracked GDA with normalised descent and perturb-and-monitor escape."""
+
+    name = "dp_rgda"
+    paper = "xu2026"
+    reference = ("Xu, Tao, Ding, Fan, Wang 2026, Finding Differentially Private Second Order "
+                 "Stationary Points in Stochastic Minimax Optimization, Algs. 2-3")
+    Params: ClassVar[type] = DPRGDAParams
+    minimax = True
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.run = self.params
+        self._certificates: list[int] = []
+        self._escapes = self._triggers = 0
+        self._output: Any = None
+        self._stopped_at: int | None = None
+
+    # -- schedule and privacy --------------------------------------------------------------
+    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
+        self.run = (erm_schedule(self.params, data, target) if self.params.schedule == "erm"
+                    else self.params)
+        plan = super().plan(data, target)
+        plan.extra.update(self.noise_report(data, target, plan.sigma))
+        return plan
+
+    def steps(self, data: DataInfo) -> int:
+        return self.run.steps
+
+    def batch_size(self, data: DataInfo) -> float:
+        return float(self.run.batch_diff)
+
+    def refresh_steps(self) -> int:
+        """#{t < T : t mod q = 0}."""
+        return math.ceil(self.run.steps / self.run.period)
+
+    def increments(self) -> int:
+        """K per step, one fewer after a refresh (A3) unless ``refresh_increment``."""
+        p = self.run
+        skipped = 0 if p.refresh_increment else self.refresh_steps()
+        return p.steps * p.inner_steps - skipped
+
+    def increment_ratio(self, n: int) -> float:
+        """Increment noise multiplier over refresh noise multiplier: 1 (``uniform``, App. D)
+        or the ratio of Algorithm 3's lines 1–2 as multipliers of 2C/S (``alg3``):
+        max(1, S₂√(TK)/n) / max(1, S₁√(T/q)/n)."""
+        p = self.run
+        if p.noise_split == "uniform":
+            return 1.0
+        refresh = max(1.0, min(p.batch_refresh, n) * math.sqrt(p.steps / p.period) / n)
+        increment = max(1.0, min(p.batch_diff, n) * math.sqrt(p.steps * p.inner_steps) / n)
+        return increment / refresh
+
+    def _sampling(self, n: int, size: int) -> Sampling:
+        if size >= n:
+            return Sampling("none", n, rate=1.0, size=n)
+        return Sampling("fixed", n, rate=size / n, size=size)
+
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        p, ledger = self.run, Ledger()
+        for tag, size, clip, count, multiplier in (
+                ("refresh", p.batch_refresh, p.clip, self.refresh_steps(), sigma),
+                ("increment", p.batch_diff, p.diff_clip, self.increments(),
+                 sigma * self.increment_ratio(data.n))):
+            if count:
+                size = min(size, data.n)
+                release = [Release("gaussian", f"{tag}_{part}", sigma=multiplier,
+                                   sensitivity=2 * clip / size) for part in ("x", "y")]
+                ledger.record(self._sampling(data.n, size), release, count)
+        return ledger
+
+    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
+        """App. D: advanced composition over the queries (``calibration: advanced``)."""
+        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
+                         "advanced")
+
+    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
+        return epsilon(self.planned_ledger(data, sigma), delta, "advanced")
+
+    def noise_report(self, data: DataInfo, target: PrivacyTarget, sigma: float
+                     ) -> dict[str, Any]:
+        """Per-coordinate noise stds of this plan beside Algorithm 3's formulas (c = 1)."""
+        p, n = self.run, data.n
+        out: dict[str, Any] = {
+            "queries": self.refresh_steps() + self.increments(),
+            "std_refresh": sigma * 2 * p.clip / min(p.batch_refresh, n),
+            "std_increment": (sigma * self.increment_ratio(n) * 2 * p.diff_clip
+                              / min(p.batch_diff, n)),
+            "increment_noise_ratio": self.increment_ratio(n),
+            "schedule": {k: getattr(p, k) for k in ("steps", "period", "inner_steps",
+                                                    "batch_refresh", "batch_diff", "alpha",
+                                                    "lr")},
+        }
+        if math.isfinite(target.epsilon):
+            scale = math.sqrt(math.log(1.0 / target.delta)) / target.epsilon
+            out["std_alg3_refresh"] = p.clip * scale * max(
+                1.0 / p.batch_refresh, math.sqrt(p.steps / p.period) / n)
+            out["std_alg3_increment"] = p.diff_clip * scale * max(
+                1.0 / p.batch_diff, math.sqrt(p.steps * p.inner_steps) / n)
+            out["eps_bar"] = eps_bar(data, target)
+        return out
+
+    # -- Algorithm 3 -----------------------------------------------------------------------
+    def inner(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan, t: int, x: Any,
+              x_prev: Any, y: Any, state: Estimate | None) -> tuple[Any, Estimate]:
+        """One call of Algorithm 3: y_{t+1} and (v_t, u_t) with the y they estimate at."""
+        p, xp = self.run, oracle.xp
+        ys, vs, us = [y], [], []
+        start = 0
+        if t % p.period == 0 or state is None:  # lines 4-8
+            batch = mech.sample(oracle.n, **self._draw(oracle.n, p.batch_refresh))
+            v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=plan.sigma,
+                                    tag="refresh")
+            if not p.refresh_increment:  # A3
+                vs, us, start = [v], [u], 1
+                ys.append(oracle.project_y(y + p.lr_y * u))
+            previous = (x, y)
+        else:  # line 10: (v, u) estimate at (x_{t-1}, state.y)
+            v, u = state.v, state.u
+            previous = (x_prev, state.y)
+        for k in range(start, p.inner_steps):  # lines 12-16
+            point = (x, ys[k])
+            v, u = self._increment(oracle, mech, plan, point, previous, v, u)
+            vs.append(v)
+            us.append(u)
+            ys.append(oracle.project_y(ys[k] + p.lr_y * u))
+            previous = point
+        gaps = [float(oracle.backend.to_numpy(xp.linalg.vector_norm(ys[k] - ys[k + 1])))
+                for k in range(p.inner_steps)]
+        s = int(np.argmin(gaps))  # line 18 (G̃ = (y_k − y_{k+1})/λ; λ is common)
+        y_next = ys[s + 1] if p.select == "next" else ys[s]
+        return y_next, Estimate(vs[s], us[s], ys[s])
+
+    def _draw(self, n: int, size: int) -> dict[str, Any]:
+        size = min(size, n)
+        return {"scheme": "none"} if size >= n else {"scheme": "fixed", "size": size}
+
+    def _increment(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan,
+                   point: tuple[Any, Any], previous: tuple[Any, Any], v: Any, u: Any
+                   ) -> tuple[Any, Any]:
+        p, xp = self.run, oracle.xp
+        bound = p.diff_clip
+        if p.diff_clip_mode == "movement":  # A13
+            moved = xp.concat([point[0] - previous[0], point[1] - previous[1]])
+            bound *= float(oracle.backend.to_numpy(xp.linalg.vector_norm(moved)))
+            if bound == 0.0:
+                return v, u  # the difference query is exactly zero: nothing to release
+        batch = mech.sample(oracle.n, **self._draw(oracle.n, p.batch_diff))
+        dv, du = private_partial_diffs(mech, oracle, point, previous, batch, clip=bound,
+                                       sigma=plan.sigma * self.increment_ratio(oracle.n),
+                                       tag="increment")
+        return v + dv, u + du
+
+    # -- Algorithm 2 -----------------------------------------------------------------------
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        mm = minimax_oracle(oracle, self.name)
+        p, xp, backend = self.run, mm.xp, mm.backend
+        self._certificates, self._escapes, self._triggers = [], 0, 0
+        self._output, self._stopped_at = None, None
+        x = x_prev = mm.x0  # A5
+        y, state = mm.y0, None
+        escape, anchor_t, anchor, esc, moved_sq = False, 0, x, 0, 0.0
+        for t in range(p.steps):
+            y, state = self.inner(mm, mech, plan, t, x, x_prev, y, state)  # line 3
+            v = state.v
+            v_norm = float(backend.to_numpy(xp.linalg.vector_norm(v)))
+            x_prev = x
+            if not escape:
+                if v_norm >= p.alpha:  # lines 5-6
+                    x = x - (p.lr / v_norm) * v
+                else:  # lines 8-9
+                    self._triggers += 1
+                    escape, anchor_t, anchor, esc, moved_sq = True, t, x, 0, 0.0
+                    x = x + backend.asarray(self._ball(mech, mm.d))
+            else:
+                moved_sq += v_norm**2  # line 12 (without η_H², applied below)
+                if p.lr_escape**2 * moved_sq > (t - anchor_t) * p.movement:  # lines 13-15
+                    x = x - math.sqrt((t - anchor_t) * p.movement / moved_sq) * v
+                    escape = False
+                    self._escapes += 1
+                else:  # lines 17-19
+                    x = x - p.lr_escape * v
+                    esc += 1
+                    if esc == p.escape_steps:
+                        self._certify(anchor_t, anchor)
+                        escape = False
+                        if p.early_return:
+                            self._stopped_at = t + 1
+                            self._x = x
+                            yield Step(t + 1, x)
+                            return
+            self._x = x
+            yield Step(t + 1, x)
+
+    def _ball(self, mech: Mechanism, d: int) -> np.ndarray:
+        """ξ ~ Uniform(B₀(r)) in R^d from public randomness."""
+        g = mech.public.standard_normal(d)
+        return self.run.radius * mech.public.random() ** (1.0 / d) * g / np.linalg.norm(g)
+
+    def _certify(self, t: int, anchor: Any) -> None:
+        self._certificates.append(t)
+        if self._output is None:
+            self._output = anchor
+
+    def output(self) -> Any:
+        """The first certified anchor x_{m_s} (Algorithm 2's return), else x_T (A8)."""
+        return self._output if self._output is not None else super().output()
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"escape_triggers": self._triggers, "escapes": self._escapes,
+                "certificates": len(self._certificates),
+                "first_certificate_t": self._certificates[0] if self._certificates else None,
+                "stopped_at": self._stopped_at}
