@@ -6,11 +6,17 @@ xu2026's Figure 1 caption (Yang, Hu, Lei, Ying 2022; notes §2.5(a), reconstruct
         g_x = Clip-mean ∇_x F(x_t, y_t) + N(0, (σ·2C/b)² I),  g_y likewise for ∇_y F
         x_{t+1} = x_t − η_x g_x;   y_{t+1} = Π_Y(y_t + η_y g_y)
 
-Per-sample clipping at C of each partial separately, as in xu2026 App. D;
-``calibration: paper`` is App. D's rule (advanced composition over the T queries, i.e.
-``advanced``). Output: the last iterate x_T. The paper gives no step sizes: the defaults
-are DP RGDA's (η_x, η_y) = (0.2, 0.8) (notes §2.5(a)) and b = 50 (its increment batch).
-§3's citation of DP-SGDA to Rafique et al. 2022 is a mis-citation (notes §2.5(a)).
+Output: the last iterate x_T.
+
+Deviations and resolved ambiguities:
+
+* per-sample clipping at C of each partial separately, as xu2026 App. D does for every
+  method (Yang et al. assume Lipschitz losses and add noise without clipping);
+* ``calibration: paper`` is App. D's rule, advanced composition over the T queries (i.e.
+  ``advanced``), not Yang et al.'s moments accountant;
+* xu2026 gives no settings: the defaults are DP RGDA's (η_x, η_y) = (0.2, 0.8) (notes
+  §2.5(a)) and b = 50 (its increment batch);
+* §3 of xu2026 cites DP-SGDA to Rafique et al. 2022, a mis-citation (notes §2.5(a)).
 """
 
 from __future__ import annotations

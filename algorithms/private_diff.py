@@ -12,7 +12,9 @@ public code (``mingxilei/PrivateDiff-Minimax/optimizer.py``; notes §2.5(d)).
 
 Privacy under xu2026 App. D's accounting: per-sample clipping, replace-one sensitivities
 2c/b, the same noise multiplier σ for every release, ``calibration: paper`` = advanced
-composition over the releases (two per round). Deviations from the original code:
+composition over the releases (two per round).
+
+Deviations and resolved ambiguities (against the original code):
 
 * the inner ascent clips per-sample y-gradients at c_y and its output perturbation is
   calibrated to Δ_y = T₂ λ_y 2c_y/b, the triangle-inequality sensitivity of T₂ clipped

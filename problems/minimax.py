@@ -151,8 +151,9 @@ class TorchMinimaxOracle(MinimaxOracle):
         fxy_w = self._joint_hvp(x, y, zero_x, w)[0]
         return fxx_v + fxy_w
 
-    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:  # pragma: no cover - unused
-        raise NotImplementedError
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        """Batch HVPs of Φ are undefined (y* is a whole-data quantity): ``hvp`` refuses them."""
+        raise ValueError("TorchMinimaxOracle.hvp is defined on the whole training set")
 
     def _cg(self, apply: Callable[[Any], Any], b: Any) -> Any:
         """Solve apply(w) = b (apply symmetric positive definite) by conjugate gradients."""

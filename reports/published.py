@@ -20,7 +20,7 @@ Schema (validated on load; errors name the file, the entry and the key)::
         match:                         # which of our runs it is compared with
           metric: grad_norm            # a final_* metric of the runs
           problem: matrix_sensing      # any run column (problem, label, algorithm, epsilon,
-          label: dp_rgda               #  calibration, ...) or an algorithm param name
+          label: dp_rgda               #  calibration, ...), an algorithm or a problem param
           epsilon: 2
         note: "read off the table; one seed in the paper"
     rates:                             # optional: a paper's table of utility bounds

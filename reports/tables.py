@@ -106,10 +106,10 @@ def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
     for key, value in entry.match.items():
         if key in ("metric", "statistic"):
             continue
-        column = key if key in runs else f"p_alg_{key}" if f"p_alg_{key}" in runs else None
+        column = next((c for c in (key, f"p_alg_{key}", f"p_prob_{key}") if c in runs), None)
         if column is None:
             return runs.iloc[0:0]
-        if isinstance(value, float) or key == "epsilon":
+        if isinstance(value, int | float) and not isinstance(value, bool):
             mask &= np.isclose(runs[column].astype(float), float(value))
         else:
             mask &= runs[column] == value

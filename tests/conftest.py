@@ -44,6 +44,8 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "cifar10_mlp": {"hidden": 8},
     "cifar100_resnet18": {"width": 0.0625},
     "cola_bert": {"max_length": 16},
+    "matrix_sensing": {"p": 4, "q": 3, "rank": 2, "n": 40},
+    "ncsc_double_well": {"d": 3, "d_y": 4, "n": 60},
 }
 
 

@@ -110,7 +110,8 @@ def test_deterministic_given_seeds(alg_name: str, prob_name: str, backend: str) 
 
 @pytest.mark.parametrize("alg_name", sorted(a for a, c in ALGORITHMS.items() if c.private))
 def test_seeds_matter(alg_name: str) -> None:
-    setup = make_setup("strict_saddle", "numpy")
+    setup = make_setup("ncsc_double_well" if ALGORITHMS[alg_name].minimax else "strict_saddle",
+                       "numpy")
     x1 = run_algorithm(alg_name, setup, steps=STEPS, noise_seed=1)[3][-1].x
     x2 = run_algorithm(alg_name, setup, steps=STEPS, noise_seed=7)[3][-1].x
     assert not np.array_equal(x1, x2)

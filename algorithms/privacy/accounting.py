@@ -210,6 +210,10 @@ def _parallel(rounds: list[tuple[Round, int]]) -> list[tuple[Round, int]]:
 
 
 PLD_MAX_GRID = 3e5
+#: Below this noise multiplier one round sampled at rate q ≥ 10δ alone costs ε > 100 at δ
+#: (its privacy-loss tail gives δ(100) ≈ q), so PLD and RDP report ε = inf without building
+#: their (huge) grids: the σ → 0 "non-private" reference runs.
+SIGMA_FLOOR = 0.05
 
 
 def _pld_discretization(listed: list[tuple[Round, int]], requested: float) -> float:
@@ -233,6 +237,8 @@ def _gaussian_epsilon(listed: list[tuple[Round, int]], delta: float, method: str
         return float(_dpa().get_epsilon_gaussian(1.0 / mu, delta))
     if method == "advanced":
         return advanced_composition([(sigma_eff(r), c) for r, c in listed], delta)
+    if any(sigma_eff(r) < SIGMA_FLOOR and r.sampling.rate >= 10 * delta for r, _ in listed):
+        return math.inf
     dpa = _dpa()
     if method == "pld":
         accountant = dpa.pld.PLDAccountant(

@@ -1,0 +1,438 @@
+"""xu2026 (DP RGDA): the minimax oracles' closed forms against autodiff and finite
+differences, the strict saddle of matrix sensing, advanced composition, DP RGDA's
+queries, sensitivities, escape and selection, the ERM schedule, the baselines' ledgers,
+the rates schema and the page."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import make_mech, make_setup, run_steps, to_numpy
+from scipy.sparse.linalg import LinearOperator, eigsh
+
+from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
+from algorithms.dp_rgda import DPRGDA, eps_bar, erm_schedule
+from algorithms.lambda_min import lambda_min_lanczos
+from algorithms.minimax import release_pair
+from algorithms.privacy.accounting import advanced_composition, calibrate, epsilon
+from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from bench import cli
+from bench.spec import load_experiment, parse_experiment
+from problems import get_problem
+from problems.backend import BackendSpec, get_backend
+from problems.minimax import MinimaxOracle
+from reports.papers.xu2026 import rate_slope
+from reports.published import PublishedError, load_published, published_for
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "xu2026"
+MINIMAX = ("matrix_sensing", "ncsc_double_well")
+F64 = BackendSpec(name="torch", dtype="float64")
+
+
+def random_x(problem: str, seed: int = 0, scale: float = 0.5) -> np.ndarray:
+    setup = make_setup(problem)
+    return np.random.default_rng(seed).normal(0.0, scale, setup.instance.d)
+
+
+def numpy_oracle(problem: str, **params) -> MinimaxOracle:
+    oracle = make_setup(problem, **params).oracle
+    assert isinstance(oracle, MinimaxOracle)
+    return oracle
+
+
+# -- closed forms vs autodiff and finite differences ------------------------------------------
+
+@pytest.mark.parametrize("problem", MINIMAX)
+def test_closed_forms_match_the_torch_inner_solve(problem: str) -> None:
+    closed, auto = numpy_oracle(problem), make_setup(problem, F64).oracle
+    be = make_setup(problem, F64).backend
+    for seed in (0, 1):
+        x = random_x(problem, seed)
+        v = np.random.default_rng(10 + seed).standard_normal(len(x))
+        assert float(auto.loss(be.asarray(x))) == pytest.approx(float(closed.loss(x)),
+                                                                rel=1e-9, abs=1e-12)
+        np.testing.assert_allclose(to_numpy(auto.grad(be.asarray(x))), closed.grad(x),
+                                   rtol=1e-8, atol=1e-11)
+        np.testing.assert_allclose(to_numpy(auto.hvp(be.asarray(x), be.asarray(v))),
+                                   closed.hvp(x, v), rtol=1e-7, atol=1e-10)
+        y = closed.best_response(x) + 0.1
+        idx = np.arange(7)
+        for a, b in zip(auto.per_sample_partials(be.asarray(x), be.asarray(y), idx),
+                        closed.per_sample_partials(x, y, idx), strict=True):
+            np.testing.assert_allclose(to_numpy(a), b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("problem", MINIMAX)
+def test_closed_forms_match_finite_differences(problem: str) -> None:
+    oracle, x = numpy_oracle(problem), random_x(problem, 3)
+    h, eye = 1e-6, np.eye(len(x))
+    fd_grad = np.array([(oracle.loss(x + h * e) - oracle.loss(x - h * e)) / (2 * h)
+                        for e in eye])
+    np.testing.assert_allclose(oracle.grad(x), fd_grad, rtol=1e-5, atol=1e-8)
+    v = np.random.default_rng(4).standard_normal(len(x))
+    fd_hvp = (oracle.grad(x + h * v) - oracle.grad(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(oracle.hvp(x, v), fd_hvp, rtol=1e-5, atol=1e-7)
+    # y*(x) is the inner maximiser (∇_y f = 0) and ∇Φ = ∇_x f(x, y*) (Danskin)
+    y = oracle.best_response(x)
+    gx, gy = oracle.partials(x, y)
+    assert np.linalg.norm(gy) < 1e-12
+    np.testing.assert_allclose(gx, oracle.grad(x), rtol=1e-12, atol=1e-14)
+
+
+# -- the matrix-sensing instance ---------------------------------------------------------------
+
+def dense_hessian(oracle: MinimaxOracle, x: np.ndarray) -> np.ndarray:
+    h = np.stack([oracle.hvp(x, e) for e in np.eye(len(x))])
+    return (h + h.T) / 2
+
+
+def test_origin_is_a_strict_saddle_with_the_predicted_spectrum() -> None:
+    setup = make_setup("matrix_sensing")
+    inst, oracle = setup.instance, setup.oracle
+    p, q, r = inst.p_.p, inst.p_.q, inst.p_.rank
+    zero = np.zeros(inst.d)
+    assert np.linalg.norm(oracle.grad(zero)) < 1e-14  # a critical point
+    sv = np.linalg.svd(np.einsum("i,ipq->pq", inst.b, inst.a) / inst.n, compute_uv=False)
+    predicted = np.sort(np.concatenate([np.repeat(sv, r), -np.repeat(sv, r),
+                                        np.zeros(abs(p - q) * r)]))
+    np.testing.assert_allclose(np.linalg.eigvalsh(dense_hessian(oracle, zero)), predicted,
+                               atol=1e-12)
+    assert inst.constants["lambda_min_at_saddle"] == pytest.approx(-sv[0], rel=1e-12)
+    assert inst.constants["lambda_min_at_saddle"] < 0
+
+
+def test_default_instance_saddle_and_scale() -> None:
+    problem = get_problem("matrix_sensing")
+    inst = problem().build(0)
+    oracle = inst.oracle(get_backend(BackendSpec(name="numpy")))
+    eigs = np.linalg.eigvalsh(dense_hessian(oracle, np.zeros(inst.d)))
+    assert eigs[0] == pytest.approx(inst.constants["lambda_min_at_saddle"], rel=1e-10)
+    assert np.sum(np.isclose(eigs, eigs[0], rtol=1e-8)) == 3  # multiplicity r
+    assert inst.constants["x_star_fro"] == pytest.approx(20.0)
+    # Φ(x₀) ≈ ‖X*‖²_F / (2pq) at the small init (notes §5.1)
+    assert float(oracle.loss(oracle.x0)) == pytest.approx(400 / 800, rel=0.1)
+
+
+def test_noise_free_minimum_has_r_squared_zero_eigenvalues() -> None:
+    setup = make_setup("matrix_sensing", noise=0.0)
+    inst, oracle = setup.instance, setup.oracle
+    u, s, vt = np.linalg.svd(inst.x_star)
+    r = inst.p_.rank
+    x = np.concatenate([(u[:, :r] * np.sqrt(s[:r])).ravel(), (vt[:r].T * np.sqrt(s[:r])).ravel()])
+    assert float(oracle.loss(x)) < 1e-25 and np.linalg.norm(oracle.grad(x)) < 1e-12
+    eigs = np.linalg.eigvalsh(dense_hessian(oracle, x))
+    tol = 1e-9 * eigs[-1]
+    assert np.sum(np.abs(eigs) < tol) == r * r  # the GL(r) invariance
+    assert eigs[0] > -tol
+
+
+def test_lambda_min_matches_the_papers_finite_difference_estimator() -> None:
+    oracle, x = numpy_oracle("matrix_sensing"), random_x("matrix_sensing", 5, 0.3)
+    h = 5e-4
+
+    def fd_hvp(v: np.ndarray) -> np.ndarray:
+        return (oracle.grad(x + h * v) - oracle.grad(x - h * v)) / (2 * h)
+
+    op = LinearOperator((len(x), len(x)), matvec=fd_hvp, dtype=float)
+    paper = eigsh(op, k=1, which="SA", maxiter=500, tol=1e-4)[0][0]
+    exact = np.linalg.eigvalsh(dense_hessian(oracle, x))[0]
+    assert lambda_min_lanczos(oracle, x) == pytest.approx(exact, abs=1e-8)
+    assert paper == pytest.approx(exact, abs=1e-4)
+
+
+# -- advanced composition ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("k", "z"), [(2040, 866.2), (4080, 1243.8), (400, 369.4)])
+def test_advanced_composition_calibration_matches_the_notes(k: int, z: float) -> None:
+    def ledger(sigma: float) -> Ledger:
+        out = Ledger()
+        out.record(Sampling("none", 400), [Release("gaussian", "q", sigma=sigma)], k)
+        return out
+
+    sigma = calibrate(ledger, 2.0, 1e-6, "advanced")
+    assert sigma == pytest.approx(z, rel=2e-4)  # multiplier: std σ·2C/B, 8.66 at B = 200
+    assert epsilon(ledger(sigma), 1e-6, "advanced") == pytest.approx(2.0, rel=1e-6)
+    assert epsilon(ledger(sigma), 1e-6, "pld") < 0.5  # the same noise by PLD: far less ε
+
+
+def test_advanced_composition_is_at_most_basic_and_handles_huge_epsilons() -> None:
+    assert advanced_composition([(1e-9, 10)], 1e-6) == pytest.approx(
+        10 * advanced_composition([(1e-9, 1)], 1e-6 / 10) / 1, rel=1e-6)
+    mixed = advanced_composition([(5.0, 30), (50.0, 100)], 1e-5)
+    assert mixed <= 30 * advanced_composition([(5.0, 1)], 1e-5 / 260) + 100 * \
+        advanced_composition([(50.0, 1)], 1e-5 / 260)
+
+
+# -- DP RGDA -------------------------------------------------------------------------------------
+
+def small_rgda(**kw) -> DPRGDA:
+    base = {"steps": 7, "period": 3, "inner_steps": 2, "batch_refresh": 20, "batch_diff": 8}
+    return DPRGDA(DPRGDA.Params(**{**base, **kw}))
+
+
+@pytest.mark.parametrize(("refresh_increment", "queries"), [(False, 3 + 7 * 2 - 3),
+                                                           (True, 3 + 7 * 2)])
+def test_dp_rgda_ledger_counts_queries_as_planned(refresh_increment: bool, queries: int) -> None:
+    setup = make_setup("ncsc_double_well")
+    alg = small_rgda(refresh_increment=refresh_increment)
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=1e-6, sigma=3.0))
+    mech = make_mech(setup.backend)
+    run_steps(alg, setup.oracle, plan, mech)
+    assert plan.extra["queries"] == queries
+    counts = {rnd.releases[0].tag.split("_")[0]: count for rnd, count in mech.ledger.summary()}
+    assert counts == {"refresh": 3, "increment": queries - 3}
+    assert all(len(rnd.releases) == 2 for rnd, _ in mech.ledger.summary())  # x and y
+    assert epsilon(mech.ledger, 1e-6, "pld") == pytest.approx(plan.eps.pld, rel=1e-9)
+
+
+def test_paper_defaults_give_2000_joint_queries_and_noise_of_the_notes() -> None:
+    setup = make_setup("matrix_sensing")
+    data = get_problem("matrix_sensing")().build(0)
+    alg = DPRGDA()
+    plan = alg.plan(data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="advanced"))
+    assert plan.extra["queries"] == 2000
+    assert plan.eps.advanced == pytest.approx(2.0, rel=1e-6)
+    assert plan.extra["std_refresh"] == pytest.approx(plan.sigma * 2 / 200)
+    assert plan.extra["std_increment"] == pytest.approx(plan.sigma * 2 / 50)
+    literal = DPRGDA(DPRGDA.Params(refresh_increment=True)).plan(
+        data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="advanced"))
+    assert literal.extra["queries"] == 2040
+    # 2,040 joint queries, the x- and y-releases on one batch composed exactly as one
+    # Gaussian mechanism of multiplier σ/√2 (notes §3: z = 866.2 for 2,040 queries)
+    assert literal.sigma == pytest.approx(866.2 * math.sqrt(2), rel=2e-4)
+    tight = DPRGDA().plan(data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="pld"))
+    assert tight.sigma < plan.sigma / 10
+    assert setup.instance.name == "matrix_sensing"
+
+
+def test_release_pair_clips_each_partial_and_scales_noise() -> None:
+    backend = get_backend(BackendSpec(name="numpy"))
+    mech = Mechanism(backend.noise_source(0), np.random.default_rng(0))
+    batch = mech.sample(100, scheme="fixed", size=10)
+    gx = np.full((10, 3), 1e3)  # far above the clip
+    gy = np.zeros((10, 4))
+    sigma, clip = 1e-12, 0.5
+    vx, vy = release_pair(mech, np, gx, gy, bound=clip, batch=batch, sigma=sigma, tag="t")
+    assert np.linalg.norm(vx) == pytest.approx(clip, rel=1e-9)
+    np.testing.assert_allclose(vy, 0.0, atol=1e-9)
+    ((rnd, count),) = mech.ledger.summary()
+    assert count == 1 and {r.sensitivity for r in rnd.releases} == {2 * clip / 10}
+    big = Mechanism(backend.noise_source(1), np.random.default_rng(1))
+    batch = big.sample(100, scheme="fixed", size=10)
+    noise = np.stack([release_pair(big, np, np.zeros((10, 3)), np.zeros((10, 4)), bound=clip,
+                                   batch=batch, sigma=2.0, tag="t")[0] for _ in range(2000)])
+    assert noise.std() == pytest.approx(2.0 * 2 * clip / 10, rel=0.05)
+
+
+def test_movement_clipping_releases_nothing_for_a_zero_move() -> None:
+    setup = make_setup("ncsc_double_well")
+    alg = small_rgda(diff_clip_mode="movement", steps=3, period=10, inner_steps=1)
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=1e-6, sigma=1e-9))
+    mech = make_mech(setup.backend)
+    x = setup.oracle.x0
+    y, state = alg.inner(setup.oracle, mech, plan, 0, x, x, setup.oracle.y0, None)
+    y2, state2 = alg.inner(setup.oracle, mech, plan, 1, x, x, y, state)
+    # K = 1 after a refresh: only the k = 0 increment, from (x, y_{t,s}) to (x, y_{t+1}) —
+    # the y-move is non-zero, so it is released with a bound proportional to the move
+    sens = [r.sensitivity for rnd, _ in mech.ledger.summary() for r in rnd.releases
+            if r.tag.startswith("increment")]
+    moved = np.linalg.norm(to_numpy(y) - to_numpy(state.y))
+    assert sens and sens[0] == pytest.approx(2 * moved / 8)
+    # called again from the point its estimate is anchored at: no move, nothing released
+    before = sum(c for _, c in mech.ledger.summary())
+    alg.inner(setup.oracle, mech, plan, 2, x, x, state2.y, state2)
+    assert sum(c for _, c in mech.ledger.summary()) == before == 2
+    assert not np.array_equal(to_numpy(y2), to_numpy(y))
+
+
+@pytest.mark.parametrize("select", ["next", "current"])
+def test_select_modes_with_one_inner_step(select: str) -> None:
+    setup = make_setup("ncsc_double_well")
+    alg = small_rgda(inner_steps=1, select=select, lr_y=0.5)
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=1e-6, sigma=1e-9))
+    mech = make_mech(setup.backend)
+    y0 = setup.oracle.y0
+    y1, state = alg.inner(setup.oracle, mech, plan, 0, setup.oracle.x0, setup.oracle.x0, y0,
+                          None)
+    np.testing.assert_array_equal(state.y, y0)  # (v, u) estimate at y_{t,s}, s = 0
+    if select == "current":
+        np.testing.assert_array_equal(y1, y0)  # y never moves: the reason for "next"
+    else:
+        np.testing.assert_allclose(y1, y0 + 0.5 * state.u)
+
+
+def test_dp_rgda_escapes_the_saddle_without_noise() -> None:
+    setup = make_setup("ncsc_double_well", init=0.0, spread=0.0)
+    oracle = setup.oracle
+    assert np.linalg.norm(oracle.grad(oracle.x0)) < 1e-15  # x₀ = 0 is the saddle
+    alg = DPRGDA(DPRGDA.Params(steps=300, period=5, inner_steps=2, batch_refresh=60,
+                               batch_diff=60, lr=0.05, alpha=0.01, lr_escape=0.5,
+                               radius=0.05, escape_steps=20))
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=math.inf, sigma=1e-9))
+    run_steps(alg, oracle, plan, make_mech(setup.backend))
+    diag = alg.diagnostics()
+    assert diag["escape_triggers"] >= 1 and diag["escapes"] >= 1
+    out = alg.output()
+    assert np.linalg.norm(oracle.grad(out)) < 0.05
+    assert np.linalg.eigvalsh(dense_hessian(oracle, out))[0] > 0  # a minimum, not the saddle
+
+
+def test_dp_rgda_certifies_a_saddle_it_cannot_leave() -> None:
+    setup = make_setup("ncsc_double_well", init=0.0, spread=0.0)
+    alg = DPRGDA(DPRGDA.Params(steps=60, period=5, inner_steps=1, batch_refresh=60,
+                               batch_diff=60, alpha=0.5, lr_escape=1e-4, radius=1e-6,
+                               escape_steps=5, early_return=True))
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=math.inf, sigma=1e-9))
+    steps = run_steps(alg, setup.oracle, plan, make_mech(setup.backend))
+    diag = alg.diagnostics()
+    assert diag["certificates"] == 1 and diag["stopped_at"] == len(steps) < 60
+    np.testing.assert_array_equal(alg.output(), setup.oracle.x0)  # the anchor
+
+
+def test_erm_schedule_values() -> None:
+    inst = get_problem("ncsc_double_well")(get_problem("ncsc_double_well").Params(n=1000)
+                                           ).build(0)
+    target = PrivacyTarget(epsilon=2.0, delta=1e-6)
+    e = eps_bar(inst, target)
+    assert e == pytest.approx(math.sqrt(10 * math.log(1e6)) / 2000)
+    p = erm_schedule(DPRGDA.Params(schedule="erm"), inst, target)
+    assert (p.steps, p.period, p.inner_steps, p.batch_refresh, p.batch_diff) == (
+        943, 30, 1, 1000, 33)
+    assert p.alpha == pytest.approx(e ** (2 / 3)) and p.lr == pytest.approx(0.2 * e ** (2 / 3))
+    with pytest.raises(ValueError, match="finite epsilon"):
+        erm_schedule(DPRGDA.Params(schedule="erm"), inst, PrivacyTarget())
+
+
+# -- baselines and compatibility -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["dp_sgda", "private_diff"])
+def test_minimax_baselines_spend_what_they_plan(name: str) -> None:
+    setup = make_setup("ncsc_double_well")
+    cls = get_algorithm(name)
+    alg = cls(cls.Params(steps=6))
+    plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=1e-6,
+                                                  calibration="advanced"))
+    assert plan.eps.advanced == pytest.approx(2.0, rel=1e-6)
+    mech = make_mech(setup.backend)
+    steps = run_steps(alg, setup.oracle, plan, mech)
+    assert len(steps) == 6
+    assert epsilon(mech.ledger, 1e-6, "advanced") == pytest.approx(2.0, rel=1e-6)
+    assert all(r.sigma == pytest.approx(plan.sigma) for rnd, _ in mech.ledger.summary()
+               for r in rnd.releases)
+
+
+def test_minimax_algorithms_refuse_and_skip_plain_problems() -> None:
+    setup = make_setup("strict_saddle")
+    for cls in (c for c in ALGORITHMS.values() if c.minimax):
+        alg = cls()
+        with pytest.raises(TypeError, match="minimax problem"):
+            next(alg.iterate(setup.oracle, alg.plan(setup.instance, PrivacyTarget(sigma=1.0)),
+                             make_mech(setup.backend)))
+    exp = parse_experiment({
+        "suite": "mixed", "seeds": 1, "privacy": {"epsilon": 1},
+        "problems": [{"name": "strict_saddle"}, {"name": "matrix_sensing"}],
+        "algorithms": [{"name": "dp_rgda"}, {"name": "dp_sgd"}]})
+    pairs = {(s.problem.name, s.algorithm.name) for s in exp.specs}
+    assert pairs == {("strict_saddle", "dp_sgd"), ("matrix_sensing", "dp_sgd"),
+                     ("matrix_sensing", "dp_rgda")}
+    assert any("dp_rgda is a minimax algorithm" in s for s in exp.skipped)
+
+
+# -- reports ------------------------------------------------------------------------------------
+
+def test_published_tables_and_rates_load() -> None:
+    published = published_for("xu2026")
+    assert published is not None and len(published.entries) == 12
+    ours = [r for r in published.rates if r.algorithm == "dp_rgda"]
+    assert sorted((r.objective, r.privacy_exponent) for r in ours) == [
+        ("empirical", pytest.approx(2 / 3)), ("population", 0.5)]
+
+
+def test_rates_schema_is_validated(tmp_path: Path) -> None:
+    bad = {"paper": "x", "entries": [], "rates": [{"method": "m", "table": "T", "problem": "max",
+                                                    "objective": "empirical", "bound": "b",
+                                                    "privacy_exponent": 1, "sosp": True}]}
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(PublishedError, match="minimax or minimization"):
+        load_published(path)
+    bad["rates"][0].update(problem="minimax", sosp="yes")
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(PublishedError, match="sosp"):
+        load_published(path)
+
+
+def test_rate_slope_recovers_a_known_exponent() -> None:
+    rng = np.random.default_rng(0)
+    eps_bars = np.repeat(np.geomspace(1e-4, 1e-1, 8), 5)
+    values = 3.0 * eps_bars ** (2 / 3) * np.exp(rng.normal(0, 0.1, len(eps_bars)))
+    slope, lo, hi = rate_slope(eps_bars, values)
+    assert lo <= 2 / 3 <= hi and hi - lo < 0.1
+    assert slope == pytest.approx(2 / 3, abs=0.03)
+    flat = rate_slope(eps_bars, 0.2 * np.exp(rng.normal(0, 0.1, len(eps_bars))))
+    assert not flat[1] <= 2 / 3 <= flat[2]
+
+
+def test_experiment_files_are_valid() -> None:
+    for scale in ("quick", "paper"):
+        files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
+        assert [f.name for f in files] == ["rate_ncsc.yaml", "table2_matrix_sensing.yaml"]
+        for path in files:
+            exp = load_experiment(path)
+            assert exp.paper == "xu2026" and exp.scale == scale and exp.specs
+            assert not exp.skipped
+
+
+SMALL_SENSING = {"p": 4, "q": 3, "rank": 2, "n": 40}
+TINY = {
+    "table2_matrix_sensing.yaml": {
+        "suite": "xu2026_quick_table2_matrix_sensing", "paper": "xu2026", "scale": "quick",
+        "seeds": 2, "privacy": {"epsilon": 2, "delta": 1e-6,
+                                "calibration": ["advanced", "pld"]},
+        "eval": {"points": 3, "metrics": ["loss", "grad_norm", "lambda_min"]},
+        "problems": [{"name": "matrix_sensing", "params": SMALL_SENSING,
+                      "sweep": {"x_star_norm": [20, 100]}}],
+        "algorithms": [
+            {"name": "dp_rgda", "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8}},
+            {"name": "ada_dp_spider", "params": {"steps": 6, "batch_refresh": 20,
+                                                 "batch_diff": 8}},
+            {"name": "dp_spider_at", "label": "sto_spider",
+             "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8}},
+            {"name": "private_diff", "params": {"steps": 6}},
+            {"name": "dp_sgda", "params": {"steps": 6, "batch_size": 8}},
+            {"name": "dp_rgda", "label": "dp_rgda_nonprivate",
+             "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8},
+             "privacy": {"epsilon": math.inf, "sigma": 1e-9, "calibration": "pld"}}]},
+    "rate_ncsc.yaml": {
+        "suite": "xu2026_quick_rate_ncsc", "paper": "xu2026", "scale": "quick", "seeds": 2,
+        "privacy": {"epsilon": [1, 2], "delta": 1e-6, "calibration": "pld"},
+        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
+        "problems": [{"name": "ncsc_double_well", "params": {"d": 3, "d_y": 4, "n": 60}}],
+        "algorithms": [{"name": "dp_rgda", "params": {"schedule": "erm", "theory_alpha": 10.0,
+                                                      "diff_clip_mode": "movement"}}]},
+}
+
+
+def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "experiments" / "xu2026" / "quick"
+    folder.mkdir(parents=True)
+    for name, doc in TINY.items():
+        (folder / name).write_text(yaml.safe_dump(doc))
+    monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
+    out = tmp_path / "out"
+    assert cli.main(["reproduce", "xu2026", "--out", str(out), "--jobs", "2",
+                     "--no-progress"]) == 0
+    page = out / "report" / "xu2026" / "quick"
+    html = (page / "index.html").read_text()
+    for fragment in ("Second Order Stationary Points", "Table 2: published vs ours",
+                     "Table 2 regenerated, ‖X*‖_F = 100", "The X* scale", "Table 1: utility",
+                     "Rate check", "Alg. 3 formula std", "A6", "mis-citation"):
+        assert fragment in html, fragment
+    for claim in ("S1", "C1", "C2", "C3", "T2", "R1"):
+        assert f"<td>{claim}</td>" in html, claim
+    assert (page / "figure1_scale100_advanced.png").is_file()
+    assert (page / "xu2026_quick_rate_ncsc.png").is_file()
