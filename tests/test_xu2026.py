@@ -328,7 +328,7 @@ def test_minimax_baselines_spend_what_they_plan(name: str) -> None:
 def test_minimax_algorithms_refuse_and_skip_plain_problems() -> None:
     setup = make_setup("strict_saddle")
     for cls in (c for c in ALGORITHMS.values() if c.minimax):
-        alg = cls()
+        alg = cls(cls.Params(steps=3))
         with pytest.raises(TypeError, match="minimax problem"):
             next(alg.iterate(setup.oracle, alg.plan(setup.instance, PrivacyTarget(sigma=1.0)),
                              make_mech(setup.backend)))

@@ -101,9 +101,9 @@ def _final_table(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["p_prob_x_star_norm", "calibration", "label"]
     cols = [f"final_{m}" for m, _ in METRICS]
     grouped = _done(runs).groupby(keys)
-    return grouped[cols].mean().join(grouped[cols].sem(), rsuffix="_se").join(
-        grouped[["sigma", "eps_advanced", "eps_pld"]].first()).join(
-        grouped.size().rename("runs"))
+    return pd.concat([grouped[cols].mean(), grouped[cols].sem().add_suffix("_se"),
+                      grouped[["sigma", "eps_advanced", "eps_pld"]].first(),
+                      grouped.size().rename("runs")], axis=1)
 
 
 def _table2(results: PaperResults) -> list[dict[str, Any]]:
@@ -237,7 +237,7 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
                 for ax, (metric, name) in zip(axes, METRICS, strict=True):
                     ax.plot(mean.index, mean[metric], color=colour[base], label=label,
                             ls="--" if base != label else "-")
-                    ax.set_title(name, fontsize=9)
+                    ax.set_title(name.replace("x_T", "x_t"), fontsize=9)
                     ax.set_xlabel("t")
             axes[0].set_yscale("log")
             axes[1].set_yscale("log")
@@ -249,9 +249,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
             plt.close(fig)
             figures.append(Figure(f"{stem}.png", f"Figure 1 regenerated (‖X*‖_F = {scale:g}, "
                                   f"calibration {cal}): (a) Φ(x_t), (b) ‖∇Φ(x_t)‖ (log), (c) "
-                                  "λ_min(∇²Φ(x_t)), mean over seeds; dashed: σ → 0 references, "
-                                  "calibrated privately with the same step sizes (pld rows "
-                                  "only)."))
+                                  "λ_min(∇²Φ(x_t)), mean over seeds; dashed: the σ → 0 "
+                                  "references with the same step sizes (in the pld panels)."))
     for suite in _suites(results, "rate"):
         figures += _rate_figure(results, suite, out)
     return figures
