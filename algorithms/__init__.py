@@ -13,9 +13,10 @@ from algorithms import noisy_sgd as _noisy_sgd
 from algorithms import prisma as _prisma
 from algorithms import private_diff as _private_diff
 from algorithms import sgd as _sgd
-from algorithms.base import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step, get_algorithm
+from algorithms import spider_sosp as _spider_sosp
+from algorithms.base import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Rate, Step, get_algorithm
 
-__all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Step", "get_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Rate", "Step", "get_algorithm"]
 
 del (_ada_dp_spider, _dp_rgda, _dp_sgd, _dp_sgda, _dp_spider_at, _gauss_psgd, _noisy_sgd, _prisma,
-     _private_diff, _sgd)
+     _private_diff, _sgd, _spider_sosp)

@@ -42,7 +42,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
 from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
@@ -196,6 +196,7 @@ class SpiderAlgorithm(Algorithm):
     """Plan hooks shared by the algorithms built on :class:`SpiderOracle`."""
 
     Params: ClassVar[type] = SpiderParams
+    data_limited = True
 
     @property
     def budget(self) -> SpiderBudget:
@@ -235,6 +236,12 @@ class AdaDPSpider(SpiderAlgorithm):
     paper = "tao2025"
     reference = ("Tao, Zhang, Yu, Cheng, Dressler, Wang 2025, Second-Order Convergence in "
                  "Private Stochastic Non-Convex Optimization, Algs. 2-3")
+    rate = Rate(objective="population", stationarity="first", privacy_exponent=2 / 5,
+                sample_exponent=1 / 3,
+                source="Theorem 2 (Theorem 3 distributed), tao2025; xu2026 Table 1",
+                note="Theorem 2 bounds Gauss-PSGD run with this oracle: α = Õ(n^{-1/3} + "
+                     "(√d/(nε))^{2/5}); run as plain descent without the escape loop only its "
+                     "first-order part is claimed here; m clients: (mn)^{-1/3}, √m·nε")
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)

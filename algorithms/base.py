@@ -52,6 +52,42 @@ class PrivacyTarget:
             raise ValueError(f"sigma must be > 0, got {self.sigma}")
 
 
+OBJECTIVES = ("population", "empirical")
+STATIONARITIES = ("first", "second")
+
+
+@dataclass(frozen=True)
+class Rate:
+    """The utility rate a paper's theorem claims for an algorithm.
+
+    The bound on ‖∇F‖ (first order) or on α of an α-SOSP (second order) is
+    Õ(n^{-b} + (√d/(nε))^a): ``privacy_exponent`` is a, ``sample_exponent`` is b (None where
+    the bound has no such term, e.g. an empirical-risk bound or a non-private method).
+    ``source`` names the theorem and the paper key; ``note`` any caveat.
+    """
+
+    objective: str
+    stationarity: str
+    privacy_exponent: float | None
+    sample_exponent: float | None
+    source: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.stationarity not in STATIONARITIES:
+            raise ValueError(
+                f"stationarity must be one of {STATIONARITIES}, got {self.stationarity!r}"
+            )
+        for name in ("privacy_exponent", "sample_exponent"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 < value <= 1.0:
+                raise ValueError(f"{name} must be in (0, 1] or None, got {value}")
+        if not self.source.strip():
+            raise ValueError("source must name the theorem and the paper")
+
+
 @dataclass
 class Plan:
     """The untimed result of calibration: σ, schedule sizes and the ε figures."""
@@ -101,6 +137,12 @@ class Algorithm(ABC):
     private: ClassVar[bool] = True
     #: True when the algorithm needs a minimax oracle (per-sample partials in x and y)
     minimax: ClassVar[bool] = False
+    #: instance constants the algorithm needs (e.g. true per-sample bounds G, L, ρ)
+    needs: ClassVar[tuple[str, ...]] = ()
+    #: True when a run may stop before T because its (single-use) data run out
+    data_limited: ClassVar[bool] = False
+    #: the utility rate the paper's theorem claims (None: the algorithm declares none)
+    rate: ClassVar[Rate | None] = None
     Params: ClassVar[type]
 
     def __init__(self, params: Any = None) -> None:

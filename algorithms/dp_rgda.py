@@ -80,7 +80,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import minimax_oracle, private_partial_diffs, private_partials
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
@@ -182,6 +182,12 @@ class DPRGDA(Algorithm):
     paper = "xu2026"
     reference = ("Xu, Tao, Ding, Fan, Wang 2026, Finding Differentially Private Second Order "
                  "Stationary Points in Stochastic Minimax Optimization, Algs. 2-3")
+    rate = Rate(objective="empirical", stationarity="second", privacy_exponent=2 / 3,
+                sample_exponent=None,
+                source="Theorem 1 (ERM), xu2026",
+                note="‖∇Φ_S‖ ≤ α, λ_min(∇²Φ_S) ≥ −√(ρ_Φα) with α = Õ((√(d log(1/δ))/(nε))^{2/3}), "
+                     "d = max(d₁, d₂); Theorem 2 (population, single pass): α = Õ(n^{-1/3} + "
+                     "(√(d log(1/δ))/(nε))^{1/2})")
     Params: ClassVar[type] = DPRGDAParams
     minimax = True
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from algorithms.base import Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
@@ -52,6 +52,15 @@ class DPSGD(SGD):
     paper = "avdiukhin2024"
     reference = "Abadi et al. 2016, Deep Learning with Differential Privacy; avdiukhin2024 Alg. 1"
     private = True
+    rate = Rate(objective="empirical", stationarity="first", privacy_exponent=1 / 2,
+                sample_exponent=None,
+                source="avdiukhin2024 §1 ('the standard convergence rate' d^{1/4}/√(nε)); "
+                       "huang2025 §1 (Yang et al. 2022: Õ((√d/(nε))^{1/2}) for DPSGD-GC)",
+                note="avdiukhin2024 uses Algorithm 1 only as a privacy black box and proves "
+                     "no utility bound for it; this is the best-known rate the notes cite "
+                     "(clipping inactive, or an a.s. bound on the gradient variance). With "
+                     "bounded variance only, clipping bias gives (√d/(nε))^{1/3} "
+                     "(Koloskova et al. 2023, huang2025 §1)")
     Params: ClassVar[type] = DPSGDParams
 
     def bound(self, data: DataInfo) -> float:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import minimax_oracle, private_partials
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
@@ -56,6 +56,14 @@ class DPSGDA(Algorithm):
     name = "dp_sgda"
     paper = "xu2026"
     reference = "Yang, Hu, Lei, Ying 2022 (UAI), as reconstructed in xu2026's notes §2.5(a)"
+    rate = Rate(objective="empirical", stationarity="first", privacy_exponent=1 / 2,
+                sample_exponent=None,
+                source="Zhang, Lei, Ding, Xiang, Xu, Wang 2025 (AAAI; arXiv:2503.18317), "
+                       "DP-SGDA analysis for NC-SC ERM",
+                note="‖∇Φ_S‖ = Õ(d^{1/4}/(nε)^{1/2}), from outside the notes (the abstract "
+                     "of the PrivateDiff paper); xu2026 Table 1 cites Yang et al. 2022's "
+                     "O(1/√n + √d/(nε)), a convex-concave primal-dual population bound, "
+                     "not a stationarity bound")
     Params: ClassVar[type] = DPSGDAParams
     minimax = True
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams
-from algorithms.base import Plan, Step, register_algorithm
+from algorithms.base import Plan, Rate, Step, register_algorithm
 from algorithms.privacy.ledger import Mechanism
 from problems.oracles import Oracle
 
@@ -81,6 +81,11 @@ class GaussPSGD(SpiderAlgorithm):
     paper = "tao2025"
     reference = ("Tao, Zhang, Yu, Cheng, Dressler, Wang 2025, Second-Order Convergence in "
                  "Private Stochastic Non-Convex Optimization, Alg. 1 (+ Algs. 2-3)")
+    rate = Rate(objective="population", stationarity="second", privacy_exponent=2 / 5,
+                sample_exponent=1 / 3,
+                source="Theorem 2 (Theorem 3 distributed), tao2025",
+                note="α = Õ(n^{-1/3} + (√d/(nε))^{2/5}), output directly (no selection); "
+                     "with m clients of n records each: Õ((mn)^{-1/3} + (√d/(√m·nε))^{2/5})")
     Params: ClassVar[type] = GaussPSGDParams
 
     def __init__(self, params: Any = None) -> None:

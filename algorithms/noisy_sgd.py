@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from algorithms.base import Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
 from algorithms.privacy.clipping import row_norms
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism
@@ -108,6 +108,12 @@ class NoisySGD(DPSGD):
     paper = "avdiukhin2024"
     reference = ("Avdiukhin, Dinitz, Fan, Yaroslavtsev 2024, Noise is All You Need: "
                  "Private Second-Order Convergence of Noisy SGD, Alg. 2")
+    rate = Rate(objective="empirical", stationarity="second", privacy_exponent=1 / 2,
+                sample_exponent=None,
+                source="Theorem 3.5 (Theorem 1.1), avdiukhin2024",
+                note="α = Ω̃(f_max·d^{1/4}/√(nε)) = Ω̃((√d/(nε))^{1/2}); at least half of the "
+                     "iterates are α-SOSPs w.h.p. (the output needs the §3.4 selection); "
+                     "holds only on the event that no per-sample gradient exceeds C")
     Params: ClassVar[type] = NoisySGDParams
 
     def __init__(self, params: Any = None) -> None:

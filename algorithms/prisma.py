@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
 from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
@@ -89,6 +89,12 @@ class PriSMA(Algorithm):
     paper = "huang2025"
     reference = ("Huang, Zhang, Ling 2025, Differential Privacy in Distributed Learning: "
                  "Beyond Uniformly Bounded Stochastic Gradients (AISTATS), Alg. 1 / eq. 20")
+    rate = Rate(objective="empirical", stationarity="first", privacy_exponent=2 / 5,
+                sample_exponent=None,
+                source="Theorem 4 (eq. 19), huang2025",
+                note="(1/T)Σ_t E‖∇F(x^t)‖ ≤ Õ((√d/(√M·N·ε))^{2/5}) for M clients with N "
+                     "records each (local DP); eq. 108 prints the exponent as 1/δ and the "
+                     "conclusion as 2/3, both typos for 1/5 of d·log(1/δ)/(MN²ε²), i.e. 2/5")
     Params: ClassVar[type] = PriSMAParams
 
     def __init__(self, params: Any = None) -> None:
@@ -259,6 +265,13 @@ class DPSGDGC(PriSMA):
     paper = "huang2025"
     reference = ("Abadi et al. 2016 in the distributed local-DP form of huang2025 "
                  "(Algorithm 1 with γ = 1, no server clipping)")
+    rate = Rate(objective="empirical", stationarity="first", privacy_exponent=1 / 3,
+                sample_exponent=None,
+                source="huang2025 §4.3 (after Theorem 4) and §1, citing Koloskova et al. "
+                       "2023 and Li et al. 2024",
+                note="Õ((√d/(√M·N·ε))^{1/3}) under huang2025's assumptions (bounded "
+                     "variance, no bounded gradients): the rate the paper cites for this "
+                     "baseline, not proved in it (§4.3 misprints √(MN)ε for √M·N·ε)")
     Params: ClassVar[type] = DPSGDGCParams
 
     def __init__(self, params: Any = None) -> None:

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import minimax_oracle
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.clipping import clip_rows
@@ -71,6 +71,12 @@ class PrivateDiff(Algorithm):
     paper = "xu2026"
     reference = ("Zhang, Lei, Ding, Xiang, Xu, Wang 2025 (AAAI), Improved Rates of "
                  "Differentially Private Nonconvex-Strongly-Concave Minimax Optimization")
+    rate = Rate(objective="empirical", stationarity="first", privacy_exponent=2 / 3,
+                sample_exponent=None,
+                source="Zhang, Lei, Ding, Xiang, Xu, Wang 2025 (AAAI), as cited in xu2026's "
+                       "notes §2.5(d)",
+                note="‖∇Φ_S‖ = Õ(d^{1/3}/(nε)^{2/3}) = Õ((√d/(nε))^{2/3}) (first order, "
+                     "NC-SC ERM); xu2026 itself states no rate for this baseline")
     Params: ClassVar[type] = PrivateDiffParams
     minimax = True
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
-from algorithms.base import Algorithm, Plan, Step, register_algorithm
+from algorithms.base import Algorithm, Plan, Rate, Step, register_algorithm
 from algorithms.privacy.ledger import Batch, Mechanism
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -43,6 +43,14 @@ class SGD(Algorithm):
     paper = "baseline"
     reference = "Robbins & Monro 1951; the SGD curve of avdiukhin2024 Figs. 1-3"
     private = False
+    rate = Rate(objective="population", stationarity="first", privacy_exponent=None,
+                sample_exponent=1 / 4,
+                source="Arjevani et al. 2023 (Õ(σ²/α⁴) stochastic gradients), as cited in "
+                       "avdiukhin2024 §1 and its notes §4 (with Jin et al. 2021)",
+                note="non-private, so no privacy term; no paper proves a rate for this "
+                     "baseline: the best-known rate the notes cite is Õ(σ²/α⁴) oracle calls "
+                     "to an α-stationary point, i.e. α ∝ n^{-1/4} after one pass over n "
+                     "samples (on the empirical risk with repeated passes: no n floor)")
     Params: ClassVar[type] = SGDParams
 
     def steps(self, data: DataInfo) -> int:

@@ -97,6 +97,11 @@ def build_problem(name: str, params: Any, seed: int) -> Instance:
 # Small algorithm settings shared by most tests.
 SMALL_ALGO: dict[str, Any] = {"steps": 4, "batch_size": 16, "lr": 0.01, "batch_refresh": 16,
                                "batch_diff": 8}
+# Per-algorithm settings for the small problems where the shared ones do not fit: Alg 3-R's
+# batch sizes follow from α (α = 2 and small c_v keep them to a few dozen samples).
+ALGO_OVERRIDES: dict[str, dict[str, Any]] = {
+    "spider_sosp": {"alpha": 2.0, "c_var": 0.01, "batching": "shared"},
+}
 
 DELTA = 1e-5
 
@@ -173,6 +178,7 @@ def make_algorithm(name: str, instance: Instance | None = None, **overrides: Any
     cls = ALGORITHMS[name]
     fields = set(cls.Params.__dataclass_fields__)
     kw = {k: v for k, v in SMALL_ALGO.items() if k in fields}
+    kw.update(ALGO_OVERRIDES.get(name, {}))
     if ("bound" in fields and instance is not None and "G" not in instance.constants
             and "bound" not in overrides):
         kw["bound"] = 5.0
@@ -209,6 +215,15 @@ def run_algorithm(name: str, setup: Setup, *, noise_seed: int = 1, sampling_seed
     plan = alg.plan(setup.instance, target if target is not None else default_target(alg))
     mech = make_mech(setup.backend, noise_seed, sampling_seed)
     return alg, plan, mech, run_steps(alg, setup.oracle, plan, mech)
+
+
+def unsupported(alg_name: str, instance: Instance) -> str | None:
+    """Why algorithm ``alg_name`` cannot run on ``instance`` (None: it can)."""
+    cls = ALGORITHMS[alg_name]
+    missing = [k for k in cls.needs if k not in instance.constants]
+    if missing:
+        return f"{alg_name} needs the constants {missing}, which {instance.name} lacks"
+    return None
 
 
 def problem_backend_pairs() -> list[tuple[str, str]]:

@@ -25,7 +25,6 @@ from bench.spec import load_experiment, parse_experiment
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle
-from reports.papers.xu2026 import rate_slope
 from reports.published import PublishedError, load_published, published_for
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "xu2026"
@@ -364,17 +363,6 @@ def test_rates_schema_is_validated(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(PublishedError, match="sosp"):
         load_published(path)
-
-
-def test_rate_slope_recovers_a_known_exponent() -> None:
-    rng = np.random.default_rng(0)
-    eps_bars = np.repeat(np.geomspace(1e-4, 1e-1, 8), 5)
-    values = 3.0 * eps_bars ** (2 / 3) * np.exp(rng.normal(0, 0.1, len(eps_bars)))
-    slope, lo, hi = rate_slope(eps_bars, values)
-    assert lo <= 2 / 3 <= hi and hi - lo < 0.1
-    assert slope == pytest.approx(2 / 3, abs=0.03)
-    flat = rate_slope(eps_bars, 0.2 * np.exp(rng.normal(0, 0.1, len(eps_bars))))
-    assert not flat[1] <= 2 / 3 <= flat[2]
 
 
 def test_experiment_files_are_valid() -> None:

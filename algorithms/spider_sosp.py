@@ -1,0 +1,492 @@
+"""``spider_sosp`` (liu2024, Algorithms 2–4): single-pass SpiderBoost with adaptive batches,
+tree-aggregated gradient noise and a Hessian-model saddle escape; the notes' "Alg 3-R".
+
+    drift ← κ, frozen ← 0, count ← 0, esc ← False
+    for t = 0..T−1:
+      if drift ≥ κ or count ≥ τ:                                    # lines 4–6: O1, O3
+          ∇ ← (1/b) Σ ∇f(x_t; z),  H ← (1/b) Σ ∇²f(x_t; z'),  new tree, drift ← count ← 0
+      else:                                                         # lines 8–9: O2, O4
+          b_t ← b_t(‖g_{t−1}‖)  (A6)
+          ∇ ← ∇ + (1/b_t) Σ [∇f(x_t; z) − ∇f(x_{t−1}; z)]
+          H ← H + (1/b_t) Σ [∇²f(x_t; z') − ∇²f(x_{t−1}; z')]
+      ∇̃_t ← ∇ + TREE(k)                                              # released, k = leaf
+      if not esc and frozen ≤ 0 and t ≥ 1 and ‖∇̃_t‖ ≤ c_det·α:       # line 11 (A7)
+          esc ← True, frozen ← Γ, (g_a, H_a, x_a) ← (∇̃_t, H, x_t), count += 1
+      g_t ← g_a + H_a(x_t − x_a) + N(0, σ_esc² I) if esc else ∇̃_t    # lines 14–18 (Alg. 2)
+      x_{t+1} ← x_t − g_t/M,  drift += ‖g_t‖,  frozen −= 1           # line 19
+      if esc and (‖x_{t+1} − x_a‖ ≥ Ξ or frozen ≤ 0): esc ← False     # lines 20–21
+
+Every oracle call draws fresh samples from one pass over the data (``mech.pool``); the run
+stops, recorded as such, when the pass cannot fill the next call's batch(es) (A3).
+
+Privacy (notes §3, exact): two streams over disjoint single-use batches. Gradient leaves
+(O1 with replace-one sensitivity 2G/b, O2 with 2M‖x_t − x_{t−1}‖/b_t = 2‖g_{t−1}‖/b_t)
+enter the tree (algorithms/privacy/tree.py), which records each leaf's nodes; each escape
+release depends on the Hessian estimate H_a, whose records are in the O3 batch (2M/b) and
+the O4 batches (2ρ‖Δx‖/b_t) of its lifetime: the release of sensitivity s·‖x_t − x_a‖ is
+recorded on each of those batches. Per-sample gradients are clipped at G and per-sample
+differences at M‖Δx‖ (no-ops under Assumption 3.1); the Hessian's sensitivity rests on
+the per-sample bounds M and ρ of Assumption 3.1, so the problem must supply true constants
+(``strict_saddle`` does). Batches are ``separate`` (the literal algorithm: each oracle its
+own batch, the streams compose in parallel) or ``shared`` (O1/O3 and O2/O4 on one batch,
+the streams add up).
+
+Calibration. With ``parameters: resolved`` (Alg 3-R, notes §2.6) utility fixes the noise,
+σ_tree = c_tree·γ/√(dL) and σ_esc = γ/√(d ln(T/ι)), and the calibrated multiplier σ sets the
+sensitivity targets s_g = σ_tree/σ, s_H = σ_esc/(σΞ), hence the batch sizes
+b = max{2G/s_g, c_v G²/γ², c_v M²/ϰ², 2M/s_H} and
+b_t(u) = max{2u/s_g, c_v κu/γ², c_v ρ²κu/(M²ϰ²), 2ρu/(M s_H), 1}. With ``parameters: paper``
+the batches are Theorem 3.17's, b = G√d/(εα) + G²/α² + M√d/(ρε) + M²/(ρα) and
+b_t = max{‖g‖√d/(αε), κ‖g‖/α², ρκ‖g‖/(M²α), 1}, and the noise is σ·(2G/b) for both streams;
+``calibration: paper`` is the paper's σ_tree = σ_t = α/√d (so σ = α b/(2G√d)), whose
+realised ε the accountants report (G1: far above the target). The planned ledger is the
+worst record: L = ⌈log₂T⌉ + 1 tree nodes, or K = Γτ escape releases.
+
+Deviations and resolved ambiguities (notes §2.1–2.6):
+
+* T1–T5: the tree's levels 0..⌈log₂Σ⌉, node noise drawn once and reused;
+* A4: ∇̃_t is released on refresh steps too, and the tree restarts at every refresh (O1 is
+  leaf 1 of a new tree);
+* A6: b_t from ‖g_{t−1}‖ = M‖x_t − x_{t−1}‖ (the paper's b_t(‖g_t‖) is circular), ceiled,
+  at least 1;
+* A7: the escape threshold γ log³(·) is c_det·α (the literal log³ is ~10³);
+* A9: a refresh forced by ``count`` mid-escape keeps the snapshot H_a; the ledger charges
+  the snapshot's records for every release that uses it;
+* A11/S1: the output is the anchor of the first escape that fails to move Ξ within Γ steps
+  (a certificate, post-processing), else the last iterate; ``early_stop`` ends the run there;
+* A13: noise never depends on realised maxima: sensitivity targets are fixed in advance;
+* G1: ``tau: paper`` (α^{3/2}/(M√ρ) < 1, a refresh after every escape) or ``repaired``,
+  τ = ⌈κ√ρ/(M√α)⌉; escape releases per Hessian lifetime K = Γ·max(1, τ);
+* §2.7: γ = α/c_γ, ϰ = √(ρα)/c_H, Ξ = c_Ξ√(α/ρ), Γ = ⌈c_Γ (M/√(ρα)) ln(d/ι)⌉,
+  T = ⌈c_T BM/α²⌉ (or ``steps``), κ = c_κ max{α√d/ε, (BGM)^{1/3}}; the concentration logs
+  ℓ₁ are absorbed into c_v;
+* ablations: ``noise: gaussian`` replaces the tree by per-leaf Gaussian noise at equal
+  privacy (σ_tree/√L per leaf, Ganesh et al.'s increments); ``batch: fixed`` uses the
+  worst-case b_t(G) at every step; ``escape: false`` never escapes (an FOSP method).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.lambda_min import hessian
+from algorithms.privacy.clipping import clip_rows
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Pool, Release, Sampling
+from algorithms.privacy.tree import GaussianSums, TreeSums, tree_depth
+from problems.base import DataInfo
+from problems.oracles import Oracle
+
+HESSIAN_MAX = 2000  # dense Hessian estimates (notes §6: dense is better for d ≲ 2000)
+CHOICES = {"parameters": ("resolved", "paper"), "tau": ("repaired", "paper"),
+           "batching": ("separate", "shared"), "batch": ("adaptive", "fixed"),
+           "noise": ("tree", "gaussian")}
+
+
+@dataclass(frozen=True)
+class SpiderSOSPParams:
+    alpha: float = 0.1
+    steps: int | None = None
+    c_gamma: float = 4.0
+    c_hess: float = 4.0
+    c_xi: float = 1.0
+    c_escape: float = 2.0
+    c_steps: float = 32.0
+    c_kappa: float = 1.0
+    c_det: float = 1.0
+    c_var: float = 1.0
+    c_tree: float = 1.0
+    iota: float = 0.05
+    gap: float = 2.0
+    G: float | None = None
+    M: float | None = None
+    rho: float | None = None
+    parameters: str = "resolved"
+    tau: str = "repaired"
+    batching: str = "separate"
+    batch: str = "adaptive"
+    noise: str = "tree"
+    escape: bool = True
+    early_stop: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "c_gamma", "c_hess", "c_xi", "c_escape", "c_steps", "c_kappa",
+                     "c_det", "c_var", "c_tree", "gap"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0 < self.iota < 1:
+            raise ValueError(f"iota must be in (0, 1), got {self.iota}")
+        if self.steps is not None and self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {allowed}")
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Everything Alg 3-R derives before it touches data (§2.7)."""
+
+    G: float
+    M: float
+    rho: float
+    d: int
+    gamma: float
+    varkappa: float
+    xi: float
+    escape_steps: int
+    steps: int
+    depth: int
+    kappa: float
+    tau: int
+    sigma_tree: float
+    sigma_escape: float
+
+    @property
+    def escape_releases(self) -> int:
+        """K = Γ·τ: escape releases that can use one Hessian estimate."""
+        return self.escape_steps * self.tau
+
+
+def derive(p: SpiderSOSPParams, data: DataInfo, epsilon: float) -> Constants:
+    """The constants of Alg 3-R from the problem's G, M, ρ (or the params') and α."""
+    def constant(given: float | None, key: str) -> float:
+        value = given if given is not None else data.constants.get(key)
+        if value is None:
+            raise ValueError(f"spider_sosp needs the per-sample constant {key} (Assumption "
+                             f"3.1): the problem has none; pass it as a parameter")
+        return float(value)
+
+    G, M, rho = constant(p.G, "G"), constant(p.M, "L"), constant(p.rho, "rho")
+    d, a = data.d, p.alpha
+    if d > HESSIAN_MAX:
+        raise ValueError(f"spider_sosp keeps dense d × d Hessian estimates: d ≤ {HESSIAN_MAX}, "
+                         f"got d = {d}")
+    gamma, xi = a / p.c_gamma, p.c_xi * math.sqrt(a / rho)
+    escape_steps = math.ceil(p.c_escape * M / math.sqrt(rho * a) * math.log(d / p.iota))
+    steps = p.steps or math.ceil(p.c_steps * p.gap * M / a**2)
+    privacy = a * math.sqrt(d) / epsilon if math.isfinite(epsilon) else 0.0
+    kappa = p.c_kappa * max(privacy, (p.gap * G * M) ** (1 / 3))
+    tau = 1 if p.tau == "paper" else math.ceil(kappa * math.sqrt(rho) / (M * math.sqrt(a)))
+    depth = tree_depth(steps)
+    if p.parameters == "paper":
+        sigma_tree = sigma_escape = a / math.sqrt(d)  # Thm 3.17 (replaced by σ·2G/b in plan)
+    else:
+        sigma_tree = p.c_tree * gamma / math.sqrt(d * depth)
+        sigma_escape = gamma / math.sqrt(d * math.log(steps / p.iota))
+    return Constants(G=G, M=M, rho=rho, d=d, gamma=gamma, varkappa=math.sqrt(rho * a) / p.c_hess,
+                     xi=xi, escape_steps=escape_steps, steps=steps, depth=depth, kappa=kappa,
+                     tau=tau, sigma_tree=sigma_tree, sigma_escape=sigma_escape)
+
+
+@dataclass
+class Batches:
+    """Batch sizes for a noise multiplier σ: the refresh size b and the rule b_t(u)."""
+
+    p: SpiderSOSPParams
+    c: Constants
+    sigma: float
+    epsilon: float
+
+    @property
+    def s_grad(self) -> float:
+        """Per-leaf sensitivity target of the gradient stream."""
+        return self.c.sigma_tree / self.sigma
+
+    @property
+    def s_hess(self) -> float:
+        """Operator-norm sensitivity target of the Hessian estimate."""
+        return self.c.sigma_escape / (self.sigma * self.c.xi)
+
+    def refresh(self) -> int:
+        c, cv = self.c, self.p.c_var
+        if self.p.parameters == "paper":
+            e, a, d = self.epsilon, self.p.alpha, c.d
+            private = (c.G * math.sqrt(d) / (e * a) + c.M * math.sqrt(d) / (c.rho * e)
+                       if math.isfinite(e) else 0.0)
+            return math.ceil(private + c.G**2 / a**2 + c.M**2 / (c.rho * a))
+        return math.ceil(max(2 * c.G / self.s_grad, cv * c.G**2 / c.gamma**2,
+                             cv * c.M**2 / c.varkappa**2, 2 * c.M / self.s_hess))
+
+    def difference(self, u: float) -> int:
+        """b_t for ‖g_{t−1}‖ = u (A6)."""
+        c, cv, k = self.c, self.p.c_var, self.c.kappa
+        if self.p.batch == "fixed":
+            u = c.G
+        if self.p.parameters == "paper":
+            a, e = self.p.alpha, self.epsilon
+            private = u * math.sqrt(c.d) / (a * e) if math.isfinite(e) else 0.0
+            return max(1, math.ceil(max(private, k * u / a**2, c.rho * k * u / (c.M**2 * a))))
+        return max(1, math.ceil(max(2 * u / self.s_grad, cv * k * u / c.gamma**2,
+                                    cv * c.rho**2 * k * u / (c.M**2 * c.varkappa**2),
+                                    2 * c.rho * u / (c.M * self.s_hess))))
+
+
+def escape(g: np.ndarray, hess: np.ndarray, *, steps: int, radius: float, lr: float,
+           std: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 2 from the anchor 0 for a stack of trials: g (trials, d), H (trials, d, d).
+
+    x_t = x_{t−1} − η(g + H x_{t−1} + ζ_{t−1}), ζ ~ N(0, std² I), until ‖x_t‖ ≥ Ξ (the
+    trial escapes; y = x_t) or Γ steps (y = the anchor, E6). Returns (y − anchor, steps
+    taken); the escape steps of :class:`SpiderSOSP` are the same recursion, interleaved
+    with oracle calls and charged to H's records.
+    """
+    x = np.zeros_like(g)
+    done = np.zeros(len(g), dtype=bool)
+    taken = np.full(len(g), steps)
+    for t in range(1, steps + 1):
+        noise = std * rng.standard_normal(g.shape)
+        x = np.where(done[:, None], x, x - lr * (g + np.einsum("tij,tj->ti", hess, x) + noise))
+        out = ~done & (np.linalg.norm(x, axis=1) >= radius)
+        taken[out] = t
+        done |= out
+        if done.all():
+            break
+    return np.where(done[:, None], x, 0.0), taken
+
+
+@register_algorithm
+class SpiderSOSP(Algorithm):
+    """Alg 3-R: tree-noised adaptive-batch SpiderBoost with Hessian-model escapes."""
+
+    name = "spider_sosp"
+    paper = "liu2024"
+    reference = ("Liu, Talwar 2024, Adaptive Batch Size for Privately Finding Second-Order "
+                 "Stationary Points, Algs. 1-4")
+    Params: ClassVar[type] = SpiderSOSPParams
+    needs = ("G", "L", "rho")
+    data_limited = True
+    rate = Rate(objective="population", stationarity="second", privacy_exponent=1 / 2,
+                sample_exponent=1 / 3, source="Theorem 3.17 (Remark 3.18), liu2024",
+                note="with the paper's τ the proof supports only 2/5 and n^{-2/7} (notes G2)")
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.constants: Constants | None = None
+        self._diag: dict[str, Any] = {}
+        self._certificate: Any = None
+
+    # -- plan -----------------------------------------------------------------------------
+    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
+        self.constants = derive(self.params, data, target.epsilon)
+        plan = super().plan(data, target)
+        sizes = Batches(self.params, self.constants, plan.sigma, target.epsilon) \
+            if plan.sigma > 0 else None
+        plan.extra.update({f"c_{k}": v for k, v in vars(self.constants).items()})
+        if sizes is not None:
+            plan.extra.update(b=sizes.refresh(), b_t_at_G=sizes.difference(self.constants.G),
+                              escape_releases=self.constants.escape_releases)
+        return plan
+
+    def steps(self, data: DataInfo) -> int:
+        return self._constants().steps
+
+    def batch_size(self, data: DataInfo) -> float:
+        return 1.0  # adaptive; the plan records b and b_t(G)
+
+    def _constants(self) -> Constants:
+        if self.constants is None:
+            raise RuntimeError("spider_sosp: plan() first")
+        return self.constants
+
+    def _hessian_ratio(self) -> float:
+        """Escape-release multiplier over the tree multiplier in the worst case."""
+        if self.params.parameters == "paper":  # the same σ for both streams, σ·2G/b
+            c = self._constants()
+            return c.G / (c.M * c.xi)
+        return 1.0
+
+    def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
+        """The worst record: L tree nodes (gradient stream), K escape releases (Hessian)."""
+        c, ledger = self._constants(), Ledger()
+        grad = [Release("gaussian", "tree_node", sigma=sigma)] * c.depth
+        hess = [Release("gaussian", "escape", sigma=sigma * self._hessian_ratio())] * \
+            (c.escape_releases if self.params.escape else 0)
+        pool = Sampling("disjoint", data.n, rate=1 / data.n, size=1)
+        if self.params.batching == "shared":
+            ledger.record(pool, grad + hess)
+        else:
+            for releases in (grad, hess):
+                if releases:
+                    ledger.record(pool, releases)
+        return ledger
+
+    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
+        """Thm 3.17's σ_tree = α/√d at the paper's b, as a multiplier of 2G/b."""
+        if self.params.parameters != "paper":
+            raise ValueError("spider_sosp: calibration paper needs parameters: paper")
+        c = self._constants()
+        b = Batches(self.params, c, 1.0, target.epsilon).refresh()
+        return self.params.alpha / math.sqrt(c.d) / (2 * c.G / b)
+
+    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
+        return None  # the paper claims (ε, δ) for its settings; the accountants report it
+
+    # -- Algorithm 3 ----------------------------------------------------------------------
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+        run = _Run(self, oracle, plan, mech)
+        self._certificate = None
+        self._x = oracle.x0
+        for t in range(plan.steps):
+            x = run.step(t)
+            if x is None:
+                break
+            self._x = x
+            if run.certified is not None and self._certificate is None:
+                self._certificate = run.certified
+            yield Step(t + 1, x, epoch=run.pool.progress)
+            if self._certificate is not None and self.params.early_stop:
+                break
+        self._diag = run.diagnostics()
+
+    def output(self) -> Any:
+        """S1: the anchor of the first failed escape, else the last iterate."""
+        return self._certificate if self._certificate is not None else super().output()
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {**self._diag, "output": "certificate" if self._certificate is not None
+                else "last"}
+
+
+class _Run:
+    """The state of one run of Algorithm 3 (kept out of the registered class)."""
+
+    def __init__(self, alg: SpiderSOSP, oracle: Oracle, plan: Plan, mech: Mechanism) -> None:
+        self.p, self.c = alg.params, alg._constants()
+        self.oracle, self.mech, self.xp = oracle, mech, oracle.xp
+        self.sizes = Batches(self.p, self.c, plan.sigma, plan.target.epsilon)
+        self.b = self.sizes.refresh()
+        if self.p.parameters == "paper":  # the paper's σ for both streams, at this σ
+            self.sigma_tree = self.sigma_escape = plan.sigma * 2 * self.c.G / self.b
+        else:
+            self.sigma_tree, self.sigma_escape = self.c.sigma_tree, self.c.sigma_escape
+        self.pool: Pool = mech.pool(oracle.n, epochs=1)
+        self.x, self.x_prev, self.g_norm = oracle.x0, oracle.x0, 0.0
+        self.drift, self.frozen, self.count, self.escaping = self.c.kappa, 0, 0, False
+        self.tree: TreeSums | GaussianSums | None = None
+        self.hess: np.ndarray = np.zeros((self.c.d, self.c.d))
+        self.lifetime: list[tuple[Batch, float]] = []
+        self.anchor: tuple[Any, Any, np.ndarray, list[tuple[Batch, float]]] | None = None
+        self.certified: Any = None
+        self.counts = {"refreshes": 0, "differences": 0, "escapes": 0, "escapes_succeeded": 0,
+                       "escapes_failed": 0, "escape_steps": 0}
+        self.first_certificate_t: int | None = None
+        self.stopped = "steps"
+
+    def _norm(self, v: Any) -> float:
+        return float(self.oracle.backend.to_numpy(self.xp.linalg.vector_norm(v)))
+
+    def _take(self, size: int) -> tuple[Batch, Batch] | None:
+        """The batch(es) of one oracle call: one shared, or two separate."""
+        need = size if self.p.batching == "shared" else 2 * size
+        if self.pool.used + need > len(self.pool.population):
+            return None
+        first = self.pool.take(size)
+        second = first if self.p.batching == "shared" else self.pool.take(size)
+        assert first is not None and second is not None
+        return first, second
+
+    def _new_sums(self) -> TreeSums | GaussianSums:
+        if self.p.noise == "gaussian":  # equal privacy: one release of σ/√L per leaf
+            return GaussianSums(self.mech, self.sigma_tree / math.sqrt(self.c.depth))
+        return TreeSums(self.mech, self.sigma_tree)
+
+    def refresh(self) -> Any | None:
+        """O1 and O3 at x_t (lines 5–6): leaf 1 of a new tree."""
+        taken = self._take(self.b)
+        if taken is None:
+            return None
+        grad_batch, hess_batch = taken
+        grads = clip_rows(self.xp, self.oracle.per_sample_grads(self.x, grad_batch.indices),
+                          self.c.G)
+        self.hess = hessian(self.oracle, self.x, hess_batch.indices)
+        self.lifetime = [(hess_batch, 2 * self.c.M / self.b)]
+        self.tree = self._new_sums()
+        self.drift, self.count = 0.0, 0
+        self.counts["refreshes"] += 1
+        return self.tree.add(self.xp.mean(grads, axis=0), sensitivity=2 * self.c.G / self.b,
+                             batch=grad_batch)
+
+    def difference(self) -> Any | None:
+        """O2 and O4 at (x_t, x_{t−1}) on the same samples (lines 8–9)."""
+        assert self.tree is not None
+        size = self.sizes.difference(self.g_norm)
+        taken = self._take(size)
+        if taken is None:
+            return None
+        grad_batch, hess_batch = taken
+        step = self._norm(self.x - self.x_prev)
+        diffs = (self.oracle.per_sample_grads(self.x, grad_batch.indices)
+                 - self.oracle.per_sample_grads(self.x_prev, grad_batch.indices))
+        delta = self.xp.mean(clip_rows(self.xp, diffs, self.c.M * step), axis=0)
+        self.hess = self.hess + (hessian(self.oracle, self.x, hess_batch.indices)
+                                 - hessian(self.oracle, self.x_prev, hess_batch.indices))
+        self.lifetime.append((hess_batch, 2 * self.c.rho * step / size))
+        self.counts["differences"] += 1
+        sensitivity = max(2 * self.c.M * step / size, 1e-300)  # a zero move is a zero leaf
+        return self.tree.add(delta, sensitivity=sensitivity, batch=grad_batch)
+
+    def escape_direction(self) -> Any:
+        """g_a + H_a(x_t − x_a) + N(0, σ_esc² I) (Alg. 2 line 5), charged to H_a's records."""
+        assert self.anchor is not None
+        g_a, x_a, h_a, records = self.anchor
+        move = self.oracle.backend.to_numpy(self.x - x_a).astype(np.float64)
+        value = g_a + self.oracle.backend.asarray(h_a @ move)
+        distance = float(np.linalg.norm(move))
+        if distance == 0.0:  # H_a(x_t − x_a) = 0: no data in this release
+            return self.mech.perturb(value, self.sigma_escape)
+        for batch, s in records:
+            batch.releases.append(Release("gaussian", "escape",
+                                          sigma=self.sigma_escape / (s * distance),
+                                          sensitivity=s * distance))
+        return self.mech.perturb(value, self.sigma_escape)
+
+    def step(self, t: int) -> Any | None:
+        """One iteration; the new x, or None when the data run out."""
+        c = self.c
+        if self.drift >= c.kappa or self.count >= c.tau or self.tree is None:
+            estimate = self.refresh()
+        else:
+            estimate = self.difference()
+        if estimate is None:
+            self.stopped = "data"
+            return None
+        if (self.p.escape and not self.escaping and self.frozen <= 0 and t >= 1
+                and self._norm(estimate) <= self.p.c_det * self.p.alpha):  # line 11
+            self.escaping, self.frozen = True, c.escape_steps
+            self.anchor = (estimate, self.x, self.hess.copy(), list(self.lifetime))
+            self.count += 1
+            self.counts["escapes"] += 1
+        g = self.escape_direction() if self.escaping else estimate
+        if self.escaping:
+            self.counts["escape_steps"] += 1
+        self.x_prev, self.x = self.x, self.x - g / c.M  # line 19
+        self.g_norm = self._norm(g)
+        self.drift += self.g_norm
+        self.frozen -= 1
+        if self.escaping:
+            self._end_escape(t)
+        return self.x
+
+    def _end_escape(self, t: int) -> None:
+        """Lines 20–21; a failed escape certifies its anchor (S1)."""
+        assert self.anchor is not None
+        moved = self._norm(self.x - self.anchor[1]) >= self.c.xi
+        if moved or self.frozen <= 0:
+            self.escaping = False
+            self.counts["escapes_succeeded" if moved else "escapes_failed"] += 1
+            if not moved and self.certified is None:
+                self.certified, self.first_certificate_t = self.anchor[1], t + 1
+
+    def diagnostics(self) -> dict[str, Any]:
+        c = self.c
+        return {**self.counts, "first_certificate_t": self.first_certificate_t,
+                "samples_used": int(self.pool.used), "stopped": self.stopped, "b": self.b,
+                "b_t_at_G": self.sizes.difference(c.G), "escape_horizon": c.escape_steps,
+                "escape_radius": c.xi, "kappa": c.kappa, "tau": c.tau,
+                "sigma_tree": self.sigma_tree, "sigma_escape": self.sigma_escape}
