@@ -268,12 +268,15 @@ class SpiderSOSP(Algorithm):
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self.constants: Constants | None = None
+        self._epsilon = math.inf
+        self.escape_log: list[tuple[int, int, bool]] = []
         self._diag: dict[str, Any] = {}
         self._certificate: Any = None
 
     # -- plan -----------------------------------------------------------------------------
     def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
         self.constants = derive(self.params, data, target.epsilon)
+        self._epsilon = target.epsilon
         plan = super().plan(data, target)
         sizes = Batches(self.params, self.constants, plan.sigma, target.epsilon) \
             if plan.sigma > 0 else None
@@ -325,7 +328,22 @@ class SpiderSOSP(Algorithm):
         return self.params.alpha / math.sqrt(c.d) / (2 * c.G / b)
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return None  # the paper claims (ε, δ) for its settings; the accountants report it
+        """ε as the paper computes it for this run's noise: Thm 2.2 for the tree,
+        4(G/b)√(log₂T ln(1/δ))/σ_tree, plus Lemma 3.13 for the escapes,
+        2Ξ(M/b)√(Γτ ln(1/δ))/σ_t with the paper's τ = α^{3/2}/(M√ρ) (its add/remove
+        sensitivities G/b and M/b; the two parts compose as ε/2 + ε/2)."""
+        c = self._constants()
+        sizes = Batches(self.params, c, sigma, self._epsilon)
+        b = sizes.refresh()
+        if self.params.parameters == "paper":
+            sigma_tree = sigma_escape = sigma * 2 * c.G / b
+        else:
+            sigma_tree, sigma_escape = c.sigma_tree, c.sigma_escape
+        log = math.log(1 / delta)
+        tree = 4 * (c.G / b) * math.sqrt(math.log2(c.steps) * log) / sigma_tree
+        tau = self.params.alpha**1.5 / (c.M * math.sqrt(c.rho))
+        escapes = 2 * c.xi * (c.M / b) * math.sqrt(c.escape_steps * tau * log) / sigma_escape
+        return tree + (escapes if self.params.escape else 0.0)
 
     # -- Algorithm 3 ----------------------------------------------------------------------
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
@@ -343,6 +361,7 @@ class SpiderSOSP(Algorithm):
             if self._certificate is not None and self.params.early_stop:
                 break
         self._diag = run.diagnostics()
+        self.escape_log = run.escape_log
 
     def output(self) -> Any:
         """S1: the anchor of the first failed escape, else the last iterate."""
@@ -376,6 +395,8 @@ class _Run:
         self.counts = {"refreshes": 0, "differences": 0, "escapes": 0, "escapes_succeeded": 0,
                        "escapes_failed": 0, "escape_steps": 0}
         self.first_certificate_t: int | None = None
+        self.escape_log: list[tuple[int, int, bool]] = []  # (start t, end t, moved Ξ)
+        self.escape_start = 0
         self.stopped = "steps"
 
     def _norm(self, v: Any) -> float:
@@ -460,6 +481,7 @@ class _Run:
                 and self._norm(estimate) <= self.p.c_det * self.p.alpha):  # line 11
             self.escaping, self.frozen = True, c.escape_steps
             self.anchor = (estimate, self.x, self.hess.copy(), list(self.lifetime))
+            self.escape_start = t
             self.count += 1
             self.counts["escapes"] += 1
         g = self.escape_direction() if self.escaping else estimate
@@ -479,6 +501,7 @@ class _Run:
         moved = self._norm(self.x - self.anchor[1]) >= self.c.xi
         if moved or self.frozen <= 0:
             self.escaping = False
+            self.escape_log.append((self.escape_start, t, moved))
             self.counts["escapes_succeeded" if moved else "escapes_failed"] += 1
             if not moved and self.certified is None:
                 self.certified, self.first_certificate_t = self.anchor[1], t + 1

@@ -156,13 +156,85 @@ def calibration_table(results: PaperResults, note: str,
         r = part.iloc[0]
         rows.append([suite, problem, label, f"{eps:g}", f"{r['n']:g}", f"{r['batch_size']:g}",
                      f"{r['steps']:g}", f"{r['sigma']:.4g}", f"{r['plan_sigma_tight']:.4g}",
-                     f"{r['plan_noise_ratio_tight_over_paper']:.3g}", f"{r['eps_paper']:.4g}",
+                     f"{r['plan_noise_ratio_tight_over_paper']:.3g}",
+                     "–" if pd.isna(r["eps_paper"]) else f"{r['eps_paper']:.4g}",
                      f"{r['eps_pld']:.4g}", *(fn(r) for _, fn in extra)])
     return {"title": "ε as the paper computes it vs the accountant", "note": note,
             "columns": ["suite", "problem", "algorithm", "ε target", "n", "batch", "T",
                         "σ paper", "σ tight", "σ tight / σ paper", "ε paper", "ε PLD (spent)",
                         *(name for name, _ in extra)],
             "rows": rows}
+
+
+SCALING_PREDICTORS = {"n": "n", "p_prob_d": "d", "epsilon": "epsilon"}
+
+
+def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
+                  ) -> dict[str, Any] | None:
+    """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
+    declared rate predicts (bench/scaling.py), for every group of finished runs that differ
+    only in n, d or ε (at least ``min_runs`` runs and one predictor that varies)."""
+    from algorithms import get_algorithm
+    from bench.scaling import compare, declared_exponents, fit_exponents
+
+    runs = results.runs
+    column = f"final_{metric}"
+    if runs.empty or column not in runs:
+        return None
+    done = runs[(runs["status"] == "done") & runs["epsilon"].apply(math.isfinite)]
+    fixed = [c for c in done if str(c).startswith(("p_prob_", "p_alg_"))
+             and c not in (*SCALING_PREDICTORS, "p_prob_n")]
+    keys = ["suite", "problem", "algorithm", "label", "calibration", *fixed]
+    rows = []
+    for key, part in done.groupby([k for k in keys if k in done], dropna=False):
+        varying = [c for c in SCALING_PREDICTORS if c in part and part[c].nunique() > 1]
+        if len(part) < min_runs or not varying:
+            continue
+        frame = part.rename(columns=SCALING_PREDICTORS)
+        try:
+            fit = fit_exponents(frame, column, [SCALING_PREDICTORS[c] for c in varying])
+        except ValueError:
+            continue
+        rate = get_algorithm(str(part["algorithm"].iloc[0])).rate
+        declared = (declared_exponents(rate.privacy_exponent)
+                    if rate is not None and rate.privacy_exponent is not None else {})
+        checks = {c.predictor: c for c in compare(fit, declared)}
+        for p in fit.predictors:
+            lo, hi = fit.intervals[p]
+            check = checks.get(p)
+            rows.append([key[0], str(part["label"].iloc[0]), str(part["calibration"].iloc[0]),
+                         p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
+                         "–" if check is None else f"{check.declared:+.3f}",
+                         "–" if check is None else ("inside" if check.inside else "outside"),
+                         f"{fit.points}", f"{fit.r2:.2f}"])
+    if not rows:
+        return None
+    return {"title": f"Scaling of the final {metric.replace('_', ' ')} in n, d and ε",
+            "note": "Least-squares exponents of log(final metric) on log n, log d, log ε over "
+                    "runs that differ only there (95 % bootstrap intervals over runs), beside "
+                    "the exponents each algorithm's declared rate (√d/(nε))^a predicts while "
+                    "its privacy term dominates: −a in n and ε, a/2 in d (bench/scaling.py). "
+                    "'outside': the declared exponent is not in the interval.",
+            "columns": ["suite", "method", "calibration", "predictor", "fitted", "95 % CI",
+                        "declared", "declared vs CI", "runs", "R²"], "rows": rows}
+
+
+def rates_table(paper: str) -> dict[str, Any] | None:
+    """A paper's table of utility bounds from reports/published/<paper>.yaml."""
+    from reports.published import published_for
+
+    published = published_for(paper)
+    if published is None or not published.rates:
+        return None
+    rows = [[r.method, r.problem, r.objective, r.bound, f"{r.privacy_exponent:.3g}",
+             "–" if r.sample_exponent is None else f"{r.sample_exponent:.3g}",
+             "✓" if r.sosp else "✗", r.algorithm or "–", r.note] for r in published.rates]
+    return {"title": f"Utility bounds ({published.rates[0].table}; "
+                     f"reports/published/{paper}.yaml)",
+            "note": "Exponents: of √d/(nε) and of 1/n in the bound. 'ours': the registered "
+                    "implementation.",
+            "columns": ["method", "problem", "objective", "bound", "exp. √d/(nε)",
+                        "exp. 1/n", "SOSP", "ours", "note"], "rows": rows}
 
 
 def deviations(sources: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -184,6 +256,9 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     results = collect(results_root, paper, scale)
     out.mkdir(parents=True, exist_ok=True)
     sections: PaperSections = module.build(results, out)
+    scaling = scaling_table(results)
+    if scaling:
+        sections.tables.append(scaling)
     html = html_env().get_template("paper.html.j2").render(
         paper=paper, title=module.TITLE, source=module.SOURCE, scale=scale,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

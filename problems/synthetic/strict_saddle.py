@@ -99,7 +99,9 @@ class StrictSaddleInstance(Instance):
 
 
 class StrictSaddleNumpyOracle(ClosedFormOracle):
-    """Closed-form per-sample gradients and HVPs of the cosine saddle."""
+    """Closed-form per-sample gradients and HVPs of the cosine saddle. On the whole data set
+    the noise terms cancel in pairs, so loss, gradient and HVP there are F's closed forms:
+    O(d) instead of O(nd) (the evaluation metrics use them)."""
 
     def __init__(self, inst: StrictSaddleInstance, backend: Backend) -> None:
         super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0, clients=inst.clients)
@@ -111,6 +113,33 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
         ux = float(u @ x)
         w = x - ux * u
         return ux, w, float(np.sqrt(1.0 + w @ w))
+
+    def loss(self, x: np.ndarray, idx: np.ndarray | None = None) -> Any:
+        if idx is not None:
+            return super().loss(x, idx)
+        p = self.inst.p
+        ux, _, root = self._shared(x)
+        return p.lam * np.cos(ux) + p.mu * (root - 1.0)
+
+    def grad(self, x: np.ndarray, idx: np.ndarray | None = None) -> Any:
+        if idx is not None:
+            return super().grad(x, idx)
+        p, u = self.inst.p, self.inst.u
+        ux, w, root = self._shared(x)
+        return -p.lam * np.sin(ux) * u + p.mu * w / root
+
+    def hvp(self, x: np.ndarray, v: np.ndarray, idx: np.ndarray | None = None) -> Any:
+        if idx is not None:
+            return super().hvp(x, v, idx)
+        return self._common_hvp(x, v)
+
+    def _common_hvp(self, x: np.ndarray, vec: np.ndarray) -> np.ndarray:
+        """∇²F(x)·vec for F = λ cos⟨u,x⟩ + μ h(P⊥x)."""
+        i, p = self.inst, self.inst.p
+        ux, w, root = self._shared(x)
+        pv = vec - (i.u @ vec) * i.u
+        return (-p.lam * np.cos(ux) * (i.u @ vec) * i.u
+                + p.mu * (pv / root - (w @ pv) * w / root**3))
 
     def per_sample_losses(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         i = self.inst
@@ -126,10 +155,7 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
 
     def _hvp_sum(self, x: np.ndarray, vec: np.ndarray, idx: np.ndarray) -> np.ndarray:
         i, p = self.inst, self.inst.p
-        ux, w, root = self._shared(x)
-        pv = vec - (i.u @ vec) * i.u
-        common = (-p.lam * np.cos(ux) * (i.u @ vec) * i.u
-                  + p.mu * (pv / root - (w @ pv) * w / root**3))
+        common = self._common_hvp(x, vec)
         v = i.v[idx]
         sech2 = 1.0 / np.cosh(v @ x) ** 2
         per = p.sigma2 * (i.s[idx] * sech2 * (v @ vec))[:, None] * v

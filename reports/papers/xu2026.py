@@ -25,6 +25,7 @@ from reports.paper import (
     PaperResults,
     PaperSections,
     deviations,
+    rates_table,
     settings,
 )
 from reports.published import published_for
@@ -288,20 +289,6 @@ def _calibration(results: PaperResults) -> dict[str, Any] | None:
 
 # -- Table 1 and the rate check --------------------------------------------------------------
 
-def _table1() -> dict[str, Any] | None:
-    published = published_for("xu2026")
-    if published is None or not published.rates:
-        return None
-    rows = [[r.method, r.problem, r.objective, r.bound, f"{r.privacy_exponent:.3g}",
-             "–" if r.sample_exponent is None else f"{r.sample_exponent:.3g}",
-             "✓" if r.sosp else "✗", r.algorithm or "–", r.note] for r in published.rates]
-    return {"title": "Table 1: utility bounds (from reports/published/xu2026.yaml)",
-            "note": "Exponents: of √d/(nε) and of 1/n in the bound. 'ours': the registered "
-                    "implementation.",
-            "columns": ["method", "problem", "objective", "bound", "exp. √d/(nε)",
-                        "exp. 1/n", "SOSP", "ours", "note"], "rows": rows}
-
-
 def _rate_points(runs: pd.DataFrame) -> pd.DataFrame:
     done = _done(runs)
     d = np.maximum(done["p_prob_d"], done["p_prob_d_y"])
@@ -422,7 +409,7 @@ def build(results: PaperResults, out: Path) -> PaperSections:
     sections = PaperSections(settings=settings(results))
     scale_table, saddle_claim = _scale_table()
     sections.claims.append(saddle_claim)
-    table1 = _table1()
+    table1 = rates_table("xu2026")
     if table1:
         sections.tables.append(table1)
     sections.tables.append(scale_table)
