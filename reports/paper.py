@@ -185,6 +185,8 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
     fixed = [c for c in done if str(c).startswith(("p_prob_", "p_alg_"))
              and c not in (*SCALING_PREDICTORS, "p_prob_n")]
     keys = ["suite", "problem", "algorithm", "label", "calibration", *fixed]
+    varied = {str(suite): [str(c) for c in fixed if part[c].nunique() > 1]
+              for suite, part in done.groupby("suite")}
     rows = []
     for key, part in done.groupby([k for k in keys if k in done], dropna=False):
         varying = [c for c in SCALING_PREDICTORS if c in part and part[c].nunique() > 1]
@@ -202,8 +204,10 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
         for p in fit.predictors:
             lo, hi = fit.intervals[p]
             check = checks.get(p)
+            held = ", ".join(f"{c.split('_', 2)[-1]}={part[c].iloc[0]}"
+                             for c in varied[str(part["suite"].iloc[0])])
             rows.append([key[0], str(part["label"].iloc[0]), str(part["calibration"].iloc[0]),
-                         p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
+                         held or "–", p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
                          "–" if check is None else f"{check.declared:+.3f}",
                          "–" if check is None else ("inside" if check.inside else "outside"),
                          f"{fit.points}", f"{fit.r2:.2f}"])
@@ -215,7 +219,8 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
                     "the exponents each algorithm's declared rate (√d/(nε))^a predicts while "
                     "its privacy term dominates: −a in n and ε, a/2 in d (bench/scaling.py). "
                     "'outside': the declared exponent is not in the interval.",
-            "columns": ["suite", "method", "calibration", "predictor", "fitted", "95 % CI",
+            "columns": ["suite", "method", "calibration", "held fixed", "predictor", "fitted",
+                        "95 % CI",
                         "declared", "declared vs CI", "runs", "R²"], "rows": rows}
 
 

@@ -203,3 +203,29 @@ def test_rate_rejects_invalid_fields() -> None:
                          ("sample_exponent", -0.3), ("source", " ")]:
         with pytest.raises(ValueError):
             Rate(**{**good, field: value})
+
+
+def test_paper_pages_get_a_scaling_table_against_the_declared_rate() -> None:
+    from reports.paper import PaperResults, scaling_table
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for lr in (0.1, 0.2):  # a held-fixed parameter that varies across groups
+        for n in (1000, 4000, 16000):
+            for eps in (0.5, 2.0, 8.0):
+                for seed in range(3):
+                    value = 5.0 * (math.sqrt(10) / (n * eps)) ** 0.5 * math.exp(
+                        rng.normal(0, 0.05))
+                    rows.append({"suite": "s", "problem": "strict_saddle", "algorithm": "dp_sgd",
+                                 "label": "dp_sgd", "calibration": "pld", "status": "done",
+                                 "n": n, "epsilon": eps, "seed": seed, "p_alg_lr": lr,
+                                 "p_prob_n": n, "final_grad_norm": value})
+    results = PaperResults(paper="x", scale="quick", suites=[], runs=pd.DataFrame(rows),
+                           trajectories=pd.DataFrame())
+    table = scaling_table(results)
+    assert table is not None
+    got = {(r[3], r[4]): r for r in table["rows"]}
+    assert set(got) == {(f"lr={lr}", p) for lr in (0.1, 0.2) for p in ("n", "epsilon")}
+    for row in got.values():
+        assert float(row[5]) == pytest.approx(-0.5, abs=0.05)
+        assert row[7] == "-0.500" and row[8] == "inside"  # dp_sgd declares a = 1/2
