@@ -295,6 +295,11 @@ def _key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:
     return tuple(sorted(counts.items(), key=repr))
 
 
+def ledger_rounds(ledger: Ledger) -> list[tuple[Round, int]]:
+    """The ledger's rounds as the accountants see them (see :func:`_key`)."""
+    return list(_key(ledger))
+
+
 def epsilon(ledger: Ledger, delta: float, method: str = "pld",
             discretization: float = PLD_DISCRETIZATION) -> float | None:
     """ε(δ) of ``ledger`` from one accountant (None where it has no event).
