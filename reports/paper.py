@@ -185,8 +185,8 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
     fixed = [c for c in done if str(c).startswith(("p_prob_", "p_alg_"))
              and c not in (*SCALING_PREDICTORS, "p_prob_n")]
     keys = ["suite", "problem", "algorithm", "label", "calibration", *fixed]
-    varied = {str(suite): [str(c) for c in fixed if part[c].nunique() > 1]
-              for suite, part in done.groupby("suite")}
+    varied = {(str(k[0]), str(k[1])): [str(c) for c in fixed if part[c].nunique() > 1]
+              for k, part in done.groupby(["suite", "label"]) if isinstance(k, tuple)}
     rows = []
     for key, part in done.groupby([k for k in keys if k in done], dropna=False):
         varying = [c for c in SCALING_PREDICTORS if c in part and part[c].nunique() > 1]
@@ -205,7 +205,9 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
             lo, hi = fit.intervals[p]
             check = checks.get(p)
             held = ", ".join(f"{c.split('_', 2)[-1]}={part[c].iloc[0]}"
-                             for c in varied[str(part["suite"].iloc[0])])
+                             for c in varied[(str(part["suite"].iloc[0]),
+                                              str(part["label"].iloc[0]))]
+                             if pd.notna(part[c].iloc[0]))
             rows.append([key[0], str(part["label"].iloc[0]), str(part["calibration"].iloc[0]),
                          held or "–", p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
                          "–" if check is None else f"{check.declared:+.3f}",
