@@ -81,9 +81,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
-from algorithms.minimax import minimax_oracle, private_partial_diffs, private_partials
+from algorithms.minimax import (
+    batch_sampling,
+    draw_batch,
+    minimax_oracle,
+    private_partial_diffs,
+    private_partials,
+)
 from algorithms.privacy.accounting import calibrate, epsilon
-from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
@@ -234,11 +240,6 @@ class DPRGDA(Algorithm):
         increment = max(1.0, min(p.batch_diff, n) * math.sqrt(p.steps * p.inner_steps) / n)
         return increment / refresh
 
-    def _sampling(self, n: int, size: int) -> Sampling:
-        if size >= n:
-            return Sampling("none", n, rate=1.0, size=n)
-        return Sampling("fixed", n, rate=size / n, size=size)
-
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
         p, ledger = self.run, Ledger()
         for tag, size, clip, count, multiplier in (
@@ -249,7 +250,7 @@ class DPRGDA(Algorithm):
                 size = min(size, data.n)
                 release = [Release("gaussian", f"{tag}_{part}", sigma=multiplier,
                                    sensitivity=2 * clip / size) for part in ("x", "y")]
-                ledger.record(self._sampling(data.n, size), release, count)
+                ledger.record(batch_sampling(data.n, size), release, count)
         return ledger
 
     def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
@@ -291,7 +292,7 @@ class DPRGDA(Algorithm):
         ys, vs, us = [y], [], []
         start = 0
         if t % p.period == 0 or state is None:  # lines 4-8
-            batch = mech.sample(oracle.n, **self._draw(oracle.n, p.batch_refresh))
+            batch = draw_batch(mech, oracle.n, p.batch_refresh)
             v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=plan.sigma,
                                     tag="refresh")
             if not p.refresh_increment:  # A3
@@ -314,10 +315,6 @@ class DPRGDA(Algorithm):
         y_next = ys[s + 1] if p.select == "next" else ys[s]
         return y_next, Estimate(vs[s], us[s], ys[s])
 
-    def _draw(self, n: int, size: int) -> dict[str, Any]:
-        size = min(size, n)
-        return {"scheme": "none"} if size >= n else {"scheme": "fixed", "size": size}
-
     def _increment(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan,
                    point: tuple[Any, Any], previous: tuple[Any, Any], v: Any, u: Any
                    ) -> tuple[Any, Any]:
@@ -328,7 +325,7 @@ class DPRGDA(Algorithm):
             bound *= float(oracle.backend.to_numpy(xp.linalg.vector_norm(moved)))
             if bound == 0.0:
                 return v, u  # the difference query is exactly zero: nothing to release
-        batch = mech.sample(oracle.n, **self._draw(oracle.n, p.batch_diff))
+        batch = draw_batch(mech, oracle.n, p.batch_diff)
         dv, du = private_partial_diffs(mech, oracle, point, previous, batch, clip=bound,
                                        sigma=plan.sigma * self.increment_ratio(oracle.n),
                                        tag="increment")

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
-from algorithms.minimax import minimax_oracle, private_partials
+from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle, private_partials
 from algorithms.privacy.accounting import calibrate, epsilon
-from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.oracles import Oracle
 
@@ -76,10 +76,8 @@ class DPSGDA(Algorithm):
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
         p, n = self.params, data.n
         size = min(p.batch_size, n)
-        sampling = (Sampling("none", n, size=n) if size >= n
-                    else Sampling("fixed", n, rate=size / n, size=size))
         ledger = Ledger()
-        ledger.record(sampling, [Release("gaussian", f"grad_{part}", sigma=sigma,
+        ledger.record(batch_sampling(n, size), [Release("gaussian", f"grad_{part}", sigma=sigma,
                                          sensitivity=2 * p.clip / size) for part in ("x", "y")],
                       p.steps)
         return ledger
@@ -94,11 +92,9 @@ class DPSGDA(Algorithm):
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), self.params
-        size = min(p.batch_size, mm.n)
-        draw = {"scheme": "none"} if size >= mm.n else {"scheme": "fixed", "size": size}
         x, y = mm.x0, mm.y0
         for t in range(p.steps):
-            batch = mech.sample(mm.n, **draw)
+            batch = draw_batch(mech, mm.n, p.batch_size)
             gx, gy = private_partials(mech, mm, x, y, batch, clip=p.clip, sigma=plan.sigma,
                                       tag="grad")
             x, y = x - p.lr * gx, mm.project_y(y + p.lr_y * gy)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from algorithms.privacy.clipping import clip_rows
-from algorithms.privacy.ledger import Batch, Mechanism
+from algorithms.privacy.ledger import Batch, Mechanism, Sampling
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
 
@@ -25,6 +25,20 @@ def minimax_oracle(oracle: Oracle, algorithm: str) -> MinimaxOracle:
         raise TypeError(f"{algorithm} is a minimax algorithm: it needs a minimax problem "
                         "(e.g. matrix_sensing, ncsc_double_well)")
     return oracle
+
+
+def batch_sampling(n: int, size: int) -> Sampling:
+    """How a fresh batch of ``size`` records is drawn: fixed size without replacement, or
+    the whole data when ``size`` ≥ n (the planned ledger's view of :func:`draw_batch`)."""
+    if size >= n:
+        return Sampling("none", n, rate=1.0, size=n)
+    return Sampling("fixed", n, rate=size / n, size=size)
+
+
+def draw_batch(mech: Mechanism, n: int, size: int) -> Batch:
+    """A fresh batch as :func:`batch_sampling` describes it."""
+    return mech.sample(n, scheme="none") if size >= n else mech.sample(n, scheme="fixed",
+                                                                      size=size)
 
 
 def release_pair(mech: Mechanism, xp: Any, gx: Any, gy: Any, *, bound: float, batch: Batch,

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
-from algorithms.minimax import minimax_oracle
+from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.clipping import clip_rows
-from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
+from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
@@ -90,18 +90,14 @@ class PrivateDiff(Algorithm):
     def batch_size(self, data: DataInfo) -> float:
         return float(self.size(data.n))
 
-    def _sampling(self, n: int) -> Sampling:
-        b = self.size(n)
-        return (Sampling("none", n, size=n) if b >= n
-                else Sampling("fixed", n, rate=b / n, size=b))
-
     def y_sensitivity(self, n: int) -> float:
         p = self.params
         return p.inner_steps * p.lr_y * 2 * p.clip_y / self.size(n)
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
         p, n, ledger = self.params, data.n, Ledger()
-        sampling, b = self._sampling(n), self.size(n)
+        b = self.size(n)
+        sampling = batch_sampling(n, b)
         ledger.record(sampling, [Release("gaussian", "y_output", sigma=sigma,
                                          sensitivity=self.y_sensitivity(n))], p.steps)
         ledger.record(sampling, [Release("gaussian", "v", sigma=sigma,
@@ -116,15 +112,10 @@ class PrivateDiff(Algorithm):
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
         return epsilon(self.planned_ledger(data, sigma), delta, "advanced")
 
-    def _batch(self, mech: Mechanism, n: int) -> Batch:
-        b = self.size(n)
-        return mech.sample(n, scheme="none") if b >= n else mech.sample(n, scheme="fixed",
-                                                                         size=b)
-
     def ascend(self, mm: MinimaxOracle, mech: Mechanism, plan: Plan, x: Any, y: Any) -> Any:
         """(i): T₂ clipped ascent steps on one batch, then output perturbation."""
         p, xp = self.params, mm.xp
-        batch = self._batch(mech, mm.n)
+        batch = draw_batch(mech, mm.n, self.size(mm.n))
         for _ in range(p.inner_steps):
             gy = mm.per_sample_partials(x, y, batch.indices)[1]
             y = mm.project_y(y + p.lr_y * xp.mean(clip_rows(xp, gy, p.clip_y), axis=0))
@@ -136,7 +127,7 @@ class PrivateDiff(Algorithm):
         """(ii): refresh every P rounds, else a movement-clipped difference."""
         p, xp = self.params, mm.xp
         if r % p.period == 0 or previous is None:
-            batch = self._batch(mech, mm.n)
+            batch = draw_batch(mech, mm.n, self.size(mm.n))
             g = mm.per_sample_partials(*point, batch.indices)[0]
             mean = xp.mean(clip_rows(xp, g, p.clip), axis=0)
             return mech.gaussian(mean, sensitivity=2 * p.clip / len(batch), sigma=plan.sigma,
@@ -145,7 +136,7 @@ class PrivateDiff(Algorithm):
             xp.linalg.vector_norm(point[0] - previous[0])))
         if bound == 0.0:
             return v  # the difference query is exactly zero: nothing to release
-        batch = self._batch(mech, mm.n)
+        batch = draw_batch(mech, mm.n, self.size(mm.n))
         diff = (mm.per_sample_partials(*point, batch.indices)[0]
                 - mm.per_sample_partials(*previous, batch.indices)[0])
         mean = xp.mean(clip_rows(xp, diff, bound), axis=0)

@@ -126,6 +126,35 @@ def final_stats(runs: pd.DataFrame, metric: str, by: str = "epsilon") -> pd.Data
                          "runs": grouped.size()}).reset_index()
 
 
+def mean_se(values: pd.Series) -> tuple[float, float]:
+    """Mean and standard error of ``values`` (nan where undefined)."""
+    numbers = values.to_numpy(dtype=float)
+    if not len(numbers):
+        return math.nan, math.nan
+    se = float(numbers.std(ddof=1) / math.sqrt(len(numbers))) if len(numbers) > 1 else math.nan
+    return float(numbers.mean()), se
+
+
+def format_mean_se(mean: float, se: float | None) -> str:
+    """'mean ± se' (4 and 2 significant digits); '–' for no value."""
+    if math.isnan(mean):
+        return "–"
+    if not math.isfinite(mean):
+        return f"{mean:g}"
+    return f"{mean:.4g}" + ("" if se is None or not math.isfinite(se) else f" ± {se:.2g}")
+
+
+def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
+    """Write ``fig`` as ``out/stem.png`` and ``.pdf``, close it, return the PNG's name."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
+    plt.close(fig)
+    return f"{stem}.png"
+
+
 def settings(results: PaperResults) -> list[tuple[str, str]]:
     """Each suite's description with what actually ran (algorithms, ε, δ, seeds)."""
     out = []

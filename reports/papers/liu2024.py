@@ -25,7 +25,10 @@ from reports.paper import (
     PaperSections,
     calibration_table,
     deviations,
+    format_mean_se,
+    mean_se,
     rates_table,
+    save_figure,
     settings,
 )
 
@@ -73,27 +76,13 @@ def _suite(results: PaperResults, role: str) -> pd.DataFrame:
     return runs[runs["status"] == "done"] if len(runs) else runs
 
 
-def _mean_se(values: pd.Series) -> str:
-    v = values.to_numpy(dtype=float)
-    if not len(v):
-        return "–"
-    se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.nan
-    return f"{v.mean():.4g}" + ("" if math.isnan(se) else f" ± {se:.2g}")
+def _summary(values: pd.Series) -> str:
+    return format_mean_se(*mean_se(values))
 
 
 def _number(value: Any, spec: str) -> str:
     value = float(value)
     return format(value, spec) if math.isfinite(value) else ("∞" if value > 0 else "–")
-
-
-def _savefig(fig: Any, out: Path, stem: str) -> str:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=130)
-    plt.close(fig)
-    return f"{stem}.png"
 
 
 # -- E1 -----------------------------------------------------------------------------------------
@@ -143,7 +132,7 @@ def _e1(out: Path, trials: int) -> tuple[dict[str, Any], list[Claim], Figure]:
     ax.set_xlabel("λ / √(ρα)")
     ax.set_ylabel("P(escape within Γ)")
     ax.legend(fontsize=7)
-    figure = Figure(_savefig(fig, out, "e1_escape"), "E1: escape probability of Algorithm 2 "
+    figure = Figure(save_figure(fig, out, "e1_escape"), "E1: escape probability of Algorithm 2 "
                     "by curvature, from saddles (solid) and minima (dashed).")
     return table, claims, figure
 
@@ -204,7 +193,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[dict[str, Any] | None, list[C
     lo, hi = fit.intervals["alpha"]
     elo, ehi = fit.intervals["epsilon"]
     attempted = runs.groupby(["p_alg_alpha", "epsilon"]).size().to_dict()
-    rows = [[f"{key[0]:g}", f"{key[1]:g}", _mean_se(g["N"]), f"{len(g)}/{attempted[key]}"]
+    rows = [[f"{key[0]:g}", f"{key[1]:g}", _summary(g["N"]), f"{len(g)}/{attempted[key]}"]
             for key, g in certified.groupby(["alpha", "epsilon"]) if isinstance(key, tuple)]
     table = {"title": "E3: samples to the first certified SOSP",
              "note": f"N = samples used when the first escape fails (the run stops there). "
@@ -237,7 +226,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[dict[str, Any] | None, list[C
     ax.set_xlabel("α")
     ax.set_ylabel("samples to the first certificate")
     ax.legend(fontsize=7)
-    return table, claims, [Figure(_savefig(fig, out, "e3_sample_complexity"),
+    return table, claims, [Figure(save_figure(fig, out, "e3_sample_complexity"),
                                   "E3: N(α) by ε (log-log) with a slope −2 guide.")]
 
 
@@ -262,15 +251,15 @@ def _e4(results: PaperResults, out: Path, trials: int
     ax.set_xlabel("leaves since the last refresh")
     ax.set_ylabel("mean ‖prefix-sum noise‖")
     ax.legend(fontsize=7)
-    figures = [Figure(_savefig(fig, out, "e4_noise_growth"), "E4(i): noise of the released "
+    figures = [Figure(save_figure(fig, out, "e4_noise_growth"), "E4(i): noise of the released "
                       "prefix sums, tree vs per-leaf Gaussian noise at equal privacy.")]
     runs = _suite(results, "e4")
     if runs.empty:
         return [], claims, figures
     runs = runs.assign(N=runs["diag_samples_used"].astype(float),
                        certified=runs["diag_output"] == "certificate")
-    rows = [[label, cal, _mean_se(g["N"]), f"{g['certified'].mean():.2f}",
-             _mean_se(g["final_grad_norm"]), _mean_se(g["final_lambda_min"]),
+    rows = [[label, cal, _summary(g["N"]), f"{g['certified'].mean():.2f}",
+             _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
              f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
             for (label, cal), g in runs.groupby(["label", "calibration"])]
     table = {"title": "E4: ablations and the paper's calibration",

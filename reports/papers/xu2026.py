@@ -25,7 +25,10 @@ from reports.paper import (
     PaperResults,
     PaperSections,
     deviations,
+    format_mean_se,
+    mean_se,
     rates_table,
+    save_figure,
     settings,
 )
 from reports.published import published_for
@@ -84,18 +87,6 @@ def _done(runs: pd.DataFrame) -> pd.DataFrame:
     return runs[runs["status"] == "done"] if len(runs) else runs
 
 
-def _mean_se(values: pd.Series) -> tuple[float, float]:
-    numbers = values.to_numpy(dtype=float)
-    se = float(numbers.std(ddof=1) / math.sqrt(len(numbers))) if len(numbers) > 1 else math.nan
-    return float(numbers.mean()), se
-
-
-def _fmt(mean: float, se: float | None) -> str:
-    if not math.isfinite(mean):
-        return f"{mean:g}"
-    return f"{mean:.4g}" + ("" if se is None or not math.isfinite(se) else f" ± {se:.2g}")
-
-
 # -- Table 2 ----------------------------------------------------------------------------------
 
 def _final_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -114,7 +105,7 @@ def _table2(results: PaperResults) -> list[dict[str, Any]]:
         stats = _final_table(results.suite_runs(suite))
         for scale, part in stats.groupby(level=0):
             rows = [[str(key[1]), str(key[2]), f"{r['sigma']:.4g}",
-                     *(_fmt(r[f"final_{m}"], r[f"final_{m}_se"]) for m, _ in METRICS),
+                     *(format_mean_se(r[f"final_{m}"], r[f"final_{m}_se"]) for m, _ in METRICS),
                      f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}", f"{r['runs']:g}"]
                     for key, r in part.iterrows() if isinstance(key, tuple)]
             tables.append({
@@ -138,7 +129,7 @@ def _published(results: PaperResults) -> tuple[dict[str, Any] | None, Claim]:
         return None, Claim("T2", statement, "Table 2", "not run", "")
     comparisons = compare(published, results.runs)
     rows = [[c.entry.row, c.entry.column, f"{c.entry.value:.4g}",
-             "–" if c.ours is None else _fmt(c.ours, c.se),
+             "–" if c.ours is None else format_mean_se(c.ours, c.se),
              "–" if c.delta is None else f"{c.delta:+.4g}", c.status] for c in comparisons]
     ran = [c for c in comparisons if c.status != "not run"]
     status = "not run" if not ran else "held" if all(c.status == "reproduced" for c in ran) \
@@ -244,12 +235,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
             axes[0].set_yscale("log")
             axes[1].set_yscale("log")
             axes[0].legend(fontsize=6)
-            fig.tight_layout()
-            stem = f"figure1_scale{scale:g}_{cal}"
-            for ext in ("png", "pdf"):
-                fig.savefig(out / f"{stem}.{ext}", dpi=120)
-            plt.close(fig)
-            figures.append(Figure(f"{stem}.png", f"Figure 1 regenerated (‖X*‖_F = {scale:g}, "
+            name = save_figure(fig, out, f"figure1_scale{scale:g}_{cal}", dpi=120)
+            figures.append(Figure(name, f"Figure 1 regenerated (‖X*‖_F = {scale:g}, "
                                   f"calibration {cal}): (a) Φ(x_t), (b) ‖∇Φ(x_t)‖ (log), (c) "
                                   "λ_min(∇²Φ(x_t)), mean over seeds; dashed: the σ → 0 "
                                   "references with the same step sizes (in the pld panels)."))
@@ -314,7 +301,7 @@ def _rate(results: PaperResults) -> tuple[list[dict[str, Any]], list[Claim]]:
         grouped = pts.groupby(["n", "epsilon"])
         rows = [[f"{n:g}", f"{e:g}", f"{g['eps_bar'].iloc[0]:.3g}", f"{g['steps'].iloc[0]:g}",
                  f"{g['p_alg_theory_alpha'].iloc[0] * g['eps_bar'].iloc[0] ** declared:.3g}",
-                 _fmt(*_mean_se(g["final_grad_norm"])),
+                 format_mean_se(*mean_se(g["final_grad_norm"])),
                  f"{g['final_lambda_min'].mean():.3g}",
                  f"{(g['diag_certificates'] > 0).mean():.2f}"] for (n, e), g in grouped]
         slope, lo, hi = fit_slope(pts["eps_bar"].to_numpy(),
@@ -358,12 +345,9 @@ def _rate_figure(results: PaperResults, suite: str, out: Path) -> list[Figure]:
     ax.set_xlabel("ε̄ = √(d log(1/δ))/(nε)")
     ax.set_ylabel("‖∇Φ(x_out)‖")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{suite}.{ext}", dpi=130)
-    plt.close(fig)
-    return [Figure(f"{suite}.png", "Rate check: final gradient norm of DP RGDA's output against "
-                   "ε̄ (log-log), least-squares fit and the 2/3 slope of Table 1.")]
+    return [Figure(save_figure(fig, out, suite), "Rate check: final gradient norm of DP "
+                   "RGDA's output against ε̄ (log-log), least-squares fit and the 2/3 slope of "
+                   "Table 1.")]
 
 
 # -- the instance ------------------------------------------------------------------------------
