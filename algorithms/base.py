@@ -141,6 +141,9 @@ class Algorithm(ABC):
     needs: ClassVar[tuple[str, ...]] = ()
     #: True when a run may stop before T because its (single-use) data run out
     data_limited: ClassVar[bool] = False
+    #: True when privacy rests on an assumed per-sample gradient bound (``plan.extra
+    #: ["bound"]``) instead of clipping (the audit's canary then has exactly that norm)
+    assumes_bound: ClassVar[bool] = False
     #: the utility rate the paper's theorem claims (None: the algorithm declares none)
     rate: ClassVar[Rate | None] = None
     Params: ClassVar[type]

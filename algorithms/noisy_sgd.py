@@ -114,6 +114,7 @@ class NoisySGD(DPSGD):
                 note="α = Ω̃(f_max·d^{1/4}/√(nε)) = Ω̃((√d/(nε))^{1/2}); at least half of the "
                      "iterates are α-SOSPs w.h.p. (the output needs the §3.4 selection); "
                      "holds only on the event that no per-sample gradient exceeds C")
+    assumes_bound = True
     Params: ClassVar[type] = NoisySGDParams
 
     def __init__(self, params: Any = None) -> None:

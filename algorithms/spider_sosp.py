@@ -461,11 +461,8 @@ class _Run:
         distance = float(np.linalg.norm(move))
         if distance == 0.0:  # H_a(x_t − x_a) = 0: no data in this release
             return self.mech.perturb(value, self.sigma_escape)
-        for batch, s in records:
-            batch.releases.append(Release("gaussian", "escape",
-                                          sigma=self.sigma_escape / (s * distance),
-                                          sensitivity=s * distance))
-        return self.mech.perturb(value, self.sigma_escape)
+        return self.mech.charged(value, std=self.sigma_escape, tag="escape",
+                                 charges=[(batch, s * distance) for batch, s in records])
 
     def step(self, t: int) -> Any | None:
         """One iteration; the new x, or None when the data run out."""

@@ -17,13 +17,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from algorithms.privacy.accounting import ledger_rounds, to_dp_event
+from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
+from algorithms.privacy.accounting import privacy_profile
 from algorithms.privacy.ledger import Ledger
+from bench.canary import (
+    ExactReport,
+    audit_params,
+    audit_problem,
+    canary_data,
+    canary_scores,
+    exact_checks,
+    make_audit,
+)
+from problems import Instance
 
 TradeOff = Callable[[float], float]
 THRESHOLDS = 201  # candidate thresholds: quantiles of the pooled first-half scores
@@ -59,15 +71,10 @@ def profile_trade_off(epsilons: Sequence[float], deltas: Sequence[float]) -> Tra
 
 
 def ledger_trade_off(ledger: Ledger, epsilons: Sequence[float] | None = None) -> TradeOff:
-    """The trade-off curve a run's ledger claims, from the PLD accountant's δ(ε) (one
-    party; Gaussian releases)."""
-    from algorithms.privacy.accounting import _dpa
-
+    """The trade-off curve a ledger claims, from the PLD accountant's privacy profile δ(ε)
+    (the worst party; :func:`~algorithms.privacy.accounting.privacy_profile`)."""
     grid = list(epsilons) if epsilons is not None else list(np.linspace(0.0, 20.0, 401))
-    rounds = ledger_rounds(ledger)
-    accountant = _dpa().pld.PLDAccountant(value_discretization_interval=1e-4)
-    accountant.compose(to_dp_event(rounds, "pld"))
-    return profile_trade_off(grid, [accountant.get_delta(e) for e in grid])
+    return profile_trade_off(grid, privacy_profile(ledger, grid))
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,16 @@ def _rates(in_scores: np.ndarray, out_scores: np.ndarray, threshold: float
     return int((in_scores >= threshold).sum()), int((out_scores >= threshold).sum())
 
 
-def audit(in_scores: Sequence[float], out_scores: Sequence[float], claimed: TradeOff, *,
+def _probit_margin(tpr_lb: float, tpr_max: float) -> float:
+    """Φ⁻¹(TPR_lb) − Φ⁻¹(TPR_max): how far a point beats the curve, on the probit scale
+    that weighs every FPR level alike (a plain difference favours the saturated ends)."""
+    if tpr_max >= 1.0 or tpr_lb <= 0.0:
+        return -math.inf
+    return float(stats.norm.ppf(tpr_lb) - stats.norm.ppf(tpr_max))
+
+
+def audit(in_scores: Sequence[float] | np.ndarray, out_scores: Sequence[float] | np.ndarray,
+          claimed: TradeOff, *,
           alpha: float = 1e-3, delta: float = 0.0) -> AuditResult:
     """Threshold on the first half of each side, bounds on the second half (module doc)."""
     a, b = np.asarray(in_scores, dtype=float), np.asarray(out_scores, dtype=float)
@@ -131,10 +147,88 @@ def audit(in_scores: Sequence[float], out_scores: Sequence[float], claimed: Trad
     margins = []
     for t in candidates:
         fpr_ub, tpr_lb = bounds(fit_in, fit_out, t)
-        margins.append(tpr_lb - claimed(fpr_ub))
-    threshold = float(candidates[int(np.argmax(margins))])
+        margins.append(_probit_margin(tpr_lb, claimed(fpr_ub)))
+    threshold = float(candidates[int(np.argmax(margins))])  # first of ties if all -inf
     fpr_ub, tpr_lb = bounds(test_in, test_out, threshold)
     return AuditResult(runs=len(a) + len(b), threshold=threshold, fpr_ub=fpr_ub,
                        tpr_lb=tpr_lb, tpr_max=claimed(fpr_ub),
                        mu_lb=mu_lower_bound(fpr_ub, tpr_lb),
                        eps_lb=epsilon_lower_bound(fpr_ub, tpr_lb, delta), alpha=alpha)
+
+
+# -- one algorithm's full audit ------------------------------------------------------------
+DEFAULT_RUNS = 1000
+DEFAULT_EPSILON = 2.0
+DEFAULT_DELTA = 1e-5
+
+
+@dataclass
+class AlgorithmAudit:
+    """L0 and L1 for one algorithm on one problem, with the ε figures of its plan."""
+
+    algorithm: str
+    paper: str
+    problem: str
+    target: dict[str, Any]
+    sigma: float
+    calibration: str
+    eps_claimed: dict[str, float | None]
+    eps_paper: float | None
+    paper_calibration: dict[str, Any] | None
+    exact: ExactReport
+    canary: AuditResult
+
+    @property
+    def passed(self) -> bool:
+        return self.exact.passed and self.canary.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "paper": self.paper, "problem": self.problem,
+                "target": self.target, "sigma": self.sigma, "calibration": self.calibration,
+                "eps_claimed": self.eps_claimed, "eps_paper": self.eps_paper,
+                "paper_calibration": self.paper_calibration, "exact": self.exact.to_dict(),
+                "canary": {**asdict(self.canary), "passed": self.canary.passed},
+                "passed": self.passed}
+
+
+def paper_calibration(algorithm: Algorithm, instance: Instance, epsilon: float,
+                      delta: float) -> dict[str, Any] | None:
+    """Does the paper's own σ formula, asked for ``epsilon``, spend at most ``epsilon``
+    (PLD of the run's ledger)? None where the paper gives no formula."""
+    try:
+        plan = algorithm.plan(canary_data(instance),
+                              PrivacyTarget(epsilon=epsilon, delta=delta, calibration="paper"))
+    except (NotImplementedError, ValueError):
+        return None
+    spent = plan.eps.headline
+    return {"target": epsilon, "sigma": plan.sigma, "eps_pld": plan.eps.pld,
+            "eps_rdp": plan.eps.rdp, "meets": spent is not None and spent <= epsilon * 1.001}
+
+
+def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAULT_RUNS,
+                    epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
+                    alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
+                    algorithm: Algorithm | None = None) -> AlgorithmAudit:
+    """Audit algorithm ``name`` (or the given instance of it, e.g. a mutant) with ``runs``
+    canary runs per side, at σ calibrated for (``epsilon``, ``delta``)."""
+    alg = algorithm if algorithm is not None else ALGORITHMS[name](audit_params(name))
+    instance = audit_problem(name, problem)
+    target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="pld")
+    try:
+        setup = make_audit(alg, instance, target)
+    except ValueError as exc:
+        if "no event" not in str(exc):
+            raise
+        target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="rdp")
+        setup = make_audit(alg, instance, target)
+    exact = exact_checks(setup, runs=exact_runs, seed=seed)
+    in_scores, out_scores = canary_scores(setup, exact.directions, runs, seed=seed + 10**6)
+    claimed = ledger_trade_off(setup.plan.ledger)
+    result = audit(in_scores, out_scores, claimed, alpha=alpha, delta=delta)
+    return AlgorithmAudit(
+        algorithm=alg.name, paper=alg.paper, problem=instance.name,
+        target={"epsilon": epsilon, "delta": delta}, sigma=setup.plan.sigma,
+        calibration=setup.plan.calibration, eps_claimed=setup.plan.eps.to_dict(),
+        eps_paper=setup.plan.eps_paper,
+        paper_calibration=paper_calibration(alg, instance, epsilon, delta),
+        exact=exact, canary=result)

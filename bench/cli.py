@@ -1,4 +1,4 @@
-"""The ``saddlebench`` command: list | run | reproduce | account | report.
+"""The ``saddlebench`` command: list | run | reproduce | account | estimate | audit | report.
 
 Every user error (unknown names, invalid privacy targets, malformed experiment files,
 missing extras) ends in one line on stderr naming the problem, and exit status 2.
@@ -243,6 +243,58 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- audit ------------------------------------------------------------------------------
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from joblib import Parallel, delayed
+
+    from bench.audit import audit_algorithm
+    from bench.env import git_sha
+    from reports.privacy import build_privacy_page
+
+    private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
+    names = private if args.all else args.algorithms
+    if not names:
+        raise UsageError("name at least one algorithm, or --all")
+    for name in names:
+        if not get_algorithm(name).private:
+            raise UsageError(f"{name} is not private: there is nothing to audit")
+    if args.runs < 4 or args.jobs < 1:
+        raise UsageError("--runs must be >= 4 and --jobs >= 1")
+    folder = Path(args.out) / "audit"
+    folder.mkdir(parents=True, exist_ok=True)
+    results = Parallel(n_jobs=args.jobs)(
+        delayed(audit_algorithm)(name, args.problem, runs=args.runs, epsilon=args.epsilon,
+                                 delta=args.delta)
+        for name in names)
+    table = Table(title=f"privacy audit ({args.runs} canary runs per side)")
+    for col in ("algorithm", "σ", "ε PLD", "ε paper", "L0", "Δ ratio", "FPR ub", "TPR lb",
+                "TPR max", "μ lb", "ε lb", "L1"):
+        table.add_column(col)
+    for result in results:
+        record = {**result.to_dict(), "git_sha": git_sha()}
+        (folder / f"{result.algorithm}.json").write_text(json.dumps(record, indent=1))
+        c, e = result.canary, result.exact
+
+        def verdict(ok: bool) -> str:
+            return "pass" if ok else "[red]FAIL[/]"
+
+        table.add_row(result.algorithm, f"{result.sigma:.4g}",
+                      f"{result.eps_claimed['headline']:.4g}",
+                      "–" if result.eps_paper is None else f"{result.eps_paper:.4g}",
+                      verdict(e.passed), f"{e.max_sensitivity_ratio:.4g}", f"{c.fpr_ub:.3f}",
+                      f"{c.tpr_lb:.3f}", f"{c.tpr_max:.3f}", f"{c.mu_lb:.3f}",
+                      f"{c.eps_lb:.3f}", verdict(c.passed))
+        for failure in e.failures:
+            console.print(f"  [red]{result.algorithm}[/]: {failure}")
+    console.print(table)
+    page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
+    console.print(f"privacy page: {page / 'index.html'}")
+    return 0 if all(r.passed for r in results) else 1
+
+
 # -- main -------------------------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -289,6 +341,16 @@ def parser() -> argparse.ArgumentParser:
     es.add_argument("--delta", type=float, default=0.01)
     es.add_argument("--c", type=float, default=1.0, help="Lemma 3.2's absolute constant")
 
+    au = sub.add_parser("audit", help="privacy audit: exact checks and a canary audit")
+    au.add_argument("algorithms", nargs="*", help="private algorithm names")
+    au.add_argument("--all", action="store_true", help="every private algorithm")
+    au.add_argument("--problem", help="problem (default: a small synthetic one)")
+    au.add_argument("--runs", type=int, default=1000, help="canary runs per side")
+    au.add_argument("--epsilon", type=float, default=2.0, help="target ε σ is calibrated to")
+    au.add_argument("--delta", type=float, default=1e-5)
+    au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")
+    au.add_argument("--out", default="out", help="results root: OUT/audit, OUT/report/privacy")
+
     rep = sub.add_parser("report", help="HTML + LaTeX report of a results directory")
     rep.add_argument("results", help="a suite directory, e.g. out/smoke")
     rep.add_argument("--out", help="report directory (default: RESULTS/report)")
@@ -296,7 +358,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce,
-            "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report}
+            "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report,
+            "audit": cmd_audit}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ delimiters and a ``latex`` escape filter.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,19 @@ def latex_env() -> jinja2.Environment:
     env.filters.update(latex=latex_escape, fmt=fmt, eps=epsilon_label)
     env.filters["cell"] = lambda c: latex_escape(cell_text(c))
     return env
+
+
+def latex_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str) -> str:
+    """A standalone booktabs table (compiles alone with pdflatex)."""
+    align = "l" * len(columns)
+    body = "\n".join(" & ".join(latex_escape(v) for v in r) + r" \\" for r in rows)
+    return "\n".join([
+        r"\documentclass{article}", r"\usepackage{booktabs}", r"\usepackage[T1]{fontenc}",
+        r"\usepackage[landscape,margin=1cm]{geometry}", r"\begin{document}", r"\scriptsize",
+        r"\begin{table}", r"\centering", rf"\caption{{{latex_escape(caption)}}}",
+        rf"\begin{{tabular}}{{{align}}}", r"\toprule",
+        " & ".join(latex_escape(c) for c in columns) + r" \\", r"\midrule", body,
+        r"\bottomrule", r"\end{tabular}", r"\end{table}", r"\end{document}", ""])
 
 
 def _latex_tables(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str) -> list[Path]:

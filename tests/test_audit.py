@@ -66,3 +66,27 @@ def test_audit_flags_a_mechanism_twice_as_leaky_as_claimed(true_mu: float, passe
     assert result.runs == 2 * runs and 0 <= result.fpr_ub <= 1
     if not passes:
         assert 0.5 < result.mu_lb <= 1.0 + 0.1 and result.eps_lb > 0
+
+
+def test_privacy_profile_is_the_worst_party_shifted_by_pure_releases() -> None:
+    from algorithms.privacy.accounting import privacy_profile
+
+    def gaussian(sigma: float, party: int) -> tuple[Sampling, list[Release]]:
+        return Sampling("none", party=party), [Release("gaussian", "g", sigma=sigma,
+                                                       sensitivity=1.0)]
+
+    grid = [0.5, 1.0, 2.0]
+    weak, strong = Ledger(), Ledger()
+    weak.record(*gaussian(1.0, 0))
+    strong.record(*gaussian(3.0, 0))
+    both = Ledger()
+    both.record(*gaussian(1.0, 0))
+    both.record(*gaussian(3.0, 1))
+    assert privacy_profile(both, grid) == pytest.approx(privacy_profile(weak, grid))
+    assert privacy_profile(strong, grid)[0] < privacy_profile(weak, grid)[0]
+    pure = Ledger()
+    pure.record(*gaussian(1.0, 0))
+    pure.record(Sampling(), [Release("pure", "at", sensitivity=1.0, epsilon=0.5)])
+    shifted = privacy_profile(pure, [1.0, 1.5, 2.5])
+    assert shifted == pytest.approx(privacy_profile(weak, grid))  # δ(ε) = δ_G(ε − 0.5)
+    assert privacy_profile(pure, [0.2])[0] == 1.0

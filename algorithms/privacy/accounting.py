@@ -167,30 +167,68 @@ def _epsilon_uncached(rounds: tuple[tuple[Round, int], ...], delta: float, metho
     """The largest ε over parties (clients); each party's rounds compose."""
     if not rounds:
         return 0.0
+    values = [_party_epsilon(p, delta, method, discretization) for p in _parties(rounds)]
+    return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
+
+
+def _parties(rounds: tuple[tuple[Round, int], ...]) -> set[tuple[tuple[Round, int], ...]]:
+    """The distinct parties' ledgers (rounds with the party number cleared)."""
     parties: dict[int, list[tuple[Round, int]]] = {}
     for rnd, count in rounds:
         anonymous = replace(rnd, sampling=replace(rnd.sampling, party=0))
         parties.setdefault(rnd.sampling.party, []).append((anonymous, count))
-    distinct = {tuple(sorted(p, key=repr)) for p in parties.values()}
-    values = [_party_epsilon(p, delta, method, discretization) for p in distinct]
-    return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
+    return {tuple(sorted(p, key=repr)) for p in parties.values()}
+
+
+def _split_kinds(rounds: tuple[tuple[Round, int], ...]
+                 ) -> tuple[list[tuple[Round, int]], float] | None:
+    """A party's Gaussian rounds (passes of disjoint batches merged) and its total pure ε;
+    None when it uses data without noise."""
+    if any("nonprivate" in _kinds(r) for r, _ in rounds):
+        return None
+    pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
+    if (sum(1 for r, _ in rounds if _kinds(r) == {"gaussian"})
+            + sum(1 for r, _ in rounds if "pure" in _kinds(r)) != len(rounds)):
+        raise ValueError("a round mixes pure and gaussian releases; record them separately")
+    return _parallel([(r, c) for r, c in rounds if _kinds(r) == {"gaussian"}]), float(pure)
 
 
 def _party_epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
                    discretization: float) -> float | None:
-    if any("nonprivate" in _kinds(r) for r, _ in rounds):
+    split = _split_kinds(rounds)
+    if split is None:
         return math.inf
-    pure = sum(c * x.epsilon for r, c in rounds for x in r.releases if x.kind == "pure")
-    gaussian = _parallel([(r, c) for r, c in rounds if _kinds(r) == {"gaussian"}])
-    if (sum(1 for r, _ in rounds if _kinds(r) == {"gaussian"})
-            + sum(1 for r, _ in rounds if "pure" in _kinds(r)) != len(rounds)):
-        raise ValueError("a round mixes pure and gaussian releases; record them separately")
+    gaussian, pure = split
     if method == "gdp" and pure:
         return None
     if not gaussian:
-        return float(pure)
+        return pure
     eps = _gaussian_epsilon(gaussian, delta, method, discretization)
     return None if eps is None else eps + pure
+
+
+def privacy_profile(ledger: Ledger, grid: list[float],
+                    discretization: float = PLD_DISCRETIZATION) -> list[float]:
+    """δ(ε) on ``grid`` by the PLD accountant, the largest over parties: a party's Gaussian
+    rounds composed as for ε (disjoint passes in parallel), its pure releases added by
+    basic composition, δ(ε) = δ_Gauss(ε − ε_pure). The claimed trade-off curve of an
+    audit (anchors dp_tooling.md §2.6 item 3)."""
+    profile = [0.0] * len(grid)
+    for party in _parties(_key(ledger)):
+        split = _split_kinds(party)
+        if split is None:
+            return [1.0] * len(grid)
+        gaussian, pure = split
+        if not gaussian:
+            deltas = [0.0 if e >= pure else 1.0 for e in grid]
+        else:
+            accountant = _dpa().pld.PLDAccountant(
+                value_discretization_interval=_pld_discretization(gaussian, discretization))
+            accountant.compose(to_dp_event(gaussian, "pld"))
+            deltas = [float(accountant.get_delta(e - pure)) if e >= pure else 1.0
+                      for e in grid]
+        profile = [max(a, b) for a, b in zip(profile, deltas, strict=True)]
+    return profile
 
 
 def _parallel(rounds: list[tuple[Round, int]]) -> list[tuple[Round, int]]:

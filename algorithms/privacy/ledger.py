@@ -10,10 +10,17 @@ All privacy noise and all data sampling go through :class:`Mechanism`:
 * ``mech.gaussian(value, sensitivity=Δ, sigma=σ, batch=...)`` adds N(0, (σΔ)² I) on the
   backend's device and records the release in the batch's round (or in a round of its own
   when ``batch`` is None: a release computed from the whole data set);
+* ``mech.charged(value, std=..., charges=[(batch, Δ), ...])`` adds N(0, std² I) to one vector
+  that depends on several batches' records, recording a release (multiplier std/Δ_b) in each;
 * ``mech.exact(value, batch=...)`` records a non-private use of data (ε = ∞);
 * ``mech.above_threshold(queries, ...)`` runs AboveThreshold (Dwork & Roth 2014, Alg. 1)
   over lazily evaluated queries and records one pure ε-DP release, whatever the number
   of queries it looked at.
+
+Every noisy, data-dependent output leaves through :meth:`Mechanism.emit` (the identity
+here): the privacy audit (``bench/canary.py``) overrides it to record each release with its
+noise-free value and declared sensitivity, and to replay a transcript on a neighbouring
+data set.
 
 ``mech.public`` is a generator for randomness that touches no data (candidate times, start
 vectors of eigen-solvers): it needs no accounting and leaves the noise and sampling
@@ -32,7 +39,7 @@ Releases that share a round are accounted as one Gaussian of the concatenated ve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -243,9 +250,34 @@ class Mechanism:
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
         release = Release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
-        for b in batch if isinstance(batch, list) else [batch]:
+        batches = batch if isinstance(batch, list) else [batch]
+        for b in batches:
             self._attach(release, b)
-        return value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
+        noisy = value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
+        return self.emit(noisy, tag=tag, value=value, base=None, std=sigma * sensitivity,
+                         charges=[(b, float(sensitivity)) for b in batches],
+                         rows=isinstance(batch, list))
+
+    def charged(self, value: Any, *, std: float, tag: str,
+                charges: list[tuple[Batch, float]]) -> Any:
+        """``value`` + N(0, std² I) where ``value`` depends on the records of several batches,
+        with L2 sensitivity Δ_b in batch b: each batch records a release of multiplier
+        std/Δ_b (spider_sosp's escape direction, charged to its Hessian's batches)."""
+        if std <= 0 or not charges or min(s for _, s in charges) <= 0:
+            raise ValueError(f"charged release {tag!r} needs std > 0 and sensitivities > 0")
+        for b, s in charges:
+            self._attach(Release("gaussian", tag, sigma=std / s, sensitivity=s), b)
+        noisy = value + std * self.noise.normal(tuple(value.shape))
+        return self.emit(noisy, tag=tag, value=value, base=None, std=std, charges=charges)
+
+    def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
+             charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
+        """The exit of every noisy data-dependent output: ``output`` = ``base`` (earlier
+        releases' data, None if none) + ``value`` + N(0, std² I), where ``value`` has L2
+        sensitivity Δ in each charged batch (one row per charge with ``rows``; for
+        AboveThreshold, ``output`` is the chosen index, ``value`` the query values and
+        ``std`` 0). Here the identity; the privacy audit overrides it."""
+        return output
 
     def perturb(self, value: Any, std: float) -> Any:
         """``value`` + N(0, std² I) that depends on no data (an escape perturbation): drawn
@@ -273,11 +305,16 @@ class Mechanism:
             "pure", tag, sensitivity=float(sensitivity), epsilon=float(epsilon))])
         rng = self.laplace_rng
         noisy_threshold = threshold + rng.laplace(0.0, 2.0 * sensitivity / epsilon)
+        values: list[float] = []
+        chosen = None
         for j, query in enumerate(queries):
-            value = query() + rng.laplace(0.0, 4.0 * sensitivity / epsilon)
-            if (value < noisy_threshold) if below else (value >= noisy_threshold):
-                return j
-        return None
+            values.append(query())
+            noisy = values[-1] + rng.laplace(0.0, 4.0 * sensitivity / epsilon)
+            if (noisy < noisy_threshold) if below else (noisy >= noisy_threshold):
+                chosen = j
+                break
+        return self.emit(chosen, tag=tag, value=np.asarray(values), base=None, std=0.0,
+                         charges=[(None, float(sensitivity))])
 
     def _attach(self, release: Release, batch: Batch | None) -> None:
         if batch is None:

@@ -80,9 +80,13 @@ class TreeSums:
         if not sensitivity > 0:
             raise ValueError(f"a tree leaf needs sensitivity > 0, got {sensitivity}")
         self.t += 1
-        self.total = value if self.total is None else self.total + value
+        base = self.total
+        self.total = value if base is None else base + value
         self.leaves.append((batch, float(sensitivity)))
-        return self.total + self.noise(self.t, value)
+        noisy = self.total + self.noise(self.t, value)
+        return self.mech.emit(noisy, tag=self.tag, value=value, base=base,
+                              std=self.sigma * math.sqrt(len(tree_nodes(self.t))),
+                              charges=[(batch, float(sensitivity))])
 
     def noise(self, t: int, like: Any) -> Any:
         """TREE(t), drawing (and accounting for) nodes at their first use."""

@@ -1,0 +1,543 @@
+"""The white-box canary harness of the privacy audit (issue 8; anchors dp_tooling.md §6.4).
+
+**The canary.** :class:`CanaryOracle` wraps a numpy problem's oracle and appends one
+coordinate k that no record touches, except record ``SLOT``: its loss is a·x_k, so its
+gradient is exactly a·e_k (the Dirac gradient canary of Nasr et al. 2021/2023). Two data
+sets differ in the slot alone: the canary (+a) against a zero record (add/remove: the zero
+record releases nothing) or against the anti-canary (−a, replace-one; used when no round is
+Poisson-sampled, since the suite declares replace-one sensitivities for every other
+scheme). ``a`` is far above any clip (``ADVERSARIAL_NORM``), or the assumed bound of an
+algorithm that does not clip (``Algorithm.assumes_bound``, e.g. noisy_sgd).
+
+**Recording.** :class:`AuditMechanism` overrides :meth:`Mechanism.emit`, the exit of every
+noisy data-dependent output (Gaussian releases, tree prefix sums, escape directions,
+AboveThreshold), and its ledger keeps every batch drawn.
+
+**L0, exact** (:func:`exact_checks`). A run on the canary data set is recorded; the same
+seeds then *replay* its transcript on the neighbouring set: every release returns the
+recorded output, so the algorithm's state follows the same path, and
+
+* the noise-free value of every release may change by at most its declared sensitivity
+  in the batches that hold the slot (and not at all elsewhere): the sensitivity test under
+  adaptive composition;
+* the iterates, the output and the batches must be bitwise identical: everything the
+  algorithm does with data passes through a recorded release (an unrecorded use shows);
+* the recorded noise, divided by its declared std, has mean 0 and std 1;
+* the realised ledger spends at most the ε the plan claims (PLD), PLD ≤ RDP, PLD ≈ exact
+  GDP where it applies; realised Poisson batch sizes match q (binomial z-test), fixed
+  batches have their size, disjoint batches never repeat a record within a pass.
+
+L0 also learns each release tag's canary direction (the normalised change of its value),
+which the score uses.
+
+**L1, statistical** (:func:`canary_scores`, then :func:`bench.audit.audit`). Thousands of
+runs on each data set; each run's score is the claimed-parameter log-likelihood ratio of
+the outputs projected on their tag's canary direction: Σ Δ m/s² for a release of std s and
+sensitivity Δ, log(1 − q + q·e^{(Δm − Δ²/2)/s²}) for a Poisson round of rate q. The
+threshold is chosen on half the runs and Clopper–Pearson bounds on the other half are
+compared with the trade-off curve of the plan's ledger.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget
+from algorithms.privacy.accounting import Epsilons, epsilons
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Sampling
+from problems import PROBLEMS, Instance
+from problems.backend import Backend, BackendSpec, get_backend
+from problems.base import DataSize
+from problems.minimax import MinimaxOracle
+from problems.oracles import Oracle
+
+SLOT = 0
+ADVERSARIAL_NORM = 1e3
+#: small problems the audit runs on by default (minimax algorithms need a minimax problem)
+AUDIT_PROBLEMS: dict[bool, tuple[str, dict[str, Any]]] = {
+    False: ("strict_saddle", {"d": 5, "n": 64}),
+    True: ("ncsc_double_well", {"d": 3, "d_y": 4, "n": 60}),
+}
+#: short runs with small batches: the audit needs thousands of them
+AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
+                                  "batch_refresh": 16, "batch_diff": 8}
+AUDIT_OVERRIDES: dict[str, dict[str, Any]] = {
+    "spider_sosp": {"alpha": 2.0, "c_var": 0.01, "batching": "shared"},
+}
+#: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
+#: ε = 2: a single pass needs a few thousand records)
+AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
+TOLERANCE = 1e-6
+
+
+# -- the canary data set ------------------------------------------------------------------
+class CanaryOracle(Oracle):
+    """``base`` in the first d coordinates plus the canary coordinate k = d; record SLOT's
+    loss is ``value``·x_k alone (numpy backend)."""
+
+    def __init__(self, base: Oracle, value: float, **kw: Any) -> None:
+        if base.backend.name != "numpy":
+            raise ValueError("the canary audit runs on the numpy backend")
+        super().__init__(base.backend, n=base.n, d=base.d + 1,
+                         x0=np.append(np.asarray(base.x0, dtype=float), 0.0),
+                         clients=base.clients, **kw)
+        self.base, self.value = base, float(value)
+
+    def _rows(self, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(idx), self.d))
+        out[:, :-1] = rows
+        out[idx == SLOT] = 0.0
+        out[idx == SLOT, -1] = self.value
+        return out
+
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        return self._rows(self.base.per_sample_grads(x[:-1], idx), np.asarray(idx))
+
+    def _others(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx)
+        return idx[idx != SLOT]
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        others = self._others(idx)
+        base = self.base._loss_sum(x[:-1], others) if len(others) else 0.0
+        return base + (len(others) < len(idx)) * self.value * x[-1]
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        return self.per_sample_grads(x, idx).sum(axis=0)
+
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        out = np.zeros(self.d)
+        others = self._others(idx)
+        if len(others):
+            out[:-1] = self.base._hvp_sum(x[:-1], v[:-1], others)
+        return out
+
+
+class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
+    """The canary on a minimax problem: the slot's F is ``value``·x_k (no y-dependence).
+    The best response y*(x) is the base problem's (with the slot's base record): the same
+    function in both worlds, so it carries no difference between them."""
+
+    base: MinimaxOracle
+
+    def __init__(self, base: MinimaxOracle, value: float) -> None:
+        super().__init__(base, value, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
+
+    def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
+        idx = np.asarray(idx)
+        gx, gy = self.base.per_sample_partials(x[:-1], y, idx)
+        gy = np.array(gy, dtype=float)
+        gy[idx == SLOT] = 0.0
+        return self._rows(gx, idx), gy
+
+    def best_response(self, x: Any) -> Any:
+        return self.base.best_response(x[:-1])
+
+    def project_y(self, y: Any) -> Any:
+        return self.base.project_y(y)
+
+
+def canary_oracle(base: Oracle, value: float) -> CanaryOracle:
+    """``base`` with the slot holding the canary (``value`` = +a), the zero record (0) or the
+    anti-canary (−a)."""
+    if isinstance(base, MinimaxOracle):
+        return CanaryMinimaxOracle(base, value)
+    return CanaryOracle(base, value)
+
+
+def canary_data(instance: Instance) -> DataSize:
+    """What calibration sees of the canary data set: the instance with one more coordinate."""
+    return DataSize(n=instance.n, d=instance.d + 1, constants=instance.constants,
+                    clients=instance.clients)
+
+
+# -- recording ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Charge:
+    """One batch an emission depends on: its sensitivity there and whether it holds the
+    slot (a whole-data release holds it)."""
+
+    sensitivity: float
+    holds_slot: bool
+    party: int
+    sampling: Sampling
+
+
+@dataclass
+class Emission:
+    """One noisy output with what the algorithm declared about it."""
+
+    tag: str
+    output: Any
+    value: np.ndarray
+    noise: np.ndarray | None
+    std: float
+    charges: list[Charge]
+    rows: bool
+
+
+class ReplayDiverged(RuntimeError):
+    """The replayed run asked for a different release than the recorded one."""
+
+
+class AuditLedger(Ledger):
+    """A ledger that also keeps every batch drawn (sampling checks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[Batch] = []
+
+    def open(self, batch: Batch) -> Batch:
+        self.batches.append(batch)
+        return super().open(batch)
+
+
+def _charge(batch: Batch | None, sensitivity: float) -> Charge:
+    if batch is None:
+        return Charge(sensitivity, True, 0, Sampling())
+    return Charge(sensitivity, bool(np.any(batch.indices == SLOT)), batch.sampling.party,
+                  batch.sampling)
+
+
+class AuditMechanism(Mechanism):
+    """A :class:`Mechanism` that records emissions (``keep``), replays a recorded
+    transcript (``replay``) and accumulates the L1 score (``directions``: tag → unit
+    canary direction of its values)."""
+
+    def __init__(self, noise: Any, sampler: np.random.Generator, *, keep: bool = True,
+                 replay: list[Emission] | None = None,
+                 directions: dict[str, np.ndarray] | None = None) -> None:
+        super().__init__(noise, sampler, ledger=AuditLedger())
+        self.keep, self.replay, self.directions = keep, replay, directions or {}
+        self.emissions: list[Emission] = []
+        self.score = 0.0
+        self._next = 0
+
+    def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
+             charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
+        listed = [_charge(b, s) for b, s in charges]
+        if tag in self.directions:
+            self.score += _score_term(np.asarray(output), std, listed, rows,
+                                      self.directions[tag])
+        if self.keep:
+            noise = None
+            if std > 0:
+                noise = np.asarray(output) - np.asarray(value) - (
+                    0.0 if base is None else np.asarray(base))
+            self.emissions.append(Emission(tag, _copy(output), np.array(value, dtype=float),
+                                           noise, std, listed, rows))
+        if self.replay is None:
+            return output
+        if self._next >= len(self.replay) or self.replay[self._next].tag != tag:
+            expected = (self.replay[self._next].tag if self._next < len(self.replay)
+                        else "the end of the run")
+            raise ReplayDiverged(f"release {self._next} is {tag!r} on the neighbouring data "
+                                 f"set but {expected!r} in the recorded run")
+        recorded = self.replay[self._next].output
+        self._next += 1
+        return _copy(recorded)
+
+    @property
+    def batches(self) -> list[Batch]:
+        ledger = self.ledger
+        assert isinstance(ledger, AuditLedger)
+        return ledger.batches
+
+
+def _copy(output: Any) -> Any:
+    return output.copy() if isinstance(output, np.ndarray) else output
+
+
+def _score_term(output: np.ndarray, std: float, charges: list[Charge], rows: bool,
+                direction: np.ndarray) -> float:
+    """The claimed-parameter LLR of one emission's projection on the canary direction
+    (party 0's row or charge; pure releases score nothing)."""
+    mine = [(i, c) for i, c in enumerate(charges) if c.party == 0]
+    if std <= 0 or not mine:
+        return 0.0
+    i, charge = max(mine, key=lambda ic: ic[1].sensitivity)
+    values = output[i] if rows else output
+    m = float(np.dot(np.ravel(values), direction))
+    delta = charge.sensitivity
+    shift = (delta * m - delta * delta / 2.0) / (std * std)
+    if charge.sampling.scheme == "poisson" and charge.sampling.rate < 1.0:
+        q = charge.sampling.rate
+        return float(np.logaddexp(math.log1p(-q), math.log(q) + shift))
+    return shift
+
+
+# -- building one audit --------------------------------------------------------------------
+@dataclass
+class AuditSetup:
+    """An algorithm planned on the canary data set of a problem instance."""
+
+    algorithm: Algorithm
+    plan: Plan
+    instance: Instance
+    base: Oracle
+    backend: Backend
+    norm: float
+    world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
+
+    @property
+    def values(self) -> tuple[float, float]:
+        """The slot's value with and without the canary."""
+        return self.norm, (-self.norm if self.world == "replace" else 0.0)
+
+    def fresh(self) -> Algorithm:
+        """A copy of the planned algorithm (plan() may keep constants on it)."""
+        return copy.deepcopy(self.algorithm)
+
+    def run(self, value: float, seed: int, **mech_kw: Any
+            ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
+        """One run on the data set whose slot holds ``value``: (mechanism, iterates, output)."""
+        algorithm = self.fresh()
+        noise, sampling = np.random.SeedSequence(seed).spawn(2)
+        mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
+                              np.random.default_rng(sampling), **mech_kw)
+        oracle = canary_oracle(self.base, value)
+        xs = [np.array(s.x, dtype=float) for s in algorithm.iterate(oracle, self.plan, mech)]
+        return mech, xs, np.array(algorithm.output(), dtype=float)
+
+
+def audit_params(name: str, **overrides: Any) -> Any:
+    """Algorithm ``name``'s parameters for audits: short runs, small batches."""
+    cls = ALGORITHMS[name]
+    fields = {f.name for f in dataclasses.fields(cls.Params)}
+    kw = {k: v for k, v in AUDIT_SETTINGS.items() if k in fields}
+    kw.update(AUDIT_OVERRIDES.get(name, {}))
+    kw.update(overrides)
+    return cls.Params(**kw)
+
+
+def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
+    """The instance an audit of algorithm ``name`` runs on (default: ``AUDIT_PROBLEMS``)."""
+    default, default_params = AUDIT_PROBLEMS[ALGORITHMS[name].minimax]
+    chosen = problem or default
+    if chosen == default:
+        params = {**default_params, **AUDIT_DATA.get(name, {}), **params}
+    cls = PROBLEMS[chosen]
+    return cls(cls.Params(**params)).build(0)
+
+
+def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) -> AuditSetup:
+    """Plan ``algorithm`` on ``instance``'s canary data set for ``target``."""
+    if not algorithm.private:
+        raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
+    missing = [k for k in algorithm.needs if k not in instance.constants]
+    if missing:
+        raise ValueError(f"{algorithm.name} needs the constants {missing}, which "
+                         f"{instance.name} lacks; pick a problem that declares them")
+    if algorithm.minimax and not PROBLEMS[instance.name].minimax:
+        raise ValueError(f"{algorithm.name} is a minimax algorithm; audit it on a minimax "
+                         "problem (e.g. ncsc_double_well)")
+    backend = get_backend(BackendSpec(name="numpy"))
+    plan = algorithm.plan(canary_data(instance), target)
+    norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
+    return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
+                      "add" if poisson else "replace")
+
+
+# -- L0 ---------------------------------------------------------------------------------------
+@dataclass
+class ExactReport:
+    """The outcome of the exact checks (see the module docstring)."""
+
+    world: str
+    runs: int
+    max_sensitivity_ratio: float
+    noise_draws: int
+    noise_mean: float
+    noise_std: float
+    eps_claimed: Epsilons
+    eps_realised: Epsilons
+    directions: dict[str, np.ndarray] = field(repr=False)
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"world": self.world, "runs": self.runs,
+                "max_sensitivity_ratio": self.max_sensitivity_ratio,
+                "noise_draws": self.noise_draws, "noise_mean": self.noise_mean,
+                "noise_std": self.noise_std, "eps_claimed": self.eps_claimed.to_dict(),
+                "eps_realised": self.eps_realised.to_dict(), "failures": self.failures,
+                "warnings": self.warnings, "passed": self.passed,
+                "canary_tags": sorted(self.directions)}
+
+
+def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactReport:
+    """L0 on ``runs`` recorded runs, each replayed on the neighbouring data set."""
+    value_in, value_out = setup.values
+    failures: list[str] = []
+    ratios, noise = [0.0], []
+    diffs: dict[str, np.ndarray] = {}
+    ledger: Ledger | None = None
+    for r in range(runs):
+        recorded, xs_in, out_in = setup.run(value_in, seed + r)
+        ledger = ledger or recorded.ledger
+        try:
+            replayed, xs_out, out_out = setup.run(value_out, seed + r,
+                                                  replay=recorded.emissions)
+        except ReplayDiverged as exc:
+            failures.append(f"run {r}: {exc}")
+            continue
+        failures += _replay_failures(r, recorded, replayed, xs_in, xs_out, out_in, out_out)
+        for a, b in zip(recorded.emissions, replayed.emissions, strict=True):
+            ratio, direction = _sensitivity(a, b)
+            ratios.append(ratio)
+            if direction is not None:
+                diffs.setdefault(a.tag, direction)
+            if ratio > 1.0 + TOLERANCE:
+                failures.append(f"run {r}: release {a.tag!r} changed by {ratio:.4g}× its "
+                                "declared sensitivity")
+            if a.noise is not None:
+                noise.append(np.ravel(a.noise) / a.std)
+        failures += _sampling_failures(r, recorded.batches)
+    z = np.concatenate(noise) if noise else np.zeros(0)
+    failures += _noise_failures(z)
+    assert ledger is not None
+    claimed, realised = setup.plan.eps, epsilons(ledger, setup.plan.target.delta)
+    accounting, warnings = _accounting(claimed, realised)
+    return ExactReport(setup.world, runs, max(ratios), int(z.size),
+                       float(z.mean()) if z.size else math.nan,
+                       float(z.std()) if z.size else math.nan, claimed, realised, diffs,
+                       _dedupe(failures + accounting), warnings)
+
+
+def _replay_failures(r: int, recorded: AuditMechanism, replayed: AuditMechanism,
+                     xs_in: list[np.ndarray], xs_out: list[np.ndarray], out_in: Any,
+                     out_out: Any) -> list[str]:
+    """Same transcript ⇒ same batches, iterates and output; else data leaked unrecorded."""
+    failures = []
+    if len(replayed.emissions) != len(recorded.emissions):
+        failures.append(f"run {r}: the neighbouring run made {len(replayed.emissions)} "
+                        f"releases, the recorded one {len(recorded.emissions)}")
+    batches = [b.indices.tolist() for b in recorded.batches]
+    if batches != [b.indices.tolist() for b in replayed.batches]:
+        failures.append(f"run {r}: batches differ between neighbouring data sets under the "
+                        "same transcript (sampling depends on data)")
+    same = len(xs_in) == len(xs_out) and all(
+        np.array_equal(a, b) for a, b in zip(xs_in, xs_out, strict=False))
+    if not same or not np.array_equal(out_in, out_out):
+        failures.append(f"run {r}: iterates differ between neighbouring data sets under the "
+                        "same transcript (data used outside a recorded release)")
+    return failures
+
+
+def _sensitivity(a: Emission, b: Emission) -> tuple[float, np.ndarray | None]:
+    """(largest change ÷ declared sensitivity, unit direction of the change or None)."""
+    if a.std <= 0:  # AboveThreshold: each query moves by at most Δ
+        k = min(a.value.size, b.value.size)
+        change = float(np.max(np.abs(a.value[:k] - b.value[:k]), initial=0.0))
+        return _ratio(change, a.charges[0].sensitivity), None
+    rows = list(zip(a.value, b.value, a.charges, strict=True)) if a.rows else [
+        (a.value, b.value, None)]
+    worst, direction = 0.0, None
+    for va, vb, charge in rows:
+        change = va - vb
+        size = float(np.linalg.norm(change))
+        held = [charge] if charge is not None else a.charges
+        bound = sum(c.sensitivity for c in held if c.holds_slot)
+        worst = max(worst, _ratio(size, bound))
+        if size > 1e-12 and (charge is None or charge.party == 0):
+            direction = np.ravel(change) / size
+    return worst, direction
+
+
+def _ratio(change: float, bound: float) -> float:
+    if change <= 1e-12 * max(1.0, bound):
+        return 0.0
+    return math.inf if bound <= 0 else change / bound
+
+
+def _sampling_failures(r: int, batches: list[Batch]) -> list[str]:
+    failures = []
+    poisson = [b for b in batches if b.sampling.scheme == "poisson"]
+    if poisson:
+        expected = sum(b.sampling.rate * b.sampling.n for b in poisson)
+        var = sum(b.sampling.rate * (1 - b.sampling.rate) * b.sampling.n for b in poisson)
+        drawn = sum(len(b) for b in poisson)
+        if var > 0 and abs(drawn - expected) > 5 * math.sqrt(var) + 1:
+            failures.append(f"run {r}: Poisson batches hold {drawn} records, expected "
+                            f"{expected:.1f} ± {math.sqrt(var):.1f} at the recorded rates")
+    for b in batches:
+        if b.sampling.scheme in ("fixed", "disjoint") and len(b) != b.sampling.size:
+            failures.append(f"run {r}: a {b.sampling.scheme} batch holds {len(b)} records, "
+                            f"recorded size {b.sampling.size}")
+    seen: dict[tuple[int, int], set[int]] = {}
+    for b in batches:
+        if b.sampling.scheme == "disjoint":
+            used = seen.setdefault((b.sampling.party, b.sampling.epoch), set())
+            if used & set(b.indices.tolist()):
+                failures.append(f"run {r}: a disjoint pass reuses a record")
+            used |= set(b.indices.tolist())
+    return failures
+
+
+def _noise_failures(z: np.ndarray) -> list[str]:
+    """Standardised noise must be N(0, 1): mean and std within 5 standard errors."""
+    if z.size < 20:
+        return []
+    failures = []
+    if abs(z.mean()) > 5 / math.sqrt(z.size):
+        failures.append(f"noise mean {z.mean():.4f} in units of the declared std "
+                        f"({z.size} draws)")
+    if abs(z.std() - 1.0) > 5 / math.sqrt(2 * z.size):
+        failures.append(f"noise std {z.std():.4f} × the declared std ({z.size} draws)")
+    return failures
+
+
+def _accounting(claimed: Epsilons, realised: Epsilons) -> tuple[list[str], list[str]]:
+    """The realised ledger against the plan's claim, and the accountants against each other."""
+    failures: list[str] = []
+    warnings: list[str] = []
+    c, s = claimed.headline, realised.headline
+    if c is None or s is None:
+        failures.append("no accountant has an event for this ledger")
+        return failures, warnings
+    if s > c * (1 + TOLERANCE) + TOLERANCE:
+        failures.append(f"the run spent ε = {s:.4f} (PLD), the plan claims {c:.4f}")
+    elif s < 0.99 * c:
+        warnings.append(f"the run spent ε = {s:.4f}, less than the plan's {c:.4f} "
+                        "(over-claimed; e.g. a run stopped when its data ran out)")
+    if realised.pld is not None and realised.rdp is not None and (
+            realised.pld > realised.rdp + 1e-3):
+        failures.append(f"PLD ε {realised.pld:.4f} exceeds RDP ε {realised.rdp:.4f}")
+    if realised.pld is not None and realised.gdp is not None and not (
+            realised.gdp - 1e-3 <= realised.pld <= realised.gdp * 1.01 + 1e-2):
+        failures.append(f"PLD ε {realised.pld:.4f} disagrees with exact GDP ε "
+                        f"{realised.gdp:.4f}")
+    return failures, warnings
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+# -- L1 ---------------------------------------------------------------------------------------
+def canary_scores(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
+                  seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """L1 scores of ``runs`` runs with the canary and ``runs`` without it."""
+    value_in, value_out = setup.values
+
+    def scores(value: float, offset: int) -> Iterator[float]:
+        for r in range(runs):
+            mech, _, _ = setup.run(value, seed + 2 * r + offset, keep=False,
+                                   directions=directions)
+            yield mech.score
+
+    return (np.fromiter(scores(value_in, 0), float, runs),
+            np.fromiter(scores(value_out, 1), float, runs))
+
