@@ -378,8 +378,10 @@ class ExactReport:
 
 
 def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactReport:
-    """L0 on ``runs`` recorded runs, each replayed on the neighbouring data set."""
+    """L0 on ``runs`` recorded runs, each replayed on the neighbouring data set (and, for
+    replace-one claims, also on the add/remove neighbour: the zero record)."""
     value_in, value_out = setup.values
+    neighbours = {setup.world: value_out, **({"add": 0.0} if setup.world == "replace" else {})}
     failures: list[str] = []
     ratios, noise = [0.0], []
     diffs: dict[str, np.ndarray] = {}
@@ -387,24 +389,26 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
     for r in range(runs):
         recorded, xs_in, out_in = setup.run(value_in, seed + r)
         ledger = ledger or recorded.ledger
-        try:
-            replayed, xs_out, out_out = setup.run(value_out, seed + r,
-                                                  replay=recorded.emissions)
-        except ReplayDiverged as exc:
-            failures.append(f"run {r}: {exc}")
-            continue
-        failures += _replay_failures(r, recorded, replayed, xs_in, xs_out, out_in, out_out)
-        for a, b in zip(recorded.emissions, replayed.emissions, strict=True):
-            ratio, direction = _sensitivity(a, b)
-            ratios.append(ratio)
-            if direction is not None:
-                diffs.setdefault(a.tag, direction)
-            if ratio > 1.0 + TOLERANCE:
-                failures.append(f"run {r}: release {a.tag!r} changed by {ratio:.4g}× its "
-                                "declared sensitivity")
-            if a.noise is not None:
-                noise.append(np.ravel(a.noise) / a.std)
+        noise += [np.ravel(e.noise) / e.std for e in recorded.emissions if e.noise is not None]
         failures += _sampling_failures(r, recorded.batches)
+        for world, value in neighbours.items():
+            where = f"run {r} ({world})"
+            try:
+                replayed, xs_out, out_out = setup.run(value, seed + r,
+                                                      replay=recorded.emissions)
+            except ReplayDiverged as exc:
+                failures.append(f"{where}: {exc}")
+                continue
+            failures += _replay_failures(where, recorded, replayed, xs_in, xs_out, out_in,
+                                         out_out)
+            for a, b in zip(recorded.emissions, replayed.emissions, strict=True):
+                ratio, direction = _sensitivity(a, b)
+                ratios.append(ratio)
+                if direction is not None and world == setup.world:
+                    diffs.setdefault(a.tag, direction)
+                if ratio > 1.0 + TOLERANCE:
+                    failures.append(f"{where}: release {a.tag!r} changed by {ratio:.4g}× its "
+                                    "declared sensitivity")
     z = np.concatenate(noise) if noise else np.zeros(0)
     failures += _noise_failures(z)
     assert ledger is not None
@@ -416,22 +420,22 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
                        _dedupe(failures + accounting), warnings)
 
 
-def _replay_failures(r: int, recorded: AuditMechanism, replayed: AuditMechanism,
+def _replay_failures(where: str, recorded: AuditMechanism, replayed: AuditMechanism,
                      xs_in: list[np.ndarray], xs_out: list[np.ndarray], out_in: Any,
                      out_out: Any) -> list[str]:
     """Same transcript ⇒ same batches, iterates and output; else data leaked unrecorded."""
     failures = []
     if len(replayed.emissions) != len(recorded.emissions):
-        failures.append(f"run {r}: the neighbouring run made {len(replayed.emissions)} "
+        failures.append(f"{where}: the neighbouring run made {len(replayed.emissions)} "
                         f"releases, the recorded one {len(recorded.emissions)}")
     batches = [b.indices.tolist() for b in recorded.batches]
     if batches != [b.indices.tolist() for b in replayed.batches]:
-        failures.append(f"run {r}: batches differ between neighbouring data sets under the "
+        failures.append(f"{where}: batches differ between neighbouring data sets under the "
                         "same transcript (sampling depends on data)")
     same = len(xs_in) == len(xs_out) and all(
         np.array_equal(a, b) for a, b in zip(xs_in, xs_out, strict=False))
     if not same or not np.array_equal(out_in, out_out):
-        failures.append(f"run {r}: iterates differ between neighbouring data sets under the "
+        failures.append(f"{where}: iterates differ between neighbouring data sets under the "
                         "same transcript (data used outside a recorded release)")
     return failures
 

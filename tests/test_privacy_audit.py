@@ -34,7 +34,10 @@ from problems.oracles import Oracle
 
 PRIVATE = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
 RUNS = 1000  # per side, registry-wide
-MUTANT_RUNS = 2000  # per side, for the mutants
+# per side: gross bugs show with a few hundred runs; a halved σ or a doubled rate at ε = 2 needs
+# thousands (at 5,000 each fails with a margin of about 0.05 in TPR; at 2,000 barely)
+MUTANT_RUNS = {"no_clipping": 500, "sum_with_mean_scale": 500, "sigma_halved": 5000,
+               "wrong_rate": 5000}
 
 
 # -- the harness -----------------------------------------------------------------------------
@@ -179,15 +182,15 @@ def test_mutant_is_caught_by_the_exact_checks(mutant: str) -> None:
 
 # The canary audit scores the recorded transcript, so a release that bypasses the mechanism
 # is invisible to it by construction: the exact checks' replay catches that one.
-@pytest.mark.parametrize("mutant", sorted(set(MUTANTS) - {"unrecorded_release"}))
+@pytest.mark.parametrize("mutant", sorted(MUTANT_RUNS))
 def test_mutant_is_caught_by_the_canary_audit(mutant: str) -> None:
-    result = mutant_audit(MUTANTS[mutant][0], MUTANT_RUNS).canary
+    result = mutant_audit(MUTANTS[mutant][0], MUTANT_RUNS[mutant]).canary
     assert not result.passed, result
     assert result.eps_lb > 0.0
 
 
 def test_correct_dp_sgd_passes_at_the_mutants_run_count() -> None:
-    result = mutant_audit(DPSGD, MUTANT_RUNS)
+    result = mutant_audit(DPSGD, max(MUTANT_RUNS.values()))
     assert result.passed, (result.exact.failures, result.canary)
 
 
