@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.privacy.accounting import calibrate, epsilon
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from algorithms.sgd import SGD, SGDParams
 from problems.base import DataInfo
@@ -91,8 +90,7 @@ class DPSGD(SGD):
 
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
         """Σ_{i∈B_t} of the clipped per-sample gradients (line 3)."""
-        grads = oracle.per_sample_grads(x, batch.indices)
-        return oracle.xp.sum(clip_rows(oracle.xp, grads, self.params.clip), axis=0)
+        return oracle.clipped_grad_sum(x, batch.indices, self.params.clip)
 
     def plan_extra(self, data: DataInfo) -> dict[str, Any]:
         return {"bound": self.bound(data), "sensitivity": self.sensitivity(data)}

@@ -52,7 +52,6 @@ import numpy as np
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams, clients
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.lambda_min import hessian
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from algorithms.sosp_selection import (
     SelectionParams,
@@ -235,9 +234,9 @@ class DPSpiderAT(SpiderAlgorithm):
             grads, hessians = [], []
             for j, idx in enumerate(held):
                 batch = mech.sample(idx, scheme="none", party=HELD_OUT + j)
-                rows = clip_rows(oracle.xp, oracle.per_sample_grads(x, idx), p.grad_clip)
+                total = oracle.clipped_grad_sum(x, idx, p.grad_clip)
                 grads.append(backend.to_numpy(mech.gaussian(  # line 3
-                    oracle.xp.mean(rows, axis=0), sensitivity=2 * p.grad_clip / len(idx),
+                    total / len(idx), sensitivity=2 * p.grad_clip / len(idx),
                     sigma=s, tag="alg4_grad", batch=batch)))
                 noisy = backend.to_numpy(mech.gaussian(  # line 4: the upper triangle, mirrored
                     backend.asarray(hessian(oracle, x, idx)[upper]),

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Mechanism, Sampling
+from problems.clipping import clip_rows
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
 

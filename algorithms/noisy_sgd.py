@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
-from algorithms.privacy.clipping import row_norms
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism
 from algorithms.sgd import SGDParams
 from algorithms.sosp_selection import (
@@ -56,6 +55,7 @@ from algorithms.sosp_selection import (
     selection_release,
 )
 from problems.base import DataInfo
+from problems.clipping import row_norms
 from problems.oracles import Oracle
 from problems.statistics import start_statistics
 

@@ -49,9 +49,9 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
+from problems.clipping import clip_rows
 from problems.oracles import Oracle
 
 

@@ -34,9 +34,9 @@ from typing import Any, ClassVar
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
 from algorithms.privacy.accounting import calibrate, epsilon
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
+from problems.clipping import clip_rows
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
 

@@ -76,7 +76,6 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.lambda_min import hessian
-from algorithms.privacy.clipping import clip_rows
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Pool, Release, Sampling
 from algorithms.privacy.tree import GaussianSums, TreeSums, tree_depth
 from problems.base import DataInfo
@@ -423,14 +422,13 @@ class _Run:
         if taken is None:
             return None
         grad_batch, hess_batch = taken
-        grads = clip_rows(self.xp, self.oracle.per_sample_grads(self.x, grad_batch.indices),
-                          self.c.G)
+        total = self.oracle.clipped_grad_sum(self.x, grad_batch.indices, self.c.G)
         self.hess = hessian(self.oracle, self.x, hess_batch.indices)
         self.lifetime = [(hess_batch, 2 * self.c.M / self.b)]
         self.tree = self._new_sums()
         self.drift, self.count = 0.0, 0
         self.counts["refreshes"] += 1
-        return self.tree.add(self.xp.mean(grads, axis=0), sensitivity=2 * self.c.G / self.b,
+        return self.tree.add(total / self.b, sensitivity=2 * self.c.G / self.b,
                              batch=grad_batch)
 
     def difference(self) -> Any | None:
@@ -442,9 +440,8 @@ class _Run:
             return None
         grad_batch, hess_batch = taken
         step = self._norm(self.x - self.x_prev)
-        diffs = (self.oracle.per_sample_grads(self.x, grad_batch.indices)
-                 - self.oracle.per_sample_grads(self.x_prev, grad_batch.indices))
-        delta = self.xp.mean(clip_rows(self.xp, diffs, self.c.M * step), axis=0)
+        delta = self.oracle.clipped_grad_diff_sum(self.x, self.x_prev, grad_batch.indices,
+                                                  self.c.M * step) / size
         self.hess = self.hess + (hessian(self.oracle, self.x, hess_batch.indices)
                                  - hessian(self.oracle, self.x_prev, hess_batch.indices))
         self.lifetime.append((hess_batch, 2 * self.c.rho * step / size))

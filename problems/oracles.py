@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from problems.backend import Backend, JaxBackend, TorchBackend
+from problems.clipping import clip_rows
 
 BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
@@ -70,6 +71,16 @@ class Oracle:
     def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
         """∇f_i(x) − ∇f_i(x_prev) on the same samples (SPIDER, PriSMA)."""
         return self.per_sample_grads(x, idx) - self.per_sample_grads(x_prev, idx)
+
+    def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
+        """Σ_i ∇f_i(x)·min(1, C/‖∇f_i(x)‖) over ``idx`` (DP-SGD's clipped sum); torch models
+        override it with book-keeping clipping (no per-sample gradients materialised)."""
+        return self.xp.sum(clip_rows(self.xp, self.per_sample_grads(x, idx), clip), axis=0)
+
+    def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
+        """Σ_i of the per-sample differences ∇f_i(x) − ∇f_i(x_prev), each clipped at C."""
+        return self.xp.sum(
+            clip_rows(self.xp, self.per_sample_grad_diffs(x, x_prev, idx), clip), axis=0)
 
     def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
         """Mean loss over ``idx`` (all samples if None)."""

@@ -28,10 +28,10 @@ from algorithms import PrivacyTarget
 from algorithms.noisy_sgd import NoisySGD, NoisySGDParams
 from algorithms.privacy import accounting
 from algorithms.privacy.accounting import calibrate, epsilon, epsilons, sigma_eff
-from algorithms.privacy.clipping import clip_rows, row_norms
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems import DataSize
 from problems.backend import BACKENDS, BackendSpec, get_backend
+from problems.clipping import clip_rows, row_norms
 
 # -- helpers ------------------------------------------------------------------------------
 

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from algorithms.privacy.clipping import clip_rows
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
+from problems.clipping import clip_rows
 
 BATCH = 64
 

@@ -1,4 +1,5 @@
-"""Per-sample L2 clipping, written once against the array namespace ``xp``."""
+"""Per-sample L2 clipping, written once against the array namespace ``xp`` (used by the
+algorithms and by the oracles' clipped sums)."""
 
 from __future__ import annotations
 
