@@ -19,6 +19,7 @@ sample (inside ``vmap``).
 
 from __future__ import annotations
 
+import os
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -149,14 +150,32 @@ class _AutodiffOracle(Oracle):
         return tuple(a[i] for a in self.data)
 
 
+#: bytes the per-sample gradients of one vmap chunk may take (``chunk_size="auto"``);
+#: $SADDLEBENCH_PSG_MEMORY overrides it
+PSG_MEMORY = 512 * 2**20
+
+
+def auto_chunk(d: int, itemsize: int) -> int:
+    """Samples per vmap chunk so that their gradients and the autograd intermediates of the
+    same size (about 3·d numbers per sample) fit in the memory budget."""
+    budget = int(os.environ.get("SADDLEBENCH_PSG_MEMORY", PSG_MEMORY))
+    return max(1, budget // (3 * d * itemsize))
+
+
 class TorchOracle(_AutodiffOracle):
-    """torch.func oracle: vmap(grad) per-sample gradients, jvp-of-grad HVPs."""
+    """torch.func oracle: vmap(grad) per-sample gradients (``chunk_size`` samples at a time;
+    ``"auto"``: from the memory budget, :func:`auto_chunk`), jvp-of-grad HVPs."""
 
     def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray], *,
-                 chunk_size: int | None = None, **kw: Any) -> None:
+                 chunk_size: int | str | None = "auto", **kw: Any) -> None:
         assert isinstance(backend, TorchBackend)
         super().__init__(backend, losses, data, **kw)
         from torch import func
+
+        if chunk_size == "auto":
+            chunk_size = auto_chunk(self.d, self.x0.element_size())
+        assert chunk_size is None or isinstance(chunk_size, int)
+        self.chunk_size = chunk_size
 
         self._func = func
         one = self._one_sample_loss

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from problems.backend import Backend
+from problems.backend import Backend, TorchBackend
 from problems.base import Instance, Problem, register_problem
 from problems.data.common import Split
 from problems.data.digits import load_digits_split
@@ -97,8 +97,15 @@ class ClassificationInstance(Instance):
 
     def _oracle(self, backend: Backend, features: Features, y: np.ndarray, **kw: Any) -> Oracle:
         data = (*_as_tuple(features), self._onehot(y))
-        return autodiff_oracle(backend, self.losses_fn(backend), data, x0=self.x0,
-                               **self.oracle_kw, **kw)
+        losses = self.losses_fn(backend)
+        if isinstance(backend, TorchBackend) and not self.l2:
+            from problems.ghost import BookkeepingOracle, bookkeeping_tracer
+
+            trace = bookkeeping_tracer(self.model, losses)
+            if trace is not None:  # clipped sums by book-keeping (an L2 term is per sample)
+                return BookkeepingOracle(backend, losses, data, trace=trace, x0=self.x0,
+                                         **self.oracle_kw, **kw)
+        return autodiff_oracle(backend, losses, data, x0=self.x0, **self.oracle_kw, **kw)
 
     def oracle(self, backend: Backend) -> Oracle:
         assert self.split is not None
@@ -175,19 +182,22 @@ class ClientParams:
 @dataclass(frozen=True)
 class OracleParams(ClientParams):
     """Loss and memory knobs of torch-network problems: ``l2`` weight; per-sample gradients
-    ``chunk_size`` samples at a time (None: all at once); full-data means and test metrics
+    ``chunk_size`` samples at a time (None: all at once; "auto": as many as a memory budget
+    allows, ``problems.oracles.auto_chunk``); full-data means and test metrics
     ``eval_chunk`` samples at a time; the clients of :class:`ClientParams`."""
 
     l2: float = 0.0
-    chunk_size: int | None = 16
+    chunk_size: int | str | None = "auto"
     eval_chunk: int = 1024
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.l2 < 0:
             raise ValueError(f"l2 must be >= 0, got {self.l2}")
-        if (self.chunk_size is not None and self.chunk_size < 1) or self.eval_chunk < 1:
-            raise ValueError("chunk_size (or None) and eval_chunk must be >= 1")
+        bad_chunk = (self.chunk_size != "auto" if isinstance(self.chunk_size, str)
+                     else self.chunk_size is not None and self.chunk_size < 1)
+        if bad_chunk or self.eval_chunk < 1:
+            raise ValueError("chunk_size must be >= 1, None or 'auto', and eval_chunk >= 1")
 
     @property
     def oracle_kw(self) -> dict[str, Any]:

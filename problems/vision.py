@@ -106,7 +106,6 @@ def check_cnn(width: float, norm: str, groups: int) -> None:
 class DigitsCNNParams(OracleParams):
     """Appendix-A CNN on digits: channel multiplier, norm, GN groups; digits split."""
 
-    chunk_size: int | None = None
     width: float = 0.25
     norm: str = "group"
     groups: int = 16

@@ -1,4 +1,6 @@
-"""Hot kernels: per-sample gradients and clipping, per backend."""
+"""Oracle kernels (the non-private gradient, per-sample gradients, the clipped sums, HVPs)
+and the problem-free hot paths (clipping, Gaussian noise, tree aggregation), per backend
+and device, at batch 64 on digits_mlp and the paper-size cifar10_vgg."""
 
 from __future__ import annotations
 
@@ -7,33 +9,76 @@ from typing import Any
 import numpy as np
 import pytest
 
-from problems import get_problem
-from problems.backend import BackendSpec, get_backend
+from algorithms.privacy.ledger import Mechanism
+from algorithms.privacy.tree import TreeSums
+from bench.micro.common import (
+    BATCH,
+    CLIP,
+    ORACLE_KERNELS,
+    ROUNDS,
+    instance,
+    make_backend,
+    oracle_kernel,
+    record,
+    setup,
+    synced,
+    targets,
+)
+from problems.backend import Backend
 from problems.clipping import clip_rows
 
-BATCH = 64
+pytestmark = pytest.mark.benchmark(max_time=0.5)
+
+PROBLEMS = ("digits_mlp", "cifar10_vgg")
+ANY_BACKEND = targets(PROBLEMS, ("numpy", "torch", "jax"), declared=False)
+TREE_LEAVES = 32
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax"])
-def test_per_sample_grads_digits(benchmark: Any, backend: str) -> None:
-    instance = get_problem("digits_mlp")().build(0)
-    be = get_backend(BackendSpec(name=backend, dtype="float32"))
-    oracle = instance.oracle(be)
-    idx = np.arange(BATCH)
-    oracle.per_sample_grads(oracle.x0, idx)
-
-    def kernel() -> None:
-        be.sync(oracle.per_sample_grads(oracle.x0, idx))
-
-    benchmark(kernel)
+@pytest.mark.parametrize("kernel", ORACLE_KERNELS)
+@pytest.mark.parametrize(("problem", "backend", "device"), targets(PROBLEMS))
+def test_oracle(benchmark: Any, problem: str, backend: str, device: str, kernel: str) -> None:
+    s = setup(problem, backend, device)
+    record(benchmark, synced(s.backend, oracle_kernel(s.oracle, kernel)),
+           rounds=ROUNDS[problem], problem=problem, backend=backend, device=device,
+           kernel=kernel, batch=BATCH, d=s.oracle.d)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch", "jax"])
-def test_clip_rows(benchmark: Any, backend: str) -> None:
-    be = get_backend(BackendSpec(name=backend, dtype="float32"))
-    rows = be.asarray(np.random.default_rng(0).standard_normal((BATCH, 10_000)))
+def _on(problem: str, name: str, device: str) -> tuple[Backend, int]:
+    """Backend ``name`` and the dimension of ``problem`` (the kernel runs at its d)."""
+    return make_backend(name, device), instance(problem).d
 
-    def kernel() -> None:
-        be.sync(clip_rows(be.xp, rows, 1.0))
 
-    benchmark(kernel)
+@pytest.mark.parametrize(("problem", "backend", "device"), ANY_BACKEND)
+def test_clip_rows(benchmark: Any, problem: str, backend: str, device: str) -> None:
+    be, d = _on(problem, backend, device)
+    rows = be.asarray(np.random.default_rng(0).standard_normal((BATCH, d)))
+    record(benchmark, synced(be, lambda: clip_rows(be.xp, rows, CLIP)), problem=problem,
+           backend=backend, device=device, kernel="clip_rows", batch=BATCH, d=d)
+
+
+@pytest.mark.parametrize(("problem", "backend", "device"), ANY_BACKEND)
+def test_noise(benchmark: Any, problem: str, backend: str, device: str) -> None:
+    be, d = _on(problem, backend, device)
+    noise = be.noise_source(0)
+    record(benchmark, synced(be, lambda: noise.normal((d,))), problem=problem,
+           backend=backend, device=device, kernel="noise", batch=1, d=d)
+
+
+def tree_sums(be: Backend, leaf: Any, leaves: int) -> Any:
+    """Prefix sums of ``leaves`` copies of ``leaf`` through a fresh tree; the last one."""
+    mech = Mechanism(be.noise_source(0), np.random.default_rng(0))
+    tree = TreeSums(mech, sigma=1.0)
+    out = None
+    for _ in range(leaves):
+        batch = mech.sample(10 * BATCH, scheme="fixed", size=BATCH)
+        out = tree.add(leaf, sensitivity=CLIP, batch=batch)
+    return out
+
+
+@pytest.mark.parametrize(("problem", "backend", "device"), ANY_BACKEND)
+def test_tree_sums(benchmark: Any, problem: str, backend: str, device: str) -> None:
+    """One tree of 32 leaves (node noise drawn at first use, ledger records)."""
+    be, d = _on(problem, backend, device)
+    leaf = be.asarray(np.full(d, 1e-3))
+    record(benchmark, synced(be, lambda: tree_sums(be, leaf, TREE_LEAVES)), problem=problem,
+           backend=backend, device=device, kernel="tree_sums", batch=TREE_LEAVES, d=d)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,18 @@ import numpy as np
 
 ACTIVATIONS = ("tanh", "relu")
 INITS = ("glorot", "kaiming")
+_TAPS: list[Callable[[int, Any, Any], None]] = []
+
+
+@contextmanager
+def tapping(callback: Callable[[int, Any, Any], None]) -> Iterator[None]:
+    """While active, :meth:`MLP.logits` reports each layer's (input, pre-activation output):
+    book-keeping clipping (``problems/ghost.py``) traces the network this way."""
+    _TAPS.append(callback)
+    try:
+        yield
+    finally:
+        _TAPS.pop()
 
 
 @dataclass(frozen=True)
@@ -53,8 +66,10 @@ class MLP:
         for layer, ((fan_in, fan_out), bias) in enumerate(self.shapes):
             w = xp.reshape(x[offset : offset + fan_in * fan_out], (fan_in, fan_out))
             offset += fan_in * fan_out
-            h = h @ w + x[offset : offset + bias]
-            offset += bias
+            z = h @ w + x[offset : offset + bias]
+            if _TAPS:
+                _TAPS[-1](layer, h, z)
+            h, offset = z, offset + bias
             if layer < last:
                 h = xp.tanh(h) if self.activation == "tanh" else xp.maximum(h, 0.0)
         return h

@@ -1,0 +1,39 @@
+"""pytest hooks of the micro benchmarks: the GPU, package versions and git sha in
+pytest-benchmark's ``machine_info``; torch's jit deprecation warning silenced as in the
+tests."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+import pytest
+
+from bench.env import environment
+from bench.micro.common import cuda_available
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, Any]) -> None:
+    """Add ``gpu`` (torch's CUDA device name, or None) and ``saddlebench`` (versions, git
+    sha, code fingerprint; :func:`bench.env.environment`)."""
+    gpu = None
+    if cuda_available():
+        import torch
+
+        gpu = torch.cuda.get_device_name()
+    env = environment()
+    env["versions"] = {**env["versions"], "opacus": _version("opacus")}
+    machine_info.update(gpu=gpu, saddlebench=env)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # torch registers its jvp decompositions with torch.jit.script on first forward-mode use
+    config.addinivalue_line(
+        "filterwarnings", "ignore:`torch.jit.script` is deprecated:DeprecationWarning")

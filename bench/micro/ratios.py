@@ -1,0 +1,170 @@
+"""Issue 9's runtime targets as ratios of figures measured in one pytest-benchmark run::
+
+    python -m bench.micro.ratios out/bench/micro.json [--out ratios.json] [--stat median]
+
+Benchmarks are matched through their ``extra_info`` (see :mod:`bench.micro.common`): a
+ratio divides a numerator benchmark by the one with the same problem, backend, device,
+kernel, batch and metric except for the fields its rule replaces. Times are the ``stat``
+(median by default) of each benchmark's rounds; memory is ``extra_info["peak_bytes"]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+KEY_FIELDS = ("problem", "backend", "device", "kernel", "batch", "metric")
+STATS = ("median", "mean", "min")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Numerator benchmarks (the fields they must have) ÷ their counterparts (the fields
+    replaced); met when the ratio is ≤ ``target`` (< when ``strict``)."""
+
+    name: str
+    label: str
+    numerator: Mapping[str, Any]
+    denominator: Mapping[str, Any]
+    target: float
+    strict: bool = False
+
+    def met(self, value: float) -> bool:
+        return value < self.target if self.strict else value <= self.target
+
+
+RULES = (
+    Rule("dp_sgd_step", "dp_sgd step ÷ sgd step",
+         {"kernel": "step_dp_sgd", "metric": "time"}, {"kernel": "step_sgd"}, 1.5),
+    Rule("clipped_sum_vs_opacus", "clipped sum ÷ Opacus clipped sum",
+         {"kernel": "clipped_grad_sum", "backend": "torch", "metric": "time"},
+         {"kernel": "opacus_clipped_sum"}, 1.0, strict=True),
+    Rule("diff_sum_vs_grad", "clipped diff sum ÷ gradient",
+         {"kernel": "clipped_grad_diff_sum", "metric": "time"}, {"kernel": "grad"}, 2.2),
+    Rule("jax_vs_torch", "jax ÷ torch",
+         {"backend": "jax", "problem": "digits_mlp", "metric": "time"}, {"backend": "torch"},
+         1.0),
+    Rule("peak_memory", "private ÷ non-private peak memory",
+         {"kernel": "clipped_grad_sum", "metric": "peak_bytes", "batch": 256},
+         {"kernel": "grad"}, 2.0),
+)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One benchmark: its name, extra_info and value (seconds, or bytes for memory)."""
+
+    name: str
+    info: Mapping[str, Any]
+    value: float
+
+    @property
+    def unit(self) -> str:
+        return "bytes" if self.info["metric"] == "peak_bytes" else "s"
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return key(self.info)
+
+
+def key(info: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(info.get(f) for f in KEY_FIELDS)
+
+
+def scheme_info(bench: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A benchmark's extra_info (``metric`` defaulting to ``"time"``), or None when it does
+    not follow the scheme."""
+    info = {"metric": "time", **(bench.get("extra_info") or {})}
+    return info if all(f in info for f in KEY_FIELDS) else None
+
+
+def measurements(data: Mapping[str, Any], stat: str = "median") -> list[Measurement]:
+    """The benchmarks that follow the extra_info scheme (others are ignored)."""
+    out = []
+    for bench in data["benchmarks"]:
+        info = scheme_info(bench)
+        if info is None:
+            continue
+        memory = info["metric"] == "peak_bytes"
+        value = info.get("peak_bytes") if memory else bench["stats"][stat]
+        if value is not None:
+            out.append(Measurement(bench.get("fullname", bench["name"]), info, float(value)))
+    return out
+
+
+def machine(machine_info: Mapping[str, Any], device: str) -> str:
+    """The GPU's name on cuda, else the CPU's brand and core count."""
+    if device == "cuda":
+        return str(machine_info.get("gpu") or "unknown GPU")
+    cpu = machine_info.get("cpu") or {}
+    brand = cpu.get("brand_raw") or machine_info.get("processor") or "unknown CPU"
+    return f"{brand} ({cpu['count']} cores)" if cpu.get("count") else str(brand)
+
+
+def _title(rule: Rule, info: Mapping[str, Any]) -> str:
+    """``label (problem, [backend,] [kernel,] device)``: the fields the rule leaves free."""
+    free = [f for f in ("backend", "kernel") if f not in rule.numerator]
+    parts = [info["problem"], *(str(info[f]) for f in free), info["device"]]
+    return f"{rule.label} ({', '.join(parts)})"
+
+
+def _side(m: Measurement) -> dict[str, Any]:
+    return {"benchmark": m.name, "value": m.value, "unit": m.unit}
+
+
+def compute_ratios(data: Mapping[str, Any], stat: str = "median") -> list[dict[str, Any]]:
+    """Every ratio of :data:`RULES` that the run has both sides of."""
+    found = measurements(data, stat)
+    index = {m.key: m for m in found}
+    out = []
+    for rule in RULES:
+        for num in found:
+            if any(num.info.get(f) != v for f, v in rule.numerator.items()):
+                continue
+            den = index.get(key({**num.info, **rule.denominator}))
+            if den is None or den.value <= 0:
+                continue
+            value = num.value / den.value
+            out.append({
+                "name": _title(rule, num.info), "rule": rule.name,
+                "problem": num.info["problem"], "value": value, "target": rule.target,
+                "op": "<" if rule.strict else "≤", "met": rule.met(value),
+                "numerator": _side(num), "denominator": _side(den),
+                "device": num.info["device"],
+                "machine": machine(data.get("machine_info") or {}, num.info["device"]),
+                "stat": "peak" if num.unit == "bytes" else stat,
+            })
+    return out
+
+
+def table(ratios: list[dict[str, Any]]) -> str:
+    """The ratios as a plain-text table."""
+    rows = [("ratio", "value", "target", "")] + [
+        (r["name"], f"{r['value']:.3g}", f"{r['op']} {r['target']:g}",
+         "met" if r["met"] else "NOT MET") for r in ratios]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.micro.ratios",
+                                     description="issue 9's runtime ratios from a "
+                                                 "pytest-benchmark JSON")
+    parser.add_argument("bench_json", type=Path)
+    parser.add_argument("--out", type=Path, help="write the ratios as JSON here")
+    parser.add_argument("--stat", choices=STATS, default="median")
+    args = parser.parse_args(argv)
+    ratios = compute_ratios(json.loads(args.bench_json.read_text()), args.stat)
+    print(table(ratios))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(ratios, indent=2, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The runtime page: issue 9's ratio targets (met or not, with the measured figures), every
+kernel's time per problem × backend × device, peak memory, the machine, the commands and
+the git sha.
+
+Input: the JSON of ``pytest bench/micro --benchmark-only --benchmark-json ...``::
+
+    python -m reports.runtime out/bench/micro.json --out out/report/runtime
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.env import git_sha
+from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
+from reports.render import fmt, html_env, latex_table
+
+BENCH_JSON = "out/bench/micro.json"
+COMMANDS = (
+    "nox -s bench",
+    f"pytest bench/micro --benchmark-only --benchmark-json {BENCH_JSON} -p no:cacheprovider",
+    f"python -m bench.micro.ratios {BENCH_JSON} --out out/bench/ratios.json",
+    f"python -m reports.runtime {BENCH_JSON} --out out/report/runtime",
+)
+RATIO_COLUMNS = ("ratio", "value", "target", "status", "numerator", "denominator", "machine")
+KERNEL_COLUMNS = ("problem", "device", "kernel", "batch", "d")
+BACKENDS = ("numpy", "torch", "jax")
+MEMORY_COLUMNS = ("problem", "backend", "device", "kernel", "batch", "peak", "baseline")
+
+
+def seconds(value: float | None) -> str:
+    """A duration with a unit that keeps it readable (s, ms or µs)."""
+    if value is None:
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3)):
+        if abs(value) >= scale:
+            return f"{fmt(value / scale, 3)} {unit}"
+    return f"{fmt(value / 1e-6, 3)} µs"
+
+
+def mebibytes(value: float | None) -> str:
+    return "–" if value is None else f"{fmt(value / 2**20, 4)} MiB"
+
+
+def figure(side: Mapping[str, Any]) -> str:
+    """A ratio side's measured value with its unit."""
+    value = side["value"]
+    return mebibytes(value) if side["unit"] == "bytes" else seconds(value)
+
+
+def status(r: Mapping[str, Any]) -> str:
+    """'met' or 'not met', with the measured value against its target."""
+    verdict = "met" if r["met"] else "not met"
+    op = r["op"] if r["met"] else {"≤": ">", "<": "≥"}[r["op"]]
+    return f"{verdict}: {fmt(r['value'], 3)} {op} {fmt(r['target'])}"
+
+
+def ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
+    """One row of :data:`RATIO_COLUMNS` per ratio."""
+    return [[r["name"], fmt(r["value"], 3), f"{r['op']} {fmt(r['target'])}", status(r),
+             f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]), r["machine"]]
+            for r in ratios]
+
+
+def _time_cell(bench: Mapping[str, Any]) -> str:
+    s = bench["stats"]
+    return f"{seconds(s['median'])} ± {seconds(s['iqr'])} (n = {s['rounds']})"
+
+
+def kernel_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Median ± IQR (rounds) of every timed kernel: rows (problem, device, kernel, batch,
+    d), one column per backend that ran."""
+    cells: dict[tuple[str, ...], dict[str, str]] = {}
+    for bench in data["benchmarks"]:
+        info = scheme_info(bench)
+        if info is not None and info["metric"] == "time":
+            row = tuple(str(info.get(c, "")) for c in KERNEL_COLUMNS)
+            cells.setdefault(row, {})[info["backend"]] = _time_cell(bench)
+    backends = [b for b in BACKENDS if any(b in c for c in cells.values())]
+    rows = [[*row, *(c.get(b, "") for b in backends)] for row, c in sorted(cells.items())]
+    return [*KERNEL_COLUMNS, *backends], rows
+
+
+def memory_rows(found: list[Measurement]) -> list[list[str]]:
+    """One row of :data:`MEMORY_COLUMNS` per peak-memory benchmark."""
+    return [[*(str(m.info.get(c, "")) for c in MEMORY_COLUMNS[:5]), mebibytes(m.value),
+             mebibytes(m.info.get("baseline_bytes"))]
+            for m in found if m.info["metric"] == "peak_bytes"]
+
+
+def machine_facts(data: Mapping[str, Any]) -> dict[str, str]:
+    """CPU, GPU, Python, OS and package versions from the run's ``machine_info``."""
+    info = data.get("machine_info") or {}
+    env = info.get("saddlebench") or {}
+    versions = env.get("versions") or {}
+    return {
+        "CPU": machine(info, "cpu"), "GPU": str(info.get("gpu") or "none"),
+        "Python": f"{info.get('python_implementation', '')} {info.get('python_version', '')}",
+        "system": f"{info.get('system', '')} {info.get('release', '')}",
+        **{p: str(v) for p, v in versions.items() if v},
+    }
+
+
+def run_sha(data: Mapping[str, Any]) -> str:
+    """The commit the benchmarks ran at (the conftest's git sha, else pytest-benchmark's)."""
+    env = (data.get("machine_info") or {}).get("saddlebench") or {}
+    commit = data.get("commit_info") or {}
+    sha = env.get("git_sha") or commit.get("id")
+    if sha and commit.get("dirty") and not str(sha).endswith("-dirty"):
+        sha = f"{sha}-dirty"
+    return str(sha or "unknown")
+
+
+def build_runtime_page(bench_json: Path, out: Path) -> Path:
+    """Write ``out/index.html`` and ``out/runtime.tex`` (the ratios) from ``bench_json``."""
+    data = json.loads(Path(bench_json).read_text())
+    ratios = compute_ratios(data)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = ratio_rows(ratios)
+    (out / "runtime.tex").write_text(latex_table(
+        RATIO_COLUMNS, rows, "Runtime targets of issue 9: ratios of medians (peak memory: "
+        "of peaks) measured in one pytest-benchmark run."))
+    kernel_columns, kernel_rows = kernel_table(data)
+    html = html_env().get_template("runtime.html.j2").render(
+        ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
+        kernel_columns=kernel_columns, kernel_rows=kernel_rows,
+        memory_columns=MEMORY_COLUMNS, memory_rows=memory_rows(measurements(data)),
+        machine=machine_facts(data), commands=COMMANDS, source=str(bench_json),
+        run_sha=run_sha(data), page_sha=git_sha() or "unknown",
+        measured=data.get("datetime", "unknown"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+    (out / "index.html").write_text(html)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m reports.runtime",
+                                     description="the runtime page from a pytest-benchmark "
+                                                 "JSON of bench/micro")
+    parser.add_argument("bench_json", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("out/report/runtime"))
+    args = parser.parse_args(argv)
+    print(build_runtime_page(args.bench_json, args.out) / "index.html")
+
+
+if __name__ == "__main__":
+    main()

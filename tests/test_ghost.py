@@ -1,0 +1,68 @@
+"""Book-keeping clipping (problems/ghost.py) equals clipping materialised per-sample
+gradients, on every supported layer type, and falls back where it does not apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import make_setup
+
+torch = pytest.importorskip("torch")
+
+from problems.backend import BackendSpec, get_backend  # noqa: E402
+from problems.ghost import BookkeepingOracle  # noqa: E402
+from problems.oracles import TorchOracle, auto_chunk  # noqa: E402
+
+# one model per layer mix: linear MLP (flat parameters), conv + GroupNorm, conv + tanh
+# (VGG), residual conv + GroupNorm, the appendix CNN (no biases)
+MODELS = [("digits_mlp", {}), ("digits_cnn", {"width": 0.25}), ("cifar10_vgg", {"width": 0.125}),
+          ("cifar10_resnet18", {"width": 0.0625}), ("cifar10_cnn", {"width": 0.0625})]
+
+
+def oracle(name: str, **overrides: object) -> TorchOracle:
+    made = make_setup(name, BackendSpec(name="torch", dtype="float64"), **overrides).oracle
+    assert isinstance(made, TorchOracle)
+    return made
+
+
+@pytest.mark.parametrize(("name", "overrides"), MODELS)
+@pytest.mark.parametrize("clip", [1e-3, 1e3])  # every sample clipped / none
+def test_clipped_sums_equal_materialised_clipping(name: str, overrides: dict, clip: float
+                                                  ) -> None:
+    o = oracle(name, **overrides)
+    assert isinstance(o, BookkeepingOracle)
+    gen = torch.Generator().manual_seed(0)
+    x = o.x0 + 0.01 * torch.randn(o.d, dtype=o.x0.dtype, generator=gen)
+    x_prev = x + 0.05 * torch.randn(o.d, dtype=o.x0.dtype, generator=gen)
+    idx = np.array([0, 3, 4, 7, 9, 10, 11])
+    want = TorchOracle.clipped_grad_sum(o, x, idx, clip)
+    got = o.clipped_grad_sum(x, idx, clip)
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-12 * float(want.abs().max()))
+    want = TorchOracle.clipped_grad_diff_sum(o, x, x_prev, idx, clip / 10)
+    got = o.clipped_grad_diff_sum(x, x_prev, idx, clip / 10)
+    assert torch.allclose(got, want, rtol=1e-9, atol=1e-12 * float(want.abs().max()))
+    if clip < 1:  # all clipped: the sum of unit-scaled rows has norm at most b·C
+        assert float(torch.linalg.vector_norm(o.clipped_grad_sum(x, idx, clip))) <= (
+            len(idx) * clip * (1 + 1e-9))
+
+
+def test_empty_batch_and_the_non_clipping_sum() -> None:
+    o = oracle("digits_mlp")
+    assert torch.count_nonzero(o.clipped_grad_sum(o.x0, np.array([], dtype=int), 1.0)) == 0
+    idx = np.arange(6)
+    assert torch.allclose(o.clipped_grad_sum(o.x0, idx, 1e9), o.grad(o.x0, idx) * len(idx))
+
+
+def test_l2_and_unsupported_layers_keep_the_per_sample_path() -> None:
+    assert not isinstance(oracle("digits_mlp", l2=1e-3), BookkeepingOracle)  # L2 per sample
+    assert not isinstance(oracle("cola_bert"), BookkeepingOracle)  # embeddings, LayerNorm
+
+
+def test_auto_chunk_follows_the_memory_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SADDLEBENCH_PSG_MEMORY", str(3 * 1000 * 8 * 50))
+    assert auto_chunk(1000, 8) == 50
+    assert auto_chunk(10**9, 8) == 1
+    monkeypatch.setenv("SADDLEBENCH_PSG_MEMORY", str(10**9))
+    instance = make_setup("cifar10_vgg", "torch", width=0.125).instance
+    fresh = instance.oracle(get_backend(BackendSpec(name="torch", dtype="float64")))
+    assert isinstance(fresh, TorchOracle) and fresh.chunk_size == 10**9 // (3 * fresh.d * 8)

@@ -1,0 +1,139 @@
+"""The runtime ratios (bench/micro/ratios.py) and page (reports/runtime.py) on a synthetic
+pytest-benchmark JSON: no real timings involved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.micro.ratios import compute_ratios, machine, main, table
+from reports.runtime import build_runtime_page, seconds, status
+from reports.runtime import main as page_main
+
+MACHINE = {"node": "box", "processor": "x86_64", "machine": "x86_64", "python_version": "3.11.7",
+           "python_implementation": "CPython", "system": "Linux", "release": "6.1",
+           "cpu": {"brand_raw": "AMD EPYC", "count": 2}, "gpu": "NVIDIA H100",
+           "saddlebench": {"git_sha": "abc123", "versions": {"torch": "2.13.0"}}}
+
+
+def entry(problem: str, backend: str, kernel: str, median: float, *, device: str = "cpu",
+          batch: int = 64, mean: float | None = None, **info: Any) -> dict[str, Any]:
+    """One benchmark as pytest-benchmark writes it, tagged with the extra_info scheme."""
+    name = f"test_x[{problem}-{backend}-{device}-{kernel}-{batch}]"
+    stats = {"min": median / 2, "max": median * 2, "mean": mean or median, "stddev": 0.0,
+             "rounds": 5, "median": median, "iqr": median / 10, "q1": median, "q3": median,
+             "iqr_outliers": 0, "stddev_outliers": 0, "outliers": "0;0", "ld15iqr": median,
+             "hd15iqr": median, "ops": 1 / median, "total": 5 * median, "iterations": 1}
+    extra = {"problem": problem, "backend": backend, "device": device, "kernel": kernel,
+             "batch": batch, "d": 100, "metric": "time", "dtype": "float32", **info}
+    return {"group": problem, "name": name, "fullname": f"bench/micro/t.py::{name}",
+            "params": {"problem": problem}, "param": "x", "extra_info": extra,
+            "options": {}, "stats": stats}
+
+
+def synthetic() -> dict[str, Any]:
+    memory = {"metric": "peak_bytes", "batch": 256}
+    benchmarks = [
+        entry("digits_mlp", "torch", "step_sgd", 1.0),
+        entry("digits_mlp", "torch", "step_dp_sgd", 1.2),              # 1.2 ≤ 1.5: met
+        entry("cifar10_vgg", "torch", "step_sgd", 1.0),
+        entry("cifar10_vgg", "torch", "step_dp_sgd", 2.0),             # 2 > 1.5: not met
+        entry("cifar10_vgg", "torch", "clipped_grad_sum", 0.5),
+        entry("cifar10_vgg", "torch", "opacus_clipped_sum", 0.5),      # 1 is not < 1
+        entry("cifar10_vgg", "torch", "grad", 0.25),
+        entry("cifar10_vgg", "torch", "clipped_grad_diff_sum", 0.55),  # 2.2 ≤ 2.2: met
+        entry("digits_mlp", "torch", "grad", 0.002, mean=0.004),
+        entry("digits_mlp", "jax", "grad", 0.001, mean=0.006),         # 0.5, mean: 1.5
+        entry("digits_mlp", "jax", "hvp", 0.001),                      # no torch hvp
+        entry("cifar10_vgg", "torch", "clipped_grad_sum", 9.0, peak_bytes=3 * 2**30, **memory),
+        entry("cifar10_vgg", "torch", "grad", 9.0, peak_bytes=2**30, **memory),  # 3 > 2
+        entry("digits_mlp", "torch", "step_sgd", 0.5, device="cuda"),
+        entry("digits_mlp", "torch", "step_dp_sgd", 0.6, device="cuda"),
+        {**entry("digits_mlp", "torch", "grad", 1.0), "extra_info": {}},  # not in the scheme
+    ]
+    return {"machine_info": MACHINE, "commit_info": {"id": "abc123", "dirty": False},
+            "benchmarks": benchmarks, "datetime": "2026-01-01T00:00:00", "version": "5.3.1"}
+
+
+def by_name(ratios: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in ratios}
+
+
+def test_ratios_pair_benchmarks_and_judge_targets() -> None:
+    ratios = by_name(compute_ratios(synthetic()))
+    expected = {
+        "dp_sgd step ÷ sgd step (digits_mlp, torch, cpu)": (1.2, True),
+        "dp_sgd step ÷ sgd step (cifar10_vgg, torch, cpu)": (2.0, False),
+        "dp_sgd step ÷ sgd step (digits_mlp, torch, cuda)": (1.2, True),
+        "clipped sum ÷ Opacus clipped sum (cifar10_vgg, cpu)": (1.0, False),
+        "clipped diff sum ÷ gradient (cifar10_vgg, torch, cpu)": (2.2, True),
+        "jax ÷ torch (digits_mlp, grad, cpu)": (0.5, True),
+        "private ÷ non-private peak memory (cifar10_vgg, torch, cpu)": (3.0, False),
+    }
+    assert set(ratios) == set(expected)
+    for name, (value, met) in expected.items():
+        assert ratios[name]["value"] == pytest.approx(value)
+        assert ratios[name]["met"] is met
+
+
+def test_ratio_record_names_both_sides_and_the_machine() -> None:
+    ratios = by_name(compute_ratios(synthetic()))
+    mem = ratios["private ÷ non-private peak memory (cifar10_vgg, torch, cpu)"]
+    assert mem["numerator"]["value"] == 3 * 2**30 and mem["numerator"]["unit"] == "bytes"
+    assert mem["target"] == 2.0 and mem["op"] == "≤"
+    opacus = ratios["clipped sum ÷ Opacus clipped sum (cifar10_vgg, cpu)"]
+    assert opacus["op"] == "<" and "opacus" in opacus["denominator"]["benchmark"]
+    assert opacus["machine"] == "AMD EPYC (2 cores)"
+    assert ratios["dp_sgd step ÷ sgd step (digits_mlp, torch, cuda)"]["machine"] == "NVIDIA H100"
+
+
+def test_ratios_use_the_chosen_statistic() -> None:
+    ratios = by_name(compute_ratios(synthetic(), stat="mean"))
+    jax = ratios["jax ÷ torch (digits_mlp, grad, cpu)"]
+    assert jax["value"] == pytest.approx(1.5) and not jax["met"] and jax["stat"] == "mean"
+
+
+def test_machine_without_cpu_info() -> None:
+    assert machine({"processor": "arm64"}, "cpu") == "arm64"
+    assert machine({}, "cuda") == "unknown GPU"
+
+
+def test_cli_prints_table_and_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    bench = tmp_path / "micro.json"
+    bench.write_text(json.dumps(synthetic()))
+    main([str(bench), "--out", str(tmp_path / "r" / "ratios.json")])
+    printed = capsys.readouterr().out
+    saved = json.loads((tmp_path / "r" / "ratios.json").read_text())
+    assert len(saved) == 7 and printed.count("NOT MET") == 3
+    assert {"name", "value", "target", "met", "numerator", "denominator", "device",
+            "machine"} <= set(saved[0])
+    assert table(saved).splitlines()[0].split()[:3] == ["ratio", "value", "target"]
+
+
+def test_runtime_page(tmp_path: Path) -> None:
+    bench = tmp_path / "micro.json"
+    bench.write_text(json.dumps(synthetic()))
+    out = build_runtime_page(bench, tmp_path / "page")
+    html = (out / "index.html").read_text()
+    assert "dp_sgd step ÷ sgd step (cifar10_vgg, torch, cpu)" in html
+    assert "not met: 2 &gt; 1.5" in html and "not met: 1 ≥ 1" in html
+    assert "met: 1.2 ≤ 1.5" in html and "4 of 7 targets met" in html
+    assert "AMD EPYC (2 cores)" in html and "NVIDIA H100" in html and "abc123" in html
+    assert "pytest bench/micro --benchmark-only --benchmark-json" in html
+    assert "3072 MiB" in html  # peak memory of the private sum
+    assert "250 ms ± 25 ms (n = 5)" in html  # cifar10_vgg grad: median ± IQR
+    tex = (out / "runtime.tex").read_text()
+    assert r"\begin{tabular}" in tex and "not met" in tex
+
+
+def test_page_cli_and_formatting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = tmp_path / "micro.json"
+    bench.write_text(json.dumps(synthetic()))
+    page_main([str(bench), "--out", str(tmp_path / "p")])
+    assert capsys.readouterr().out.strip().endswith("index.html")
+    assert (seconds(2.5), seconds(0.0125), seconds(3e-6)) == ("2.5 s", "12.5 ms", "3 µs")
+    assert status({"met": False, "value": 2.0, "op": "<", "target": 1.0}) == "not met: 2 ≥ 1"
