@@ -55,7 +55,6 @@ from algorithms.sosp_selection import (
     selection_release,
 )
 from problems.base import DataInfo
-from problems.clipping import row_norms
 from problems.oracles import Oracle
 from problems.statistics import start_statistics
 
@@ -190,14 +189,13 @@ class NoisySGD(DPSGD):
 
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
         """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked."""
-        xp = oracle.xp
         if not self.params.check_bound:
             return oracle.grad(x, batch.indices) * len(batch)
-        grads = oracle.per_sample_grads(x, batch.indices)
-        norms = oracle.backend.to_numpy(row_norms(xp, grads))
+        total, norms = oracle.grad_sum_and_norms(x, batch.indices)
+        norms = oracle.backend.to_numpy(norms)
         self._max_norm = max(self._max_norm, float(norms.max()))
         self._violations += int((norms > self._bound).sum())
-        return xp.sum(grads, axis=0)
+        return total
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         if not self.params.select:

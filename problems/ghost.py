@@ -188,6 +188,13 @@ class BookkeepingOracle(TorchOracle):
         with torch.no_grad():
             return self._sum(book, _factors(self._sq_norms(book), clip), torch.zeros_like(x))
 
+    def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
+        book = self._book(x)(idx)
+        with torch.no_grad():
+            ones = torch.ones(len(idx), dtype=x.dtype, device=x.device)
+            return (self._sum(book, ones, torch.zeros_like(x)),
+                    torch.sqrt(torch.clamp(self._sq_norms(book), min=0.0)))
+
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         if len(idx) == 0:
             return torch.zeros_like(x)

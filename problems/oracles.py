@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from problems.backend import Backend, JaxBackend, TorchBackend
-from problems.clipping import clip_rows
+from problems.clipping import clip_rows, row_norms
 
 BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
@@ -77,6 +77,12 @@ class Oracle:
         """Σ_i ∇f_i(x)·min(1, C/‖∇f_i(x)‖) over ``idx`` (DP-SGD's clipped sum); torch models
         override it with book-keeping clipping (no per-sample gradients materialised)."""
         return self.xp.sum(clip_rows(self.xp, self.per_sample_grads(x, idx), clip), axis=0)
+
+    def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
+        """(Σ_i ∇f_i(x), (‖∇f_i(x)‖)_i) over ``idx``: an unclipped sum whose per-sample norms
+        are checked against an assumed bound (noisy SGD)."""
+        rows = self.per_sample_grads(x, idx)
+        return self.xp.sum(rows, axis=0), row_norms(self.xp, rows)
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         """Σ_i of the per-sample differences ∇f_i(x) − ∇f_i(x_prev), each clipped at C."""

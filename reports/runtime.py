@@ -22,7 +22,6 @@ from reports.render import fmt, html_env, latex_table
 
 BENCH_JSON = "out/bench/micro.json"
 COMMANDS = (
-    "nox -s bench",
     f"pytest bench/micro --benchmark-only --benchmark-json {BENCH_JSON} -p no:cacheprovider",
     f"python -m bench.micro.ratios {BENCH_JSON} --out out/bench/ratios.json",
     f"python -m reports.runtime {BENCH_JSON} --out out/report/runtime",
@@ -33,10 +32,8 @@ BACKENDS = ("numpy", "torch", "jax")
 MEMORY_COLUMNS = ("problem", "backend", "device", "kernel", "batch", "peak", "baseline")
 
 
-def seconds(value: float | None) -> str:
+def seconds(value: float) -> str:
     """A duration with a unit that keeps it readable (s, ms or µs)."""
-    if value is None:
-        return "–"
     for unit, scale in (("s", 1.0), ("ms", 1e-3)):
         if abs(value) >= scale:
             return f"{fmt(value / scale, 3)} {unit}"
@@ -130,8 +127,8 @@ def build_runtime_page(bench_json: Path, out: Path) -> Path:
         ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
         kernel_columns=kernel_columns, kernel_rows=kernel_rows,
         memory_columns=MEMORY_COLUMNS, memory_rows=memory_rows(measurements(data)),
-        machine=machine_facts(data), commands=COMMANDS, source=str(bench_json),
-        run_sha=run_sha(data), page_sha=git_sha() or "unknown",
+        machine=machine_facts(data), commands=COMMANDS, bench_json=BENCH_JSON,
+        source=str(bench_json), run_sha=run_sha(data), page_sha=git_sha() or "unknown",
         measured=data.get("datetime", "unknown"),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     (out / "index.html").write_text(html)

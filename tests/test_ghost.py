@@ -46,6 +46,16 @@ def test_clipped_sums_equal_materialised_clipping(name: str, overrides: dict, cl
             len(idx) * clip * (1 + 1e-9))
 
 
+@pytest.mark.parametrize(("name", "overrides"), MODELS[:2])
+def test_sum_and_norms_equal_the_per_sample_rows(name: str, overrides: dict) -> None:
+    o = oracle(name, **overrides)
+    idx = np.arange(5)
+    total, norms = o.grad_sum_and_norms(o.x0, idx)
+    want_total, want_norms = TorchOracle.grad_sum_and_norms(o, o.x0, idx)
+    assert torch.allclose(total, want_total, rtol=1e-9, atol=1e-14)
+    assert torch.allclose(norms, want_norms, rtol=1e-9)
+
+
 def test_empty_batch_and_the_non_clipping_sum() -> None:
     o = oracle("digits_mlp")
     assert torch.count_nonzero(o.clipped_grad_sum(o.x0, np.array([], dtype=int), 1.0)) == 0

@@ -1,77 +1,75 @@
-"""Per-step cost of every algorithm on every backend, and a utility tracker."""
+"""Cost of algorithm steps: time and peak memory per algorithm × backend × d.
+
+Each benchmark times :data:`STEPS` iterates of ``algorithm.iterate`` from x0 with fresh
+fixed-seed noise and sampling streams, ending with a device sync. Calibration (σ is given)
+and one warm-up pass (jit compilation) happen in ``setup``, outside the timing.
+Combinations that do not apply raise ``NotImplementedError`` in ``setup`` (asv: n/a):
+minimax algorithms on minimisation problems and the reverse, missing instance constants
+(``cls.needs``), backends the problem does not declare, and d above ``_common.MAX_D``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from algorithms import ALGORITHMS
 
-import numpy as np
+from ._common import Run, prepare, warmed
 
-from algorithms import PrivacyTarget, get_algorithm
-from algorithms.privacy.ledger import Mechanism
-from problems import get_problem
-from problems.backend import BackendSpec, get_backend
-
-STEPS = 50
-
-
-def _setup(algorithm: str, backend: str, problem: str = "nc_least_squares",
-           dtype: str = "float64") -> tuple[Any, Any, Any, Any]:
-    prob = get_problem(problem)
-    params = prob.Params(clients=2, base_n=500) if problem == "nc_least_squares" else prob.Params()
-    instance = prob(params).build(0)
-    alg_cls = get_algorithm(algorithm)
-    extra = {"bound": 5.0} if algorithm == "noisy_sgd" else {}
-    alg = alg_cls(alg_cls.Params(steps=STEPS, batch_size=64, **extra))
-    plan = alg.plan(instance, PrivacyTarget(sigma=1.0) if alg_cls.private else PrivacyTarget())
-    be = get_backend(BackendSpec(name=backend, dtype=dtype))
-    oracle = instance.oracle(be)
-    return alg, oracle, plan, be
-
-
-def _run(alg: Any, oracle: Any, plan: Any, be: Any) -> None:
-    mech = Mechanism(be.noise_source(0), np.random.default_rng(0))
-    x = None
-    for step in alg.iterate(oracle, plan, mech):
-        x = step.x
-    be.sync(x)
+STEPS = 20
+BACKENDS = ["numpy", "torch", "jax"]
+#: Minimisation algorithms (every registered one, private or not, that is not minimax).
+MINIMISERS = sorted(name for name, cls in ALGORITHMS.items() if not cls.minimax)
+MINIMAX = sorted(name for name, cls in ALGORITHMS.items() if cls.minimax)
 
 
 class Steps:
-    """50 steps on nc_least_squares (20k samples, d = 10)."""
+    """Minimisers on the cosine strict saddle (n = 2000, float64)."""
 
-    params = (["sgd", "dp_sgd", "noisy_sgd"], ["numpy", "torch", "jax"])
+    params = (MINIMISERS, BACKENDS, [10, 1000])
+    param_names = ("algorithm", "backend", "d")
+    timeout = 120.0
+
+    def setup(self, algorithm: str, backend: str, d: int) -> None:
+        self.run: Run = warmed(prepare(algorithm, "strict_saddle", backend, STEPS,
+                                       problem_params={"d": d, "n": 2000}))
+
+    def time_steps(self, algorithm: str, backend: str, d: int) -> None:
+        self.run()
+
+    def peakmem_steps(self, algorithm: str, backend: str, d: int) -> None:
+        self.run()
+
+
+class MinimaxSteps:
+    """Minimax algorithms on the NC-SC double well (d = d_y = 10, n = 2000, numpy)."""
+
+    params = (MINIMAX,)
+    param_names = ("algorithm",)
+    timeout = 120.0
+
+    def setup(self, algorithm: str) -> None:
+        self.run: Run = warmed(prepare(algorithm, "ncsc_double_well", "numpy", STEPS,
+                                       problem_params={"d": 10, "d_y": 10, "n": 2000}))
+
+    def time_steps(self, algorithm: str) -> None:
+        self.run()
+
+    def peakmem_steps(self, algorithm: str) -> None:
+        self.run()
+
+
+class ModelSteps:
+    """dp_sgd against sgd on the digits MLP (hidden 32, d = 2410), float32, batch 64."""
+
+    params = (["dp_sgd", "sgd"], ["torch", "jax"])
     param_names = ("algorithm", "backend")
+    timeout = 120.0
 
     def setup(self, algorithm: str, backend: str) -> None:
-        self.args = _setup(algorithm, backend)
-        _run(*self.args)  # warm-up (jit, torch.func)
+        self.run: Run = warmed(prepare(algorithm, "digits_mlp", backend, STEPS,
+                                       dtype="float32", batch_size=64, lr=0.1))
 
     def time_steps(self, algorithm: str, backend: str) -> None:
-        _run(*self.args)
+        self.run()
 
     def peakmem_steps(self, algorithm: str, backend: str) -> None:
-        _run(*self.args)
-
-
-class DigitsSteps:
-    """50 steps of the digits MLP, float32."""
-
-    params = (["sgd", "dp_sgd"], ["torch", "jax"])
-    param_names = ("algorithm", "backend")
-
-    def setup(self, algorithm: str, backend: str) -> None:
-        self.args = _setup(algorithm, backend, "digits_mlp", "float32")
-        _run(*self.args)
-
-    def time_steps(self, algorithm: str, backend: str) -> None:
-        _run(*self.args)
-
-
-def track_dp_sgd_grad_norm() -> float:
-    """Final ‖∇F‖ of a fixed-seed dp_sgd run: silent utility regressions show here."""
-    alg, oracle, plan, be = _setup("dp_sgd", "numpy")
-    mech = Mechanism(be.noise_source(0), np.random.default_rng(0))
-    x = oracle.x0
-    for step in alg.iterate(oracle, plan, mech):
-        x = step.x
-    return float(np.linalg.norm(oracle.grad(x)))
+        self.run()
