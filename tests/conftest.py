@@ -241,3 +241,21 @@ def pytest_configure(config: pytest.Config) -> None:
     # torch registers its jvp decompositions with torch.jit.script on first forward-mode use
     config.addinivalue_line(
         "filterwarnings", "ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` skip on machines without a CUDA device."""
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -76,3 +76,15 @@ def test_auto_chunk_follows_the_memory_budget(monkeypatch: pytest.MonkeyPatch) -
     instance = make_setup("cifar10_vgg", "torch", width=0.125).instance
     fresh = instance.oracle(get_backend(BackendSpec(name="torch", dtype="float64")))
     assert isinstance(fresh, TorchOracle) and fresh.chunk_size == 10**9 // (3 * fresh.d * 8)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("name", "overrides"), MODELS)
+def test_bookkeeping_on_cuda_matches_cpu(name: str, overrides: dict) -> None:
+    cpu = oracle(name, **overrides)
+    gpu = make_setup(name, BackendSpec(name="torch", device="cuda", dtype="float64"),
+                     **overrides).oracle
+    idx = np.arange(8)
+    want = cpu.clipped_grad_sum(cpu.x0, idx, 0.1)
+    got = gpu.clipped_grad_sum(gpu.x0, idx, 0.1)
+    assert torch.allclose(got.cpu(), want, rtol=1e-7, atol=1e-12)
