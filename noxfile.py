@@ -44,10 +44,15 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """pytest-benchmark micro benchmarks of the hot kernels (bench/micro)."""
+    """pytest-benchmark micro benchmarks of the hot kernels (bench/micro) into
+    out/bench/micro.json, issue 9's ratios, and the runtime page out/report/runtime."""
     install(session, "all")
     session.run("pytest", "bench/micro", "--benchmark-only", "-p", "no:cacheprovider",
-                *session.posargs)
+                "--benchmark-json", "out/bench/micro.json", *session.posargs)
+    session.run("python", "-m", "bench.micro.ratios", "out/bench/micro.json",
+                "--out", "out/bench/ratios.json")
+    session.run("python", "-m", "reports.runtime", "out/bench/micro.json",
+                "--out", "out/report/runtime")
 
 
 @nox.session

@@ -1,10 +1,11 @@
 """pytest hooks of the micro benchmarks: the GPU, package versions and git sha in
-pytest-benchmark's ``machine_info``; torch's jit deprecation warning silenced as in the
-tests."""
+pytest-benchmark's ``machine_info``; the folder of ``--benchmark-json`` created; torch's jit
+deprecation warning silenced as in the tests."""
 
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +35,9 @@ def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, An
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("benchmark_json", None)
+    if target is not None:  # pytest-benchmark does not create the folder of --benchmark-json
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
     # torch registers its jvp decompositions with torch.jit.script on first forward-mode use
     config.addinivalue_line(
         "filterwarnings", "ignore:`torch.jit.script` is deprecated:DeprecationWarning")
