@@ -13,10 +13,9 @@ small), so every backend sees the same batches for a given seed.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import importlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np

@@ -116,18 +116,34 @@ def _patches(site: Site, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return patches.transpose(1, 2), g.flatten(2).transpose(1, 2)
 
 
-def _inner(s1: Site, g1: torch.Tensor, s2: Site, g2: torch.Tensor) -> torch.Tensor:
-    """⟨G_i, G'_i⟩ per sample of one layer at two passes (the same pass: squared norms)."""
-    if _materialise(s1, g1):
-        r1 = _rows(s1, g1)
-        r2 = r1 if s2 is s1 else _rows(s2, g2)
-        return (r1 * r2).sum(1)
+def _ghost(s1: Site, g1: torch.Tensor, s2: Site, g2: torch.Tensor) -> torch.Tensor:
+    """⟨G_i, G'_i⟩ per sample from the L × L Gram matrices (nothing materialised)."""
     (a1, h1), (a2, h2) = _patches(s1, g1), _patches(s2, g2)
     if a1.shape[1] == 1:
         weight = (a1[:, 0] * a2[:, 0]).sum(1) * (h1[:, 0] * h2[:, 0]).sum(1)
     else:
         weight = (torch.bmm(a1, a2.transpose(1, 2)) * torch.bmm(h1, h2.transpose(1, 2))).sum((1, 2))
     return weight + ((h1.sum(1) * h2.sum(1)).sum(1) if s1.bias else 0.0)
+
+
+def _sq_norms(book: Book) -> torch.Tensor:
+    """‖G_i‖² per sample, summed over the layers of one pass."""
+    total = torch.zeros((), dtype=book.grads[0].dtype, device=book.grads[0].device)
+    for s, g in zip(book.sites, book.grads, strict=True):
+        total = total + ((_rows(s, g) ** 2).sum(1) if _materialise(s, g) else _ghost(s, g, s, g))
+    return total
+
+
+def _diff_sq_norms(now: Book, before: Book) -> torch.Tensor:
+    """‖G_i − G'_i‖² per sample between two passes (rows materialised once per layer)."""
+    total = torch.zeros((), dtype=now.grads[0].dtype, device=now.grads[0].device)
+    for s1, g1, s2, g2 in zip(now.sites, now.grads, before.sites, before.grads, strict=True):
+        if _materialise(s1, g1):
+            total = total + ((_rows(s1, g1) - _rows(s2, g2)) ** 2).sum(1)
+        else:
+            total = total + (_ghost(s1, g1, s1, g1) + _ghost(s2, g2, s2, g2)
+                             - 2 * _ghost(s1, g1, s2, g2))
+    return total
 
 
 def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) -> None:
@@ -172,10 +188,6 @@ class BookkeepingOracle(TorchOracle):
             return Book(sites, [s.view(g) for s, g in zip(sites, grads, strict=True)])
         return run
 
-    def _sq_norms(self, book: Book) -> torch.Tensor:
-        return sum((_inner(s, g, s, g) for s, g in zip(book.sites, book.grads, strict=True)),
-                   torch.tensor(0.0))
-
     def _sum(self, book: Book, c: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
         for s, g in zip(book.sites, book.grads, strict=True):
             _weighted(s, g, c, flat)
@@ -186,24 +198,21 @@ class BookkeepingOracle(TorchOracle):
             return torch.zeros_like(x)
         book = self._book(x)(idx)
         with torch.no_grad():
-            return self._sum(book, _factors(self._sq_norms(book), clip), torch.zeros_like(x))
+            return self._sum(book, _factors(_sq_norms(book), clip), torch.zeros_like(x))
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
         book = self._book(x)(idx)
         with torch.no_grad():
             ones = torch.ones(len(idx), dtype=x.dtype, device=x.device)
             return (self._sum(book, ones, torch.zeros_like(x)),
-                    torch.sqrt(torch.clamp(self._sq_norms(book), min=0.0)))
+                    torch.sqrt(torch.clamp(_sq_norms(book), min=0.0)))
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         if len(idx) == 0:
             return torch.zeros_like(x)
         now, before = self._book(x)(idx), self._book(x_prev)(idx)
         with torch.no_grad():
-            cross = sum((_inner(s, g, s2, g2) for s, g, s2, g2 in zip(
-                now.sites, now.grads, before.sites, before.grads, strict=True)),
-                torch.zeros(()))
-            c = _factors(self._sq_norms(now) + self._sq_norms(before) - 2 * cross, clip)
+            c = _factors(_diff_sq_norms(now, before), clip)
             return self._sum(now, c, torch.zeros_like(x)) - self._sum(before, c,
                                                                       torch.zeros_like(x))
 

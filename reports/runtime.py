@@ -99,6 +99,7 @@ def machine_facts(data: Mapping[str, Any]) -> dict[str, str]:
         "CPU": machine(info, "cpu"), "GPU": str(info.get("gpu") or "none"),
         "Python": f"{info.get('python_implementation', '')} {info.get('python_version', '')}",
         "system": f"{info.get('system', '')} {info.get('release', '')}",
+        "torch CPU threads": str(info.get("torch_threads", "default")),
         **{p: str(v) for p, v in versions.items() if v},
     }
 

@@ -5,6 +5,7 @@ deprecation warning silenced as in the tests."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,22 @@ def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, An
         gpu = torch.cuda.get_device_name()
     env = environment()
     env["versions"] = {**env["versions"], "opacus": _version("opacus")}
-    machine_info.update(gpu=gpu, saddlebench=env)
+    machine_info.update(gpu=gpu, saddlebench=env, torch_threads=THREADS)
+
+
+#: torch CPU threads while benchmarking ($SADDLEBENCH_BENCH_THREADS): on a small shared
+#: machine two OpenMP threads stall whenever another process takes a core (a 0.7 ms
+#: gradient then takes up to 90 ms), which makes same-process ratios meaningless
+THREADS = int(os.environ.get("SADDLEBENCH_BENCH_THREADS", "1"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        import torch
+
+        torch.set_num_threads(THREADS)
+    except ImportError:
+        pass
     target = config.getoption("benchmark_json", None)
     if target is not None:  # pytest-benchmark does not create the folder of --benchmark-json
         Path(target).parent.mkdir(parents=True, exist_ok=True)
