@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -142,6 +143,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
               if args.all else args.papers)
     if not papers:
         raise UsageError("name at least one paper, or --all")
+    start = time.perf_counter()
     plans = {paper: [load_experiment(f) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
     failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
@@ -149,7 +151,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         page = build_paper_page(paper, args.scale, Path(args.out),
                                 Path(args.out) / "report" / paper / args.scale)
         console.print(f"{paper} ({args.scale}): {page / 'index.html'}")
+    record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
     return 1 if failures else 0
+
+
+def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
+                     seconds: float) -> None:
+    """Append this reproduction's wall time to OUT/reproduce_times.jsonl (the runtime page
+    shows the latest one; cached runs make a rerun faster, so ``force`` is kept too)."""
+    import json
+    import os
+
+    from bench.env import git_sha
+
+    entry = {"papers": papers, "all": bool(args.all), "scale": args.scale, "jobs": args.jobs,
+             "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
+             "git_sha": git_sha(), "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with (out / "reproduce_times.jsonl").open("a") as f:
+        f.write(json.dumps(entry) + "\n")
 
 
 # -- account ----------------------------------------------------------------------------

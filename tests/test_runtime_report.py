@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.micro.ratios import compute_ratios, machine, main, table
-from reports.runtime import build_runtime_page, seconds, status
+from reports.runtime import build_runtime_page, main_job, seconds, status
 from reports.runtime import main as page_main
 
 MACHINE = {"node": "box", "processor": "x86_64", "machine": "x86_64", "python_version": "3.11.7",
@@ -137,3 +137,19 @@ def test_page_cli_and_formatting(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out.strip().endswith("index.html")
     assert (seconds(2.5), seconds(0.0125), seconds(3e-6)) == ("2.5 s", "12.5 ms", "3 µs")
     assert status({"met": False, "value": 2.0, "op": "<", "target": 1.0}) == "not met: 2 ≥ 1"
+
+
+def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
+    times = tmp_path / "reproduce_times.jsonl"
+    assert main_job(times) is None
+    rows = [{"papers": ["a"], "all": False, "scale": "quick", "jobs": 2, "force": False,
+             "wall_s": 60.0, "cpus": 2, "git_sha": "abc", "finished": "t1"},
+            {"papers": ["a", "b"], "all": True, "scale": "quick", "jobs": 2, "force": False,
+             "wall_s": 1260.0, "cpus": 2, "git_sha": "def", "finished": "t2"}]
+    times.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    latest = main_job(times)
+    assert latest is not None and latest["minutes"] == 21.0 and not latest["met"]
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"machine_info": {}, "benchmarks": []}))
+    page = (build_runtime_page(bench, tmp_path / "page", times) / "index.html").read_text()
+    assert "21 min" in page and "not met" in page
