@@ -57,10 +57,14 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def asv(session: nox.Session) -> None:
-    """asv suites in this environment (bench/asv); pass asv arguments after --."""
+    """asv suites in this environment (bench/asv), then the HTML dashboard (.asv/html);
+    pass asv arguments after --."""
     install(session, "all")
     session.run("asv", "machine", "--yes")
-    session.run("asv", "run", "--python=same", "--quick", "--show-stderr", *session.posargs)
+    # results are saved only against a commit: uncommitted changes count as HEAD's
+    session.run("asv", "run", "--python=same", "--quick", "--show-stderr",
+                "--set-commit-hash=HEAD", *session.posargs)
+    session.run("asv", "publish")  # -> .asv/html/index.html
 
 
 @nox.session

@@ -1,1 +1,10 @@
-"""asv suites: time_/peakmem_/track_ per algorithm × backend (run with `nox -s asv`)."""
+"""asv suites (``nox -s asv``): ``bench_steps`` times and measures the peak memory of
+algorithm steps per algorithm × backend × d; ``bench_utility`` tracks fixed-seed utility
+and privacy figures (final ‖∇F‖, test accuracy, realised ε) across commits.
+
+With ``environment_type: existing`` asv saves results only under ``--set-commit-hash``::
+
+    asv machine --yes
+    asv run --python=same --quick --show-stderr --set-commit-hash=HEAD
+    asv publish                                   # -> .asv/html/index.html
+"""

@@ -34,7 +34,7 @@ def track_grad_norm_dp_sgd() -> float:
     return _final_grad_norm(_saddle_run("dp_sgd"))
 
 
-track_grad_norm_dp_sgd.unit = "‖∇F‖"  # type: ignore[attr-defined]
+track_grad_norm_dp_sgd.unit = "grad norm"  # type: ignore[attr-defined]
 
 
 def track_grad_norm_sgd() -> float:
@@ -42,7 +42,7 @@ def track_grad_norm_sgd() -> float:
     return _final_grad_norm(_saddle_run("sgd"))
 
 
-track_grad_norm_sgd.unit = "‖∇F‖"  # type: ignore[attr-defined]
+track_grad_norm_sgd.unit = "grad norm"  # type: ignore[attr-defined]
 
 
 def track_test_acc_dp_sgd_digits() -> float:
@@ -66,4 +66,4 @@ def track_eps_pld_dp_sgd() -> float:
     return value
 
 
-track_eps_pld_dp_sgd.unit = "ε"  # type: ignore[attr-defined]
+track_eps_pld_dp_sgd.unit = "epsilon"  # type: ignore[attr-defined]
