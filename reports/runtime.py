@@ -26,7 +26,8 @@ COMMANDS = (
     f"python -m bench.micro.ratios {BENCH_JSON} --out out/bench/ratios.json",
     f"python -m reports.runtime {BENCH_JSON} --out out/report/runtime",
 )
-RATIO_COLUMNS = ("ratio", "value", "target", "status", "numerator", "denominator", "machine")
+RATIO_COLUMNS = ("ratio", "value", "target", "status", "numerator", "denominator", "machine",
+                 "what bounds it (where not met)")
 KERNEL_COLUMNS = ("problem", "device", "kernel", "batch", "d")
 BACKENDS = ("numpy", "torch", "jax")
 MEMORY_COLUMNS = ("problem", "backend", "device", "kernel", "batch", "peak", "baseline")
@@ -57,10 +58,29 @@ def status(r: Mapping[str, Any]) -> str:
     return f"{verdict}: {fmt(r['value'], 3)} {op} {fmt(r['target'])}"
 
 
+#: what bounds each ratio, shown where its target is not met (analysis of the code paths,
+#: not fitted to any measurement)
+LIMITS = {
+    "dp_sgd_step": "book-keeping adds per-sample weight gradients of each convolution (a "
+                   "grouped weight-gradient convolution) and a second, weighted contraction "
+                   "to one forward and one activation backward: about 1.5× a gradient by FLOPs "
+                   "for convolutions, more where grouped convolutions run slowly on the CPU",
+    "clipped_sum_vs_opacus": "per-sample gradients of layers whose rows are large relative to "
+                             "their L × L Gram matrices are materialised, as Opacus does",
+    "diff_sum_vs_grad": "a difference needs two passes (one per point), and per-sample rows "
+                        "of both for convolutions: about 3× a gradient by FLOPs",
+    "jax_vs_torch": "the jax oracle has no book-keeping clipping (it materialises per-sample "
+                    "gradients with vmap); small un-fused operations (noise, tree nodes) pay "
+                    "jax's dispatch cost per call",
+    "peak_memory": "per-sample rows of the largest layer are held at once",
+}
+
+
 def ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
     """One row of :data:`RATIO_COLUMNS` per ratio."""
     return [[r["name"], fmt(r["value"], 3), f"{r['op']} {fmt(r['target'])}", status(r),
-             f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]), r["machine"]]
+             f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]), r["machine"],
+             "" if r["met"] else LIMITS.get(r["rule"], "")]
             for r in ratios]
 
 
