@@ -151,6 +151,22 @@ def main_job(times: Path | None) -> dict[str, Any] | None:
             "met": latest["wall_s"] <= MAIN_JOB_TARGET_S}
 
 
+def suite_costs(results: Path) -> list[list[str]]:
+    """Where a reproduction's time goes: per suite in ``results``, its runs and the summed
+    wall, set-up, iteration and evaluation time of its runs (CPU-minutes on one core)."""
+    rows = []
+    for suite in sorted(p for p in results.iterdir() if (p / "runs").is_dir()):
+        totals = dict.fromkeys(("wall_s", "setup_s", "iterate_s", "eval_s"), 0.0)
+        runs = 0
+        for record in (suite / "runs").glob("*.json"):
+            timings = json.loads(record.read_text()).get("timings") or {}
+            runs += 1
+            for k in totals:
+                totals[k] += float(timings.get(k) or 0.0)
+        rows.append([suite.name, str(runs), *(fmt(v / 60, 3) for v in totals.values())])
+    return sorted(rows, key=lambda r: -float(r[2]))
+
+
 def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -> Path:
     """Write ``out/index.html`` and ``out/runtime.tex`` (the ratios) from ``bench_json``
     (and the main job's wall time from ``times``, where recorded)."""
@@ -169,6 +185,7 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         machine=machine_facts(data), commands=COMMANDS, bench_json=BENCH_JSON,
         source=str(bench_json), run_sha=run_sha(data), page_sha=git_sha() or "unknown",
         measured=data.get("datetime", "unknown"), main_job=main_job(times),
+        costs=suite_costs(times.parent) if times is not None and times.exists() else [],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     (out / "index.html").write_text(html)
     return out

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.micro.ratios import compute_ratios, machine, main, table
-from reports.runtime import build_runtime_page, main_job, seconds, status
+from reports.runtime import build_runtime_page, main_job, seconds, status, suite_costs
 from reports.runtime import main as page_main
 
 MACHINE = {"node": "box", "processor": "x86_64", "machine": "x86_64", "python_version": "3.11.7",
@@ -154,3 +154,9 @@ def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
     bench.write_text(json.dumps({"machine_info": {}, "benchmarks": []}))
     page = (build_runtime_page(bench, tmp_path / "page", times) / "index.html").read_text()
     assert "21 min" in page and "not met" in page
+    runs = tmp_path / "suite_a" / "runs"
+    runs.mkdir(parents=True)
+    for i, wall in enumerate((60.0, 120.0)):
+        (runs / f"r{i}.json").write_text(json.dumps({"timings": {
+            "wall_s": wall, "setup_s": 0.0, "iterate_s": wall, "eval_s": 0.0}}))
+    assert suite_costs(tmp_path) == [["suite_a", "2", "3", "0", "3", "0"]]
