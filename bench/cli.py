@@ -136,6 +136,7 @@ def paper_experiments(paper: str, scale: str) -> list[Path]:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from reports.paper import build_paper_page
+    from reports.site import build_index
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
@@ -152,6 +153,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                                 Path(args.out) / "report" / paper / args.scale)
         console.print(f"{paper} ({args.scale}): {page / 'index.html'}")
     record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
+    console.print(f"report: {build_index(Path(args.out) / 'report')}")
     return 1 if failures else 0
 
 
@@ -272,6 +274,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from bench.audit import audit_algorithm
     from bench.env import git_sha
     from reports.privacy import build_privacy_page
+    from reports.site import build_index
 
     private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
     names = private if args.all else args.algorithms
@@ -311,6 +314,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     console.print(table)
     page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
     console.print(f"privacy page: {page / 'index.html'}")
+    build_index(Path(args.out) / "report")
     return 0 if all(r.passed for r in results) else 1
 
 

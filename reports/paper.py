@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -304,4 +304,7 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         sections=sections, resolutions=module.RESOLUTIONS,
     )
     (out / "index.html").write_text(html)
+    (out / "status.json").write_text(json.dumps({
+        "paper": paper, "title": module.TITLE, "scale": scale, "runs": len(results.runs),
+        "claims": [asdict(c) for c in sections.claims]}, indent=1))
     return out

@@ -19,6 +19,7 @@ from typing import Any
 from bench.env import git_sha
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
 from reports.render import fmt, html_env, latex_table
+from reports.site import build_index
 
 BENCH_JSON = "out/bench/micro.json"
 COMMANDS = (
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="wall times recorded by saddlebench reproduce")
     args = parser.parse_args(argv)
     print(build_runtime_page(args.bench_json, args.out, args.times) / "index.html")
+    build_index(args.out.parent)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ paper's calibration, Algorithm 2 alone, the studies and the page."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from pathlib import Path
 
@@ -312,3 +313,8 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
         assert f"<td>{claim}</td>" in html, claim
     for figure in ("e1_escape.png", "e3_sample_complexity.png", "e4_noise_growth.png"):
         assert (page / figure).is_file()
+    # the front page links the paper with its claims' statuses; the wall time is recorded
+    front = (out / "report" / "index.html").read_text()
+    assert 'href="liu2024/quick/index.html"' in front and "E2a" in front
+    (timing,) = (out / "reproduce_times.jsonl").read_text().splitlines()
+    assert json.loads(timing)["papers"] == ["liu2024"]
