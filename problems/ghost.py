@@ -27,7 +27,7 @@ per-sample (vmap) path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,10 +64,21 @@ class Site:
 
 @dataclass
 class Book:
-    """The sites of one pass with their output gradients."""
+    """The sites of one pass with their output gradients, and the per-sample rows of the
+    layers where they are materialised (kept for the weighted sum)."""
 
     sites: list[Site]
     grads: list[torch.Tensor]
+    rows: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def layer_rows(self, i: int) -> torch.Tensor | None:
+        """Layer i's per-sample gradients (b, p) if materialised (computed once), else None."""
+        site, g = self.sites[i], self.grads[i]
+        if not _materialise(site, g):
+            return None
+        if i not in self.rows:
+            self.rows[i] = _rows(site, g)
+        return self.rows[i]
 
 
 Tracer = Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
@@ -81,7 +92,8 @@ def _materialise(site: Site, g: torch.Tensor) -> bool:
         return True
     if site.kind == "linear":
         length, k = site.inputs.shape[1:]
-        return length > 1 and g.shape[-1] * k <= length * length
+        # rows come out O × K: the torch layout (an MLP's K × O layers have L = 1: ghost)
+        return site.transposed and length > 1 and g.shape[-1] * k <= length * length
     assert site.conv is not None
     kh, kw = site.conv.kernel_size
     length = g.shape[2] * g.shape[3]
@@ -129,17 +141,20 @@ def _ghost(s1: Site, g1: torch.Tensor, s2: Site, g2: torch.Tensor) -> torch.Tens
 def _sq_norms(book: Book) -> torch.Tensor:
     """‖G_i‖² per sample, summed over the layers of one pass."""
     total = torch.zeros((), dtype=book.grads[0].dtype, device=book.grads[0].device)
-    for s, g in zip(book.sites, book.grads, strict=True):
-        total = total + ((_rows(s, g) ** 2).sum(1) if _materialise(s, g) else _ghost(s, g, s, g))
+    for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
+        rows = book.layer_rows(i)
+        total = total + ((rows**2).sum(1) if rows is not None else _ghost(s, g, s, g))
     return total
 
 
 def _diff_sq_norms(now: Book, before: Book) -> torch.Tensor:
-    """‖G_i − G'_i‖² per sample between two passes (rows materialised once per layer)."""
+    """‖G_i − G'_i‖² per sample between two passes."""
     total = torch.zeros((), dtype=now.grads[0].dtype, device=now.grads[0].device)
-    for s1, g1, s2, g2 in zip(now.sites, now.grads, before.sites, before.grads, strict=True):
-        if _materialise(s1, g1):
-            total = total + ((_rows(s1, g1) - _rows(s2, g2)) ** 2).sum(1)
+    for i, (s1, g1, s2, g2) in enumerate(zip(now.sites, now.grads, before.sites, before.grads,
+                                             strict=True)):
+        r1, r2 = now.layer_rows(i), before.layer_rows(i)
+        if r1 is not None and r2 is not None:
+            total = total + ((r1 - r2) ** 2).sum(1)
         else:
             total = total + (_ghost(s1, g1, s1, g1) + _ghost(s2, g2, s2, g2)
                              - 2 * _ghost(s1, g1, s2, g2))
@@ -189,8 +204,16 @@ class BookkeepingOracle(TorchOracle):
         return run
 
     def _sum(self, book: Book, c: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
-        for s, g in zip(book.sites, book.grads, strict=True):
-            _weighted(s, g, c, flat)
+        for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
+            rows = book.rows.get(i)
+            if rows is None:  # the layer's own weight-gradient contraction, g scaled by c
+                _weighted(s, g, c, flat)
+                continue
+            total = c @ rows  # rows already hold the per-sample gradients: weight, then bias
+            size = s.weight.stop - s.weight.start
+            flat[s.weight] += total[:size]
+            if s.bias is not None:
+                flat[s.bias] += total[size:]
         return flat
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
