@@ -62,10 +62,9 @@ def status(r: Mapping[str, Any]) -> str:
 #: what bounds each ratio, shown where its target is not met (analysis of the code paths,
 #: not fitted to any measurement)
 LIMITS = {
-    "dp_sgd_step": "book-keeping adds per-sample weight gradients of each convolution (a "
-                   "grouped weight-gradient convolution) and a second, weighted contraction "
-                   "to one forward and one activation backward: about 1.5× a gradient by FLOPs "
-                   "for convolutions, more where grouped convolutions run slowly on the CPU",
+    "dp_sgd_step": "book-keeping adds per-sample weight gradients of the convolutions on wide "
+                   "images (one grouped weight-gradient convolution each) to one forward and "
+                   "one activation backward",
     "clipped_sum_vs_opacus": "per-sample gradients of layers whose rows are large relative to "
                              "their L × L Gram matrices are materialised, as Opacus does",
     "diff_sum_vs_grad": "a difference needs two passes (one per point), and per-sample rows "
