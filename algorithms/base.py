@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from algorithms.privacy.accounting import Epsilons, calibrate, epsilons
@@ -144,9 +144,20 @@ class Algorithm(ABC):
     #: True when privacy rests on an assumed per-sample gradient bound (``plan.extra
     #: ["bound"]``) instead of clipping (the audit's canary then has exactly that norm)
     assumes_bound: ClassVar[bool] = False
+    #: settings that keep a run small where generic small steps and batches do not fit
+    #: (tests, benchmarks and audits start from :meth:`small_params`)
+    small: ClassVar[dict[str, Any]] = {}
     #: the utility rate the paper's theorem claims (None: the algorithm declares none)
     rate: ClassVar[Rate | None] = None
     Params: ClassVar[type]
+
+    @classmethod
+    def small_params(cls, settings: Mapping[str, Any], **overrides: Any) -> Any:
+        """``Params`` from the entries of ``settings`` it has fields for, then :attr:`small`,
+        then ``overrides``."""
+        names = {f.name for f in fields(cls.Params)}
+        return cls.Params(**{**{k: v for k, v in settings.items() if k in names}, **cls.small,
+                             **overrides})
 
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()

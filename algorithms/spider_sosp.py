@@ -260,6 +260,8 @@ class SpiderSOSP(Algorithm):
     Params: ClassVar[type] = SpiderSOSPParams
     needs = ("G", "L", "rho")
     data_limited = True
+    #: the batch sizes follow from α: α = 2 and a small c_v keep them to a few dozen samples
+    small: ClassVar[dict[str, Any]] = {"alpha": 2.0, "c_var": 0.01, "batching": "shared"}
     rate = Rate(objective="population", stationarity="second", privacy_exponent=1 / 2,
                 sample_exponent=1 / 3, source="Theorem 3.17 (Remark 3.18), liu2024",
                 note="with the paper's τ the proof supports only 2/5 and n^{-2/7} (notes G2)")

@@ -41,7 +41,6 @@ compared with the trade-off curve of the plan's ledger.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -68,9 +67,6 @@ AUDIT_PROBLEMS: dict[bool, tuple[str, dict[str, Any]]] = {
 #: short runs with small batches: the audit needs thousands of them
 AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
                                   "batch_refresh": 16, "batch_diff": 8}
-AUDIT_OVERRIDES: dict[str, dict[str, Any]] = {
-    "spider_sosp": {"alpha": 2.0, "c_var": 0.01, "batching": "shared"},
-}
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
@@ -309,12 +305,7 @@ class AuditSetup:
 
 def audit_params(name: str, **overrides: Any) -> Any:
     """Algorithm ``name``'s parameters for audits: short runs, small batches."""
-    cls = ALGORITHMS[name]
-    fields = {f.name for f in dataclasses.fields(cls.Params)}
-    kw = {k: v for k, v in AUDIT_SETTINGS.items() if k in fields}
-    kw.update(AUDIT_OVERRIDES.get(name, {}))
-    kw.update(overrides)
-    return cls.Params(**kw)
+    return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
 
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:

@@ -20,7 +20,7 @@ FINGERPRINTED = ("algorithms", "problems", "bench/runner.py", "bench/metrics.py"
                  "bench/spec.py")
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -60,7 +60,7 @@ def _static() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
-        "versions": {p: _version(p) for p in PACKAGES},
+        "versions": {p: package_version(p) for p in PACKAGES},
         "git_sha": git_sha(),
         "code": code_fingerprint(),
     }

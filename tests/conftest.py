@@ -97,12 +97,6 @@ def build_problem(name: str, params: Any, seed: int) -> Instance:
 # Small algorithm settings shared by most tests.
 SMALL_ALGO: dict[str, Any] = {"steps": 4, "batch_size": 16, "lr": 0.01, "batch_refresh": 16,
                                "batch_diff": 8}
-# Per-algorithm settings for the small problems where the shared ones do not fit: Alg 3-R's
-# batch sizes follow from α (α = 2 and small c_v keep them to a few dozen samples).
-ALGO_OVERRIDES: dict[str, dict[str, Any]] = {
-    "spider_sosp": {"alpha": 2.0, "c_var": 0.01, "batching": "shared"},
-}
-
 DELTA = 1e-5
 
 
@@ -176,14 +170,10 @@ def make_mech(backend: Backend, noise_seed: int = 1, sampling_seed: int = 2) -> 
 def make_algorithm(name: str, instance: Instance | None = None, **overrides: Any) -> Algorithm:
     """Algorithm ``name`` with small settings; noisy_sgd gets a bound if the problem has no G."""
     cls = ALGORITHMS[name]
-    fields = set(cls.Params.__dataclass_fields__)
-    kw = {k: v for k, v in SMALL_ALGO.items() if k in fields}
-    kw.update(ALGO_OVERRIDES.get(name, {}))
-    if ("bound" in fields and instance is not None and "G" not in instance.constants
-            and "bound" not in overrides):
-        kw["bound"] = 5.0
-    kw.update(overrides)
-    return cls(cls.Params(**kw))
+    if ("bound" in cls.Params.__dataclass_fields__ and instance is not None
+            and "G" not in instance.constants and "bound" not in overrides):
+        overrides["bound"] = 5.0
+    return cls(cls.small_params(SMALL_ALGO, **overrides))
 
 
 def default_target(algorithm: Algorithm | type[Algorithm], sigma: float = 1.0,

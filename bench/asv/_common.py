@@ -7,7 +7,7 @@ Benchmarks skip a parameter combination by raising ``NotImplementedError`` in ``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,10 +21,6 @@ from problems.oracles import Oracle
 #: Settings shared by every algorithm; each takes those that are fields of its ``Params``.
 SETTINGS: dict[str, Any] = {"batch_size": 64, "lr": 0.01, "batch_refresh": 64,
                             "batch_diff": 16}
-#: Per-algorithm settings where the shared ones do not fit (Alg 3-R's batches follow from α).
-OVERRIDES: dict[str, dict[str, Any]] = {
-    "spider_sosp": {"alpha": 2.0, "c_var": 0.01, "batching": "shared"},
-}
 #: Largest d an algorithm is benchmarked at: spider_sosp forms dense per-sample Hessians
 #: (d × d each): at d = 1000, 6 numpy steps took 27 s and 20 torch steps over 2 minutes.
 MAX_D: dict[str, int] = {"spider_sosp": 100}
@@ -37,13 +33,10 @@ SEED = 0
 
 
 def make_algorithm(name: str, steps: int, **overrides: Any) -> Algorithm:
-    """Algorithm ``name`` with :data:`SETTINGS` (those its ``Params`` has) and ``steps``."""
+    """Algorithm ``name`` with :data:`SETTINGS` (those its ``Params`` has), its small
+    settings and ``steps``."""
     cls = ALGORITHMS[name]
-    names = {f.name for f in fields(cls.Params)}
-    kw = {k: v for k, v in {**SETTINGS, "steps": steps}.items() if k in names}
-    kw.update(OVERRIDES.get(name, {}))
-    kw.update(overrides)
-    return cls(cls.Params(**kw))
+    return cls(cls.small_params({**SETTINGS, "steps": steps}, **overrides))
 
 
 def target(algorithm: Algorithm) -> PrivacyTarget:

@@ -4,22 +4,14 @@ deprecation warning silenced as in the tests."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.env import environment
+from bench.env import environment, package_version
 from bench.micro.common import cuda_available
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, Any]) -> None:
@@ -31,7 +23,7 @@ def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, An
 
         gpu = torch.cuda.get_device_name()
     env = environment()
-    env["versions"] = {**env["versions"], "opacus": _version("opacus")}
+    env["versions"] = {**env["versions"], "opacus": package_version("opacus")}
     machine_info.update(gpu=gpu, saddlebench=env, torch_threads=THREADS)
 
 
