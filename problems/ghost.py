@@ -195,13 +195,13 @@ class BookkeepingOracle(TorchOracle):
         super().__init__(backend, losses, data, **kw)
         self.trace = trace
 
-    def _book(self, x: Any) -> Callable[[np.ndarray], Book]:
-        def run(idx: np.ndarray) -> Book:
-            point = x.detach().requires_grad_(True)
-            loss, sites = self.trace(point, self.batch(idx))
-            grads = torch.autograd.grad(loss, [s.output for s in sites])
-            return Book(sites, [s.view(g) for s, g in zip(sites, grads, strict=True)])
-        return run
+    def _book(self, x: Any, idx: np.ndarray) -> Book:
+        """One forward pass at ``x`` on the samples ``idx`` and the backward to the layers'
+        outputs."""
+        point = x.detach().requires_grad_(True)
+        loss, sites = self.trace(point, self.batch(idx))
+        grads = torch.autograd.grad(loss, [s.output for s in sites])
+        return Book(sites, [s.view(g) for s, g in zip(sites, grads, strict=True)])
 
     def _sum(self, book: Book, c: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
         for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
@@ -219,12 +219,12 @@ class BookkeepingOracle(TorchOracle):
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
         if len(idx) == 0:
             return torch.zeros_like(x)
-        book = self._book(x)(idx)
+        book = self._book(x, idx)
         with torch.no_grad():
             return self._sum(book, _factors(_sq_norms(book), clip), torch.zeros_like(x))
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
-        book = self._book(x)(idx)
+        book = self._book(x, idx)
         with torch.no_grad():
             ones = torch.ones(len(idx), dtype=x.dtype, device=x.device)
             return (self._sum(book, ones, torch.zeros_like(x)),
@@ -233,7 +233,7 @@ class BookkeepingOracle(TorchOracle):
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         if len(idx) == 0:
             return torch.zeros_like(x)
-        now, before = self._book(x)(idx), self._book(x_prev)(idx)
+        now, before = self._book(x, idx), self._book(x_prev, idx)
         with torch.no_grad():
             c = _factors(_diff_sq_norms(now, before), clip)
             return self._sum(now, c, torch.zeros_like(x)) - self._sum(before, c,
