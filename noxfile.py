@@ -69,13 +69,14 @@ def asv(session: nox.Session) -> None:
 
 @nox.session
 def reproduce(session: nox.Session) -> None:
-    """The main job: the smoke experiment, every paper's quick reproduction and the privacy
-    audit of every private algorithm, with reports."""
+    """The main job: the smoke experiment, the privacy audit of every private algorithm and
+    every paper's quick reproduction, which ends by building the whole report (out/report:
+    HTML, LaTeX and, where pdflatex is installed, report.pdf)."""
     install(session, "all")
     session.run("saddlebench", "run", "bench/experiments/smoke.yaml", "--jobs", "2")
     session.run("saddlebench", "report", "out/smoke")
-    session.run("saddlebench", "reproduce", "--all", "--scale", "quick", "--jobs", "2")
     session.run("saddlebench", "audit", "--all", "--jobs", "2")
+    session.run("saddlebench", "reproduce", "--all", "--scale", "quick", "--jobs", "2")
 
 
 @nox.session

@@ -12,19 +12,48 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.prompt import Confirm
 from rich.table import Table
+from rich.text import Text
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from algorithms.base import CALIBRATIONS
-from bench.parallel import Outcome, pending, run_specs
-from bench.spec import Experiment, RunSpec, SpecError, build_params, load_experiment
-from bench.store import Store
+from bench.executors import (
+    EXECUTORS,
+    DaskExecutor,
+    Executor,
+    LocalExecutor,
+    SlurmExecutor,
+    load_resources,
+)
+from bench.parallel import Outcome, pending, stored_outcome
+from bench.spec import (
+    Experiment,
+    GridTooLarge,
+    RunSpec,
+    SpecError,
+    build_params,
+    check_backends,
+    grid_limit,
+    load_experiment,
+)
+from bench.store import Store, StoreError
 from bench.tuning import choose
 from problems import PROBLEMS, DataSize
 from problems.backend import BACKENDS, MissingExtraError, available_backends
@@ -66,21 +95,39 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    failures = run_experiment(load_experiment(args.experiment), args)
+    failures = run_experiment(load_checked(args.experiment, args), args)
     return 1 if failures else 0
+
+
+def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
+    """An experiment file whose grid, if larger than --max-runs, the user confirmed (with
+    --yes, or at a prompt on a terminal)."""
+    try:
+        return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs))
+    except GridTooLarge as exc:
+        if not sys.stdin.isatty():
+            raise
+        console.print(escape(str(exc)))
+        if not Confirm.ask(f"run all {exc.size.total:,} runs?", default=False):
+            raise UsageError("not confirmed; nothing was run") from None
+        return load_experiment(path)
 
 
 def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Outcome]:
     """Run an experiment into ``args.out/<suite>``: its runs, then for tuned entries the
-    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes."""
+    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes.
+    Backends and devices this machine lacks are refused first (for the local executor)."""
+    if args.executor == "local" and not args.collect:
+        check_backends(experiment)
     store = Store(Path(args.out) / experiment.suite)
     store.write_suite(experiment)
     for note in experiment.skipped:
         console.print(f"  [yellow]skipped[/]: {note}")
+    rule = experiment.tuning
+    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
+    report_damage(store, [*experiment.specs, *tuning], args)
     failures = run_batch(experiment.specs, store, args, f"[bold]{experiment.suite}[/]")
-    if experiment.groups and experiment.tuning:
-        rule = experiment.tuning
-        tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)]
+    if experiment.groups and rule:
         failures += run_batch(tuning, store, args, f"[bold]{experiment.suite}[/] tuning "
                               f"({len(experiment.groups)} groups)")
         selections = [choose(g, rule, store) for g in experiment.groups]
@@ -93,32 +140,96 @@ def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Out
     return failures
 
 
+def report_damage(store: Store, specs: list[RunSpec], args: argparse.Namespace) -> None:
+    """Say which stored results of ``specs`` are damaged (corrupt or truncated files): they
+    count as not run, so they are recomputed (with --collect: reported missing)."""
+    damaged = store.check(s.digest for s in specs)
+    if damaged:
+        shown = "; ".join(map(str, damaged[:3])) + (" ..." if len(damaged) > 3 else "")
+        action = "counted as missing" if args.collect else "recomputing"
+        console.print(f"  [yellow]{len(damaged)} corrupt results found: {action}[/] "
+                      f"({escape(shown)})")
+
+
 def run_batch(specs: list[RunSpec], store: Store, args: argparse.Namespace,
               title: str) -> list[Outcome]:
-    """Run the pending ``specs`` with a progress bar; the failed outcomes."""
+    """Run the pending ``specs`` on the chosen executor with a progress bar (with
+    ``--collect``, only report what the store holds); the failed outcomes."""
+    if args.collect:
+        return collect_batch(specs, store, title)
     todo = pending(specs, store, force=args.force)
     console.print(f"{title}: {len(specs)} runs ({len(specs) - len(todo)} cached, "
                   f"{len(todo)} to run) -> {store.root}")
     counts: Counter[str] = Counter()
     failures: list[Outcome] = []
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[counts]}"), TimeRemainingColumn(),
-                  console=console, disable=args.no_progress or not todo) as progress:
-        task = progress.add_task("running", total=len(todo), counts="")
-
-        def on_done(outcome: Outcome) -> None:
-            counts[outcome.status] += 1
-            if outcome.status == "error":
-                failures.append(outcome)
-            progress.update(task, advance=1,
-                            counts=" ".join(f"{k}={v}" for k, v in sorted(counts.items())))
-
-        run_specs(todo, store, jobs=args.jobs, on_done=on_done)
+    if todo:
+        executor = make_executor(args)
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      Tally(executor, counts), TimeRemainingColumn(), console=console,
+                      disable=args.no_progress) as progress, \
+                closing(executor.submit_all(todo, store.root)) as outcomes:
+            task = progress.add_task(f"running ({args.executor})", total=len(todo))
+            for outcome in outcomes:
+                counts[outcome.status] += 1
+                failures += [outcome] if outcome.status == "error" else []
+                progress.advance(task)
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to run"
     console.print(f"finished: {summary}; results in {store.root}")
-    for f in failures:
-        console.print(f"  [red]error[/] {f.run_id} ({f.label}): {f.error}")
+    print_failures(failures, store)
     return failures
+
+
+def make_executor(args: argparse.Namespace) -> Executor:
+    """The executor ``--executor`` and its options name (a cluster starts only when runs
+    are submitted)."""
+    for option, owner in (("cluster", "dask"), ("slurm_resources", "slurm"),
+                          ("max_concurrent", "slurm")):
+        if getattr(args, option) is not None and args.executor != owner:
+            raise UsageError(f"--{option.replace('_', '-')} applies to --executor {owner}")
+    if args.executor == "dask":
+        if args.cluster is None:
+            raise UsageError("--executor dask needs --cluster local:N or tcp://HOST:PORT")
+        return DaskExecutor(args.cluster)
+    if args.executor == "slurm":
+        resources = load_resources(args.slurm_resources) if args.slurm_resources else {}
+        return SlurmExecutor(resources, args.max_concurrent)
+    return LocalExecutor(args.jobs)
+
+
+class Tally(ProgressColumn):
+    """Runs in flight (as far as the executor can tell), then finished runs by status."""
+
+    def __init__(self, executor: Executor, counts: Counter[str]) -> None:
+        super().__init__()
+        self.executor, self.counts = executor, counts
+
+    def render(self, task: Task) -> Text:
+        shown = {"running": self.executor.running, **self.counts, "failed": self.counts["error"]}
+        return Text(" ".join(f"{k}={v}" for k, v in shown.items() if k != "error"))
+
+
+def collect_batch(specs: list[RunSpec], store: Store, title: str) -> list[Outcome]:
+    """Report which ``specs`` are finished, failed or missing in the store (submits
+    nothing); the failed outcomes."""
+    stored = [stored_outcome(spec, store) for spec in specs]
+    failures = [o for o in stored if o is not None and o.status == "error"]
+    missing = stored.count(None)
+    console.print(f"{title}: {len(specs)} runs: {len(specs) - missing - len(failures)} "
+                  f"finished, {len(failures)} failed, {missing} missing -> {store.root}")
+    print_failures(failures, store)
+    return failures
+
+
+def print_failures(failures: list[Outcome], store: Store) -> None:
+    """Each failed run with its error's first and last lines."""
+    if failures:
+        console.print(f"[red]{len(failures)} failed[/] (tracebacks: info.traceback in "
+                      f"{store.runs_dir.name}/RUN_ID.json; a rerun retries them):")
+    for f in failures:
+        lines = [line for line in (f.error or "no message").splitlines() if line.strip()]
+        shown = lines if len(lines) <= 3 else [lines[0], "...", *lines[-2:]]
+        console.print(f"  [red]error[/] {f.run_id} ({escape(f.label)}): "
+                      + escape("\n      ".join(shown)))
 
 
 # -- reproduce --------------------------------------------------------------------------
@@ -135,8 +246,7 @@ def paper_experiments(paper: str, scale: str) -> list[Path]:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from reports.paper import build_paper_page
-    from reports.site import build_index
+    from reports.site import build_site
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
@@ -145,15 +255,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if not papers:
         raise UsageError("name at least one paper, or --all")
     start = time.perf_counter()
-    plans = {paper: [load_experiment(f) for f in paper_experiments(paper, args.scale)]
+    plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
     failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
+    if not args.collect:
+        record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
+    index = build_site(Path(args.out), [(paper, args.scale) for paper in papers],
+                       pdf=not args.no_pdf)
     for paper in papers:
-        page = build_paper_page(paper, args.scale, Path(args.out),
-                                Path(args.out) / "report" / paper / args.scale)
-        console.print(f"{paper} ({args.scale}): {page / 'index.html'}")
-    record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
-    console.print(f"report: {build_index(Path(args.out) / 'report')}")
+        console.print(f"{paper} ({args.scale}): {index.parent / paper / args.scale}/index.html")
+    console.print(f"report: {index}")
     return 1 if failures else 0
 
 
@@ -253,14 +364,27 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 # -- report -----------------------------------------------------------------------------
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """A suite folder (``runs/`` inside): its report. A results root: the whole site."""
     from reports.render import build_report
+    from reports.site import build_site, update_readme
 
     root = Path(args.results)
-    if not (root / "runs").is_dir():
-        raise UsageError(f"no results in {root} (expected {root / 'runs'}/); "
-                         "run `saddlebench run EXPERIMENT` first")
-    out = build_report(root, Path(args.out) if args.out else None)
-    console.print(f"report written: {out / 'index.html'}")
+    if (root / "runs").is_dir():
+        out = build_report(root, Path(args.out) if args.out else None)
+        console.print(f"report written: {out / 'index.html'}")
+        return 0
+    if not any(root.glob("*/suite.json")) and not any((root / "audit").glob("*.json")):
+        raise UsageError(f"no results in {root}: expected a suite folder (with runs/) or a "
+                         "results root (with <suite>/suite.json or audit/); run `saddlebench "
+                         "reproduce` or `saddlebench run EXPERIMENT` first")
+    if args.out:
+        raise UsageError("--out applies to a suite folder; a results root's site is written "
+                         "to RESULTS/report")
+    index = build_site(root, pdf=not args.no_pdf)
+    console.print(f"report written: {index}")
+    if args.readme:
+        update_readme(Path(args.readme), index.parent)
+        console.print(f"status matrix written into {args.readme}")
     return 0
 
 
@@ -273,8 +397,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     from bench.audit import audit_algorithm
     from bench.env import git_sha
-    from reports.privacy import build_privacy_page
-    from reports.site import build_index
+    from reports.site import build_site
 
     private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
     names = private if args.all else args.algorithms
@@ -312,13 +435,40 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for failure in e.failures:
             console.print(f"  [red]{result.algorithm}[/]: {failure}")
     console.print(table)
-    page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
-    console.print(f"privacy page: {page / 'index.html'}")
-    build_index(Path(args.out) / "report")
+    build_site(Path(args.out), pages=[], pdf=False)
+    console.print(f"privacy page: {Path(args.out) / 'report' / 'privacy' / 'index.html'}")
     return 0 if all(r.passed for r in results) else 1
 
 
 # -- main -------------------------------------------------------------------------------
+
+def add_execution_options(p: argparse.ArgumentParser) -> None:
+    """The options of run and reproduce: where results go, where runs execute."""
+    p.add_argument("--out", default="out", help="results root (default: out)")
+    p.add_argument("--executor", default="local", choices=EXECUTORS,
+                   help="where runs execute: local (joblib; default), dask, slurm (submitit)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel runs with --executor local")
+    p.add_argument("--cluster", metavar="local:N|tcp://HOST:PORT", help="with --executor "
+                   "dask: start N local workers, or connect to a running scheduler")
+    p.add_argument("--slurm-resources", metavar="YAML", help="with --executor slurm: submitit "
+                   "parameters for 'default' and per algorithm, e.g. 'dp_sgd: {gpus_per_node: "
+                   "1, mem_gb: 32}' (built in: 60 min, 8 GB, 2 CPUs, a GPU for cuda runs)")
+    p.add_argument("--max-concurrent", type=int, metavar="N", help="with --executor slurm: at "
+                   "most N tasks of a job array run at once")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--force", action="store_true", help="rerun finished runs too")
+    again.add_argument("--collect", action="store_true", help="submit nothing: report which "
+                       "runs are finished, failed or missing in the store")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_grid_options(p: argparse.ArgumentParser) -> None:
+    """How large a grid may be before run and reproduce ask for confirmation."""
+    p.add_argument("--max-runs", type=int, metavar="N", help="ask before running a grid of "
+                   "more than N runs (default: $SADDLEBENCH_MAX_RUNS, else 10,000)")
+    p.add_argument("--yes", action="store_true", help="run a grid above --max-runs without "
+                   "asking")
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="saddlebench",
@@ -329,10 +479,8 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run an experiment grid into out/<suite>")
     r.add_argument("experiment", help="experiment YAML file")
-    r.add_argument("--out", default="out", help="results root (default: out)")
-    r.add_argument("--jobs", type=int, default=1, help="parallel runs (joblib)")
-    r.add_argument("--force", action="store_true", help="rerun finished runs too")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_execution_options(r)
+    add_grid_options(r)
 
     a = sub.add_parser("account", help="ε of an algorithm's plan, or σ for a target ε")
     a.add_argument("--algorithm", required=True)
@@ -350,10 +498,10 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("papers", nargs="*", help="paper keys, e.g. avdiukhin2024")
     rp.add_argument("--all", action="store_true", help="every paper with experiments")
     rp.add_argument("--scale", default="quick", choices=("quick", "paper"))
-    rp.add_argument("--out", default="out", help="results root (default: out)")
-    rp.add_argument("--jobs", type=int, default=1, help="parallel runs (joblib)")
-    rp.add_argument("--force", action="store_true", help="rerun finished runs too")
-    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_execution_options(rp)
+    add_grid_options(rp)
+    rp.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
+                    "pdflatex")
 
     es = sub.add_parser("estimate", help="problem statistics at x0 (L, f_max, σ, Lemma 3.2 C)")
     es.add_argument("problem")
@@ -374,9 +522,14 @@ def parser() -> argparse.ArgumentParser:
     au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")
     au.add_argument("--out", default="out", help="results root: OUT/audit, OUT/report/privacy")
 
-    rep = sub.add_parser("report", help="HTML + LaTeX report of a results directory")
-    rep.add_argument("results", help="a suite directory, e.g. out/smoke")
-    rep.add_argument("--out", help="report directory (default: RESULTS/report)")
+    rep = sub.add_parser("report", help="rebuild the HTML + LaTeX report from stored results")
+    rep.add_argument("results", help="a results root (e.g. out: the whole site, into "
+                                     "out/report) or one suite folder (e.g. out/smoke)")
+    rep.add_argument("--out", help="a suite's report directory (default: RESULTS/report)")
+    rep.add_argument("--readme", metavar="README", help="also write the status matrix into "
+                     "README's status-matrix block")
+    rep.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
+                     "pdflatex")
     return p
 
 
@@ -389,10 +542,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, MissingExtraError, ValueError, FileNotFoundError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"saddlebench: error: {message}", file=sys.stderr)
-        return 2
+    except (SpecError, UsageError, MissingExtraError, ValueError, FileNotFoundError,
+            StoreError) as exc:
+        return fail(exc)
+
+
+def fail(exc: Exception) -> int:
+    """Print the first line of ``exc`` as the one error line; exit status 2."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    print(f"saddlebench: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,13 +1,14 @@
-"""Executing many RunSpecs: in process, or in parallel with joblib (loky).
+"""What runs in a worker, and what the submitting process knows about runs.
 
 Workers write their own results (atomically) into the store, so the submitting process
-may die without losing finished runs. Cluster executors (Dask, SLURM) join here later.
+may die without losing finished runs; bench/executors.py sends the runs to workers (in
+process, joblib, Dask, SLURM), and rerunning an experiment submits exactly the runs without
+a finished result.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,28 +39,10 @@ def pending(specs: Iterable[RunSpec], store: Store, force: bool = False) -> list
     return [s for s in specs if force or not store.is_finished(s)]
 
 
-def run_specs(specs: list[RunSpec], store: Store, jobs: int = 1,
-              on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-    """Run every spec, ``jobs`` at a time; ``on_done`` sees each outcome as it arrives."""
-    outcomes: list[Outcome] = []
-
-    def collect(outcome: Outcome) -> None:
-        outcomes.append(outcome)
-        if on_done is not None:
-            on_done(outcome)
-
-    if jobs == 1 or len(specs) <= 1:
-        for spec in specs:
-            collect(run_and_store(spec, store.root))
-        return outcomes
-
-    from joblib import Parallel, delayed, parallel_config
-
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    with parallel_config(backend="loky", inner_max_num_threads=threads):
-        results = Parallel(n_jobs=jobs, return_as="generator_unordered")(
-            delayed(run_and_store)(spec, str(store.root)) for spec in specs
-        )
-        for outcome in results:
-            collect(outcome)
-    return outcomes
+def stored_outcome(spec: RunSpec, store: Store) -> Outcome | None:
+    """What the store holds for ``spec``: a reusable result or a failed run (status
+    ``error``); None when it is missing (never run, unfinished, or from other code)."""
+    side = store.sidecar(spec.digest)
+    if side is None or (side.get("status") != "error" and not store.is_finished(spec)):
+        return None
+    return Outcome(spec.digest, side["status"], side.get("error"), spec.display)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import itertools
 import json
 import math
+import os
 import re
 import types
 import typing
@@ -24,17 +26,30 @@ from typing import Any
 
 import yaml
 
-from algorithms.base import CALIBRATIONS, PrivacyTarget, get_algorithm
+from algorithms.base import ALGORITHMS, CALIBRATIONS, PrivacyTarget, get_algorithm
 from problems.backend import BackendSpec
 from problems.base import get_problem
 
 SCHEMA = 1
 METRICS = ("loss", "grad_norm", "lambda_min", "test", "train")
-SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+MAX_NAME = 100  # characters of a name or label
+MAX_FILE_BYTES = 1_000_000  # of an experiment file
+MAX_NODES = 100_000  # YAML nodes of an experiment file, with aliases expanded
+MAX_POINTS = 100_000  # evaluation points of a run
+MAX_RUNS = 10_000  # default grid size above which the CLI asks for confirmation
+MAX_RUNS_VAR = "SADDLEBENCH_MAX_RUNS"
+INT_LIMIT = 2**63  # integers (seeds, steps, sizes) must fit a signed 64-bit integer
 
 
 class SpecError(ValueError):
     """An invalid experiment file or run specification."""
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters for error messages."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -239,23 +254,30 @@ def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) 
     kwargs = {}
     for key, value in given.items():
         if key not in names:
-            raise SpecError(f"{where}: unknown parameter {key!r} (allowed: {', '.join(names)})")
+            raise SpecError(f"{where}: unknown parameter {_show(key)} "
+                            f"(allowed: {', '.join(names)})")
+        if isinstance(value, int) and abs(value) >= INT_LIMIT:
+            raise SpecError(f"{where}: parameter {key!r} = {value:.3g} is too large "
+                            "(integers must be below 2^63)")
         ok, coerced = _type_ok(value, hints[key])
         if not ok:
             raise SpecError(f"{where}: parameter {key!r} must be {_type_name(hints[key])}"
                             f"{' (finite)' if 'float' in _type_name(hints[key]) else ''}, "
-                            f"got {value!r}")
+                            f"got {_show(value)}")
         kwargs[key] = coerced
     try:
         return params_cls(**kwargs)
     except (ValueError, TypeError) as exc:
-        raise SpecError(f"{where}: {exc}") from None
+        raise SpecError(f"{where}: {_short(exc)}") from None
 
 
 def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:
     """A validated :class:`ComponentSpec` with its params completed by the defaults."""
     if not isinstance(name, str):
-        raise SpecError(f"{where}: 'name' must be a string, got {name!r}")
+        raise SpecError(f"{where}: 'name' must be a string, got {_show(name)}")
+    if len(name) > MAX_NAME or not name.isprintable():
+        raise SpecError(f"{where}: 'name' {_show(name, 40)} is not a {kind} name; "
+                        "`saddlebench list` shows the registered ones")
     try:
         cls = get_problem(name) if kind == "problem" else get_algorithm(name)
     except ValueError as exc:
@@ -288,7 +310,8 @@ def _mapping(value: Any, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise SpecError(f"{where}: expected a mapping, got {type(value).__name__} {value!r}")
+        raise SpecError(f"{where}: expected a mapping, got {type(value).__name__} "
+                        f"{_show(value)}")
     return dict(value)
 
 
@@ -296,11 +319,19 @@ def _check_keys(d: Mapping[str, Any], allowed: Iterable[str], where: str) -> Non
     allowed = tuple(allowed)
     for key in d:
         if key not in allowed:
-            raise SpecError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+            raise SpecError(f"{where}: unknown key {_show(key)} (allowed: {', '.join(allowed)})")
 
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _values(value: Any, where: str) -> list[Any]:
+    """:func:`_as_list`, refusing an empty list (it would silently drop the whole grid)."""
+    values = _as_list(value)
+    if not values:
+        raise SpecError(f"{where}: empty list; give at least one value")
+    return values
 
 
 def _number(value: Any, where: str) -> float:
@@ -308,19 +339,20 @@ def _number(value: Any, where: str) -> float:
         raise SpecError(f"{where}: expected a number, got {value!r}")
     try:
         return float(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{where}: expected a number, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise SpecError(f"{where}: expected a number, got {_show(value)}") from None
 
 
 def _privacies(raw: Any, where: str) -> list[PrivacyTarget]:
     """Expand a privacy block (lists of ε / calibration) into single targets."""
     d = _mapping(raw, where)
     _check_keys(d, PRIVACY_KEYS, where)
-    eps = [_number(e, f"{where}.epsilon") for e in _as_list(d.get("epsilon", math.inf))]
-    cals = _as_list(d.get("calibration", "pld"))
+    eps = [_number(e, f"{where}.epsilon")
+           for e in _values(d.get("epsilon", math.inf), f"{where}.epsilon")]
+    cals = _values(d.get("calibration", "pld"), f"{where}.calibration")
     for cal in cals:
         if cal not in CALIBRATIONS:
-            raise SpecError(f"{where}.calibration: unknown calibration {cal!r} "
+            raise SpecError(f"{where}.calibration: unknown calibration {_show(cal)} "
                             f"(choose {', '.join(CALIBRATIONS)})")
     delta = _number(d.get("delta", 1e-5), f"{where}.delta")
     sigma = d.get("sigma")
@@ -334,15 +366,59 @@ def _privacies(raw: Any, where: str) -> list[PrivacyTarget]:
 
 def _backends(raw: Any, where: str) -> list[BackendSpec]:
     out = []
-    for i, item in enumerate(_as_list(raw if raw is not None else "numpy")):
+    for i, item in enumerate(_values(raw if raw is not None else "numpy", where)):
         spot = f"{where}[{i}]"
         fields_ = {"name": item} if isinstance(item, str) else _mapping(item, spot)
         _check_keys(fields_, ("name", "device", "dtype", "noise"), spot)
         try:
             out.append(BackendSpec(**fields_))
-        except ValueError as exc:
-            raise SpecError(f"{spot}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"{spot}: {_short(exc)}{_device_hint(fields_)}") from None
     return out
+
+
+def _short(exc: Exception) -> str:
+    """An exception's message with any overlong quoted value cut."""
+    return re.sub(r"'[^']{80,}'", lambda m: m.group(0)[:40] + "...'", str(exc))
+
+
+def _device_hint(fields_: Mapping[str, Any]) -> str:
+    """How to pick one GPU of several, for a device such as ``cuda:7``."""
+    device = str(fields_.get("device", ""))
+    if re.fullmatch(r"cuda:\d+", device):
+        return (f" (to run on GPU {device[5:]}, set CUDA_VISIBLE_DEVICES={device[5:]} "
+                "and use device: cuda)")
+    return ""
+
+
+def check_backends(experiment: Experiment) -> None:
+    """Refuse, before anything runs, a backend that is not installed here or a CUDA
+    device this machine does not have (a run on it could only fail)."""
+    specs = [*experiment.specs, *(c for g in experiment.groups for c in g.candidates)]
+    for backend in dict.fromkeys(s.backend for s in specs):
+        problem = _backend_problem(backend)
+        if problem:
+            raise SpecError(f"{experiment.path or experiment.suite}: backend {backend.name} "
+                            f"on {backend.device}: {problem}")
+
+
+def _backend_problem(backend: BackendSpec) -> str | None:
+    """Why ``backend`` cannot run on this machine (None: it can)."""
+    if backend.name == "numpy":
+        return None
+    if importlib.util.find_spec(backend.name) is None:
+        return (f"{backend.name} is not installed; pip install 'saddlebench[{backend.name}]', "
+                "or choose another backend")
+    if backend.device != "cuda":
+        return None
+    module = importlib.import_module(backend.name)
+    try:
+        found = bool(module.cuda.is_available() if backend.name == "torch"
+                     else module.devices("gpu"))
+    except RuntimeError:  # jax without a GPU platform
+        found = False
+    return None if found else (f"{backend.name} sees no CUDA GPU on this machine (devices: "
+                               "cpu); set device: cpu, or run it on a machine with a GPU")
 
 
 def _seeds(raw: Any, where: str) -> list[int]:
@@ -354,7 +430,10 @@ def _seeds(raw: Any, where: str) -> list[int]:
         return list(range(raw))
     seeds = _as_list(raw)
     if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise SpecError(f"{where}: seeds must be a count or a list of integers, got {raw!r}")
+        raise SpecError(f"{where}: seeds must be a count or a list of integers, "
+                        f"got {_show(raw)}")
+    if not all(0 <= s < INT_LIMIT for s in seeds):
+        raise SpecError(f"{where}: seeds must be in [0, 2^63), got {_show(raw)}")
     return seeds
 
 
@@ -364,15 +443,19 @@ def _sweep(base: Mapping[str, Any], raw: Any, where: str) -> list[dict[str, Any]
     if not sweep:
         return [dict(base)]
     keys = list(sweep)
-    values = [_as_list(sweep[k]) for k in keys]
+    values = [_values(sweep[k], f"{where}.{k}") for k in keys]
     return [{**base, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*values)]
 
 
 def _eval(raw: Any, where: str) -> EvalSpec:
     d = _mapping(raw, where)
     _check_keys(d, EVAL_KEYS, where)
+    points = d.get("points", 10)
+    if not isinstance(points, int) or isinstance(points, bool) or not 2 <= points <= MAX_POINTS:
+        raise SpecError(f"{where}.points must be an integer in [2, {MAX_POINTS:,}], "
+                        f"got {_show(points)}")
     try:
-        return EvalSpec(points=int(d.get("points", 10)),
+        return EvalSpec(points=points,
                         metrics=tuple(_as_list(d.get("metrics", ["loss", "grad_norm", "test"]))),
                         final=tuple(_as_list(d.get("final", []))),
                         schedule=str(d.get("schedule", "log")))
@@ -380,18 +463,28 @@ def _eval(raw: Any, where: str) -> EvalSpec:
         raise SpecError(f"{where}: {exc}") from None
 
 
-def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None = None
-                     ) -> Experiment:
-    """Validate a loaded YAML document and expand its grid."""
+def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None = None,
+                     max_runs: float = math.inf) -> Experiment:
+    """Validate a loaded YAML document and expand its grid; a grid of more than
+    ``max_runs`` runs raises :class:`GridTooLarge` before it is expanded."""
+    if data is None:
+        raise SpecError(f"{source}: empty; an experiment needs suite, problems and algorithms "
+                        "(see README, Experiment files)")
     doc = _mapping(data, source)
     _check_keys(doc, TOP_KEYS, source)
     suite = doc.get("suite")
     if not isinstance(suite, str) or not SUITE_NAME.match(suite):
-        raise SpecError(f"{source}: 'suite' must be a name of letters, digits, '_', '-' or '.', "
-                        f"got {suite!r}")
+        raise SpecError(f"{source}: 'suite' must be a name of at most 100 letters, digits, "
+                        f"'_', '-' or '.', got {_show(suite)}")
+    for key in ("description", "paper", "scale"):
+        if doc.get(key) is not None and not isinstance(doc[key], str):
+            raise SpecError(f"{source}: '{key}' must be a string, got {_show(doc[key])}")
     for key in ("problems", "algorithms"):
         if not isinstance(doc.get(key), list) or not doc[key]:
             raise SpecError(f"{source}: '{key}' must be a non-empty list of entries")
+    size = grid_size(doc, source)
+    if size.total > max_runs:
+        raise GridTooLarge(source, size, max_runs)
     seeds = _seeds(doc.get("seeds"), f"{source}: seeds")
     privacy_default = _mapping(doc.get("privacy"), f"{source}: privacy")
     backends_default = doc.get("backend")
@@ -415,8 +508,9 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
         privacy = {**privacy_default, **_mapping(e.get("privacy"), f"{where}.privacy")}
         base = _mapping(e.get("params"), f"{where}.params")
         label = e.get("label", "")
-        if not isinstance(label, str):
-            raise SpecError(f"{where}.label: expected a string, got {label!r}")
+        if not isinstance(label, str) or len(label) > MAX_NAME or not label.isprintable():
+            raise SpecError(f"{where}.label: expected a printable string of at most {MAX_NAME} "
+                            f"characters, got {_show(label)}")
         tune = _mapping(e.get("tune"), f"{where}.tune")
         if tune and "tuning" not in doc:
             raise SpecError(f"{where}: 'tune' needs a top-level 'tuning' block "
@@ -483,19 +577,191 @@ def _tuning(raw: Any, where: str) -> TuningRule:
     raw_seeds = d.get("seeds", 1)
     seeds = (list(range(TUNING_SEED0, TUNING_SEED0 + raw_seeds)) if isinstance(raw_seeds, int)
              else _seeds(raw_seeds, f"{where}.seeds"))
-    return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds))
+    try:
+        return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds))
+    except SpecError as exc:
+        raise SpecError(f"{where}: {exc}") from None
 
 
-def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment YAML file."""
+# -- grid size ------------------------------------------------------------------------
+
+class GridTooLarge(SpecError):
+    """An experiment expands to more runs than allowed without confirmation."""
+
+    def __init__(self, source: str, size: GridSize, limit: float) -> None:
+        super().__init__(f"{source}: the grid has {size.describe()}, more than the limit of "
+                         f"{limit:,.0f}; pass --yes to run it anyway, raise --max-runs (or "
+                         f"${MAX_RUNS_VAR}), or shrink the sweeps")
+        self.size = size
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class GridSize:
+    """The runs an experiment expands to, counted from the file without expanding it: an
+    upper bound (duplicates and skipped problem-algorithm pairs are not subtracted).
+
+    ``problems``: problem variants (each entry's sweep × backends); ``entries``: per
+    algorithm entry (sweep × privacy targets, tune grid or None, its name); the runs of an
+    entry per problem variant are sweep × privacy × seeds, plus sweep × privacy × tune ×
+    tuning seeds for a tuned one."""
+
+    problems: int
+    entries: tuple[tuple[str, int, int | None], ...]
+    seeds: int
+    tuning_seeds: int
+
+    def per_problem(self) -> int:
+        return sum(n * (self.seeds + (tune or 0) * self.tuning_seeds)
+                   for _, n, tune in self.entries)
+
+    @property
+    def total(self) -> int:
+        return self.problems * self.per_problem()
+
+    def describe(self) -> str:
+        parts = [f"{name} {n:,}" + (f" (tune grid {tune:,} × {self.tuning_seeds} tuning seeds)"
+                                    if tune else "")
+                 for name, n, tune in self.entries]
+        return (f"{self.total:,} runs = {self.problems:,} problem variants (sweeps × backends) "
+                f"× {self.per_problem():,} runs each ({self.seeds:,} seeds × algorithm "
+                f"variants, sweeps × ε × calibrations: {', '.join(parts)})")
+
+
+def grid_limit(given: int | None = None) -> int:
+    """The grid size above which the CLI asks for confirmation: ``given`` (--max-runs),
+    else ``$SADDLEBENCH_MAX_RUNS``, else 10,000."""
+    if given is not None:
+        if given < 1:
+            raise SpecError(f"--max-runs must be >= 1, got {given}")
+        return given
+    raw = os.environ.get(MAX_RUNS_VAR)
+    if raw is None:
+        return MAX_RUNS
+    if not raw.isdigit() or int(raw) < 1:
+        raise SpecError(f"${MAX_RUNS_VAR} must be a positive integer, got {_show(raw)}; "
+                        "unset it for the default of 10,000")
+    return int(raw)
+
+
+def grid_size(doc: Mapping[str, Any], source: str) -> GridSize:
+    """Count the runs of a validated top level (see :class:`GridSize`)."""
+    problems = 0
+    for i, entry in enumerate(doc["problems"]):
+        e = _mapping(entry, f"{source}: problems[{i}]")
+        backends = e.get("backend", doc.get("backend"))
+        problems += (_combinations(e.get("sweep"), f"{source}: problems[{i}].sweep")
+                     * len(_as_list(backends if backends is not None else "numpy")))
+    privacy = _mapping(doc.get("privacy"), f"{source}: privacy")
+    entries = []
+    for i, entry in enumerate(doc["algorithms"]):
+        where = f"{source}: algorithms[{i}]"
+        e = _mapping(entry, where)
+        name = e.get("name")
+        targets = {**privacy, **_mapping(e.get("privacy"), f"{where}.privacy")}
+        private = not isinstance(name, str) or name not in ALGORITHMS or ALGORITHMS[name].private
+        n = _combinations(e.get("sweep"), f"{where}.sweep") * (
+            len(_as_list(targets.get("epsilon"))) * len(_as_list(targets.get("calibration")))
+            if private else 1)
+        tune = _combinations(e.get("tune"), f"{where}.tune") if e.get("tune") else None
+        entries.append((str(name)[:MAX_NAME], n, tune))
+    raw_seeds, raw_tuning = doc.get("seeds", 1), _mapping(doc.get("tuning"), source)
+    return GridSize(problems, tuple(entries), _count(raw_seeds), _count(raw_tuning.get("seeds", 1)))
+
+
+def _combinations(raw: Any, where: str) -> int:
+    """The number of parameter combinations of a ``sweep`` or ``tune`` block."""
+    return math.prod(len(_as_list(v)) for v in _mapping(raw, where).values())
+
+
+def _count(seeds: Any) -> int:
+    """How many seeds a count or a list names."""
+    return seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else len(_as_list(seeds))
+
+
+def load_experiment(path: str | Path, max_runs: float = math.inf) -> Experiment:
+    """Read and validate an experiment YAML file (``max_runs``: see :func:`parse_experiment`)."""
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"experiment file not found: {p}")
+    return parse_experiment(read_yaml(p), str(p), p, max_runs)
+
+
+def read_yaml(p: Path) -> Any:
+    """The YAML document in ``p``, refusing what PyYAML would take silently: files over
+    1 MB, text that is not UTF-8, duplicate keys, and aliases that expand to more than
+    100,000 nodes (a "billion laughs" bomb)."""
     try:
-        data = yaml.safe_load(p.read_text())
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read it ({exc.strerror}); check its permissions") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(f"{p}: {len(raw):,} bytes, more than an experiment file may have "
+                        f"({MAX_FILE_BYTES:,}); split it into several files")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{p}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}, set()) > MAX_NODES:
+            raise SpecError(f"{p}: its aliases expand to more than {MAX_NODES:,} YAML nodes "
+                            "(or refer to themselves); write the values out instead")
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        problem = (" ".join(filter(None, (getattr(exc, "context", None),
+                                         getattr(exc, "problem", None))))
+                   or str(exc).splitlines()[0])
         raise SpecError(f"{p}:{place}: malformed YAML: {problem}") from None
-    return parse_experiment(data, str(p), p)
+    except RecursionError:
+        raise SpecError(f"{p}: nested too deeply to be an experiment file") from None
+    finally:
+        loader.dispose()
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing duplicate keys (it would keep the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                earlier = first.setdefault(key, key_node)
+            except TypeError:  # unhashable: the base class says so
+                continue
+            if earlier is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {_show(key)} (first at line "
+                    f"{earlier.start_mark.line + 1}); keep one of them", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """The number of nodes under ``node`` with every alias expanded (capped past
+    :data:`MAX_NODES`); a recursive alias counts as too many."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if id(node) in active:
+        return MAX_NODES + 1
+    active.add(id(node))
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    total = 1
+    for child in children:
+        total += _expanded_size(child, memo, active)
+        if total > MAX_NODES:
+            break
+    active.discard(id(node))
+    memo[id(node)] = total
+    return total

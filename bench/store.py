@@ -2,47 +2,130 @@
 
 Layout of a suite directory (``out/<suite>/``)::
 
-    suite.json            the experiment's name, description, paper, scale, run ids
+    suite.json            the suite's name, description, paper, scale, run ids, tuning choices
     runs/<id>.parquet     the trajectory (step, time_s, point, metrics ...)
     runs/<id>.json        the sidecar: spec, plan, ledger, ε figures, status, diagnostics,
-                          timings, environment (versions, git sha, code fingerprint)
+                          timings, environment (versions, git sha, code fingerprint) and the
+                          trajectory's SHA-256
+    .lock                 the lock file writers hold (``flock``) while they replace files
 
-Each file is written to a temporary name and renamed; the sidecar is written last, so a
-run exists exactly when its sidecar does. A run is reused only if it finished (``done``
+Writing: every file is staged in a synced temporary file and renamed into place. A run's
+trajectory and sidecar (last) are renamed under the exclusive lock, so a run exists exactly
+when its sidecar does, and two sweeps writing one suite at once never pair one's sidecar
+with the other's trajectory; ``suite.json`` is read, merged (the run ids and tuning choices
+of every sweep into the suite) and replaced under the same lock. A failed write (disk full,
+no permission, read-only file system) raises :class:`StoreError` naming the path and the fix
+and leaves no partial file: nothing already stored is replaced.
+
+Reading: a run whose sidecar is not valid JSON or lacks fields, or whose trajectory is
+missing, unreadable or not the one its sidecar records, is damaged: :meth:`Store.runs` and
+:meth:`Store.trajectories` skip it with a :class:`CorruptResultWarning` listing the files,
+:meth:`Store.is_finished` is False (the next run recomputes and overwrites it), and
+:meth:`Store.check` lists every damaged run. A run is reused only if it finished (``done``
 or ``diverged``) under the same code fingerprint; errors are never cached.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
+import io
 import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from bench.env import code_fingerprint
 from bench.runner import RunRecord
 from bench.spec import Experiment, RunSpec
 
 CACHED_STATUSES = ("done", "diverged")
+LOCK = ".lock"
+ELSEWHERE = "or choose another --out"
+# errno -> (what happened, how to fix it)
+WRITE_FAULTS = {
+    errno.ENOSPC: ("disk full", f"free space {ELSEWHERE}"),
+    errno.EDQUOT: ("disk quota exceeded", f"free space {ELSEWHERE}"),
+    errno.EACCES: ("permission denied", f"make it writable {ELSEWHERE}"),
+    errno.EPERM: ("operation not permitted", f"make it writable {ELSEWHERE}"),
+    errno.EROFS: ("read-only file system", ELSEWHERE.removeprefix("or ")),
+}
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+class StoreError(OSError):
+    """Results could not be written; the message names the path, the cause and the fix."""
+
+
+class CorruptResultWarning(UserWarning):
+    """Stored results were skipped because their files are damaged."""
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A damaged stored run: its id, the file at fault and what is wrong with it."""
+
+    run_id: str
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name} ({self.reason})"
+
+
+class _Damaged(Exception):
+    def __init__(self, damage: Damage) -> None:
+        super().__init__(str(damage))
+        self.damage = damage
+
+
+def write_error(path: Path, exc: OSError) -> StoreError:
+    """``exc``, raised while writing ``path``, as a :class:`StoreError` naming the fix."""
+    what, fix = WRITE_FAULTS.get(exc.errno or 0, (exc.strerror or str(exc),
+                                                  f"check the path {ELSEWHERE}"))
+    return StoreError(f"cannot write results to {path}: {what}; {fix}")
+
+
+def _stage(path: Path, data: bytes) -> Path:
+    """``data`` in a synced temporary file beside ``path`` (removed again if that fails)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
+
+
+def _write_files(files: list[tuple[Path, bytes]]) -> None:
+    """Write every file or, where staging one fails, none; renamed in the order given."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files:
+            try:
+                staged.append((_stage(path, data), path))
+            except OSError as exc:
+                raise write_error(path, exc) from exc
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise write_error(path, exc) from exc
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
 
 
 def _json_default(value: Any) -> Any:
@@ -71,6 +154,19 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Suite metadata ``new`` with the run ids, skipped notes and tuning choices that ``old``
+    (written by another sweep into the same suite) has and ``new`` lacks."""
+    if old.get("suite") != new["suite"]:
+        return new
+    choices = {str(c.get("group")): c for c in [*old.get("tuning", []), *new["tuning"]]
+               if isinstance(c, dict)}
+    return {**new,
+            "run_ids": list(dict.fromkeys([*old.get("run_ids", []), *new["run_ids"]])),
+            "skipped": list(dict.fromkeys([*old.get("skipped", []), *new["skipped"]])),
+            "tuning": list(choices.values())}
+
+
 class Store:
     """One suite's results directory."""
 
@@ -84,10 +180,40 @@ class Store:
     def trajectory_path(self, run_id: str) -> Path:
         return self.runs_dir / f"{run_id}.parquet"
 
+    # -- locking ------------------------------------------------------------------------
+    @contextmanager
+    def _writing(self, folder: Path) -> Iterator[None]:
+        """Create ``folder`` and hold the store's lock exclusively."""
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_error(folder, exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Hold the store's lock shared (no lock where no writer has made one)."""
+        try:
+            fd = os.open(self.root / LOCK, os.O_RDONLY)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)
+
     # -- writing ------------------------------------------------------------------------
     def write_suite(self, experiment: Experiment, tuned: list[RunSpec] | None = None,
                     tuning: list[dict[str, Any]] | None = None) -> None:
-        """The suite's metadata; after tuning, with the chosen runs and every choice made."""
+        """The suite's metadata; after tuning, with the chosen runs and every choice made.
+        What another sweep wrote into this suite is kept (see :func:`_merged`)."""
         meta = {
             "suite": experiment.suite,
             "description": experiment.description,
@@ -98,40 +224,95 @@ class Store:
             "skipped": experiment.skipped,
             "tuning": tuning or [],
         }
-        _atomic_write(self.root / "suite.json", _dumps(meta))
+        with self._writing(self.root):
+            _write_files([(self.root / "suite.json", _dumps(_merged(self.suite(), meta)))])
 
     def write(self, record: RunRecord) -> None:
+        """A run's trajectory and sidecar, both or neither."""
         frame = pd.DataFrame(record.rows)
         frame.insert(0, "run_id", record.run_id)
-        _atomic_write(self.trajectory_path(record.run_id), frame.to_parquet(index=False))
-        _atomic_write(self.sidecar_path(record.run_id), _dumps(record.sidecar()))
+        trajectory = frame.to_parquet(index=False)
+        side = {**record.sidecar(),
+                "trajectory": {"sha256": hashlib.sha256(trajectory).hexdigest(),
+                               "rows": len(frame)}}
+        with self._writing(self.runs_dir):
+            _write_files([(self.trajectory_path(record.run_id), trajectory),
+                          (self.sidecar_path(record.run_id), _dumps(side))])
 
     # -- reading ------------------------------------------------------------------------
     def suite(self) -> dict[str, Any]:
+        """The suite's metadata (just its name where there is none or it is damaged)."""
         path = self.root / "suite.json"
-        return json.loads(path.read_text()) if path.is_file() else {"suite": self.root.name}
+        try:
+            meta = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            meta = None
+        except (OSError, ValueError) as exc:
+            warnings.warn(f"{path} is damaged ({exc}); rerun the experiment to rewrite it",
+                          CorruptResultWarning, stacklevel=2)
+            meta = None
+        return meta if isinstance(meta, dict) else {"suite": self.root.name}
+
+    def _read(self, run_id: str) -> tuple[dict[str, Any], bytes]:
+        """A run's sidecar and its trajectory's bytes, checked against each other;
+        :class:`_Damaged` where either is damaged (FileNotFoundError: no sidecar)."""
+        side_path, path = self.sidecar_path(run_id), self.trajectory_path(run_id)
+        with self._reading():
+            side = _sidecar(run_id, side_path)
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                reason = ("missing: the sidecar has no trajectory"
+                          if isinstance(exc, FileNotFoundError) else f"unreadable: {exc}")
+                raise _Damaged(Damage(run_id, path, reason)) from None
+        _verify_trajectory(run_id, path, data, (side.get("trajectory") or {}).get("sha256"))
+        return side, data
+
+    def _scan(self, run_ids: Iterable[str] | None = None
+              ) -> Iterator[tuple[dict[str, Any], bytes] | Damage]:
+        """(sidecar, trajectory bytes) or the damage, per stored run (of ``run_ids``)."""
+        if run_ids is None:
+            run_ids = (p.stem for p in sorted(self.runs_dir.glob("*.json")))
+        for run_id in run_ids:
+            try:
+                yield self._read(run_id)
+            except FileNotFoundError:
+                continue
+            except _Damaged as bad:
+                yield bad.damage
+
+    def check(self, run_ids: Iterable[str] | None = None) -> list[Damage]:
+        """Every damaged run (of ``run_ids``; None: all stored runs)."""
+        return [d for d in self._scan(run_ids) if isinstance(d, Damage)]
 
     def sidecar(self, run_id: str) -> dict[str, Any] | None:
-        path = self.sidecar_path(run_id)
-        if not path.is_file():
+        """A run's sidecar; None where there is none or the run is damaged."""
+        try:
+            return self._read(run_id)[0]
+        except (FileNotFoundError, _Damaged):
             return None
-        return json.loads(path.read_text())
 
     def is_finished(self, spec: RunSpec) -> bool:
-        """Whether ``spec`` already has a reusable result."""
+        """Whether ``spec`` already has a reusable (finished, undamaged) result."""
         side = self.sidecar(spec.digest)
-        return bool(
-            side
-            and side.get("status") in CACHED_STATUSES
-            and side.get("environment", {}).get("code") == code_fingerprint()
-            and self.trajectory_path(spec.digest).is_file()
-        )
+        return bool(side and side.get("status") in CACHED_STATUSES
+                    and (side.get("environment") or {}).get("code") == code_fingerprint())
 
     def sidecars(self) -> Iterator[dict[str, Any]]:
-        if not self.runs_dir.is_dir():
-            return
-        for path in sorted(self.runs_dir.glob("*.json")):
-            yield json.loads(path.read_text())
+        """Every undamaged run's sidecar; damaged runs are skipped with a warning."""
+        yield from (side for side, _ in self._undamaged())
+
+    def _undamaged(self) -> Iterator[tuple[dict[str, Any], bytes]]:
+        damaged = []
+        for item in self._scan():
+            if isinstance(item, Damage):
+                damaged.append(item)
+            else:
+                yield item
+        if damaged:
+            warnings.warn(f"{self.runs_dir}: skipped {len(damaged)} damaged result(s): "
+                          f"{'; '.join(map(str, damaged))}; rerun the experiment to recompute "
+                          "them", CorruptResultWarning, stacklevel=2)
 
     def runs(self, stage: str | None = "final") -> pd.DataFrame:
         """One row per run: spec fields, status, privacy figures, final metrics (tuning runs
@@ -141,9 +322,41 @@ class Store:
 
     def trajectories(self) -> pd.DataFrame:
         """All trajectory rows of all runs, with their run_id."""
-        frames = [pd.read_parquet(self.trajectory_path(s["run_id"])) for s in self.sidecars()
-                  if self.trajectory_path(s["run_id"]).is_file()]
+        frames = [pd.read_parquet(io.BytesIO(data)) for _, data in self._undamaged()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _sidecar(run_id: str, path: Path) -> dict[str, Any]:
+    """The sidecar at ``path``, with the fields readers need; :class:`_Damaged` where it is
+    not (FileNotFoundError where it does not exist)."""
+    try:
+        side = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise _Damaged(Damage(run_id, path, f"not valid JSON: {exc}")) from None
+    try:
+        if side["run_id"] != run_id:
+            raise ValueError(f"it is the sidecar of run {side['run_id']}")
+        flatten(side)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = f"missing field {exc}" if isinstance(exc, KeyError) else f"malformed: {exc}"
+        raise _Damaged(Damage(run_id, path, reason)) from None
+    return side
+
+
+def _verify_trajectory(run_id: str, path: Path, data: bytes, sha256: str | None) -> None:
+    """Raise :class:`_Damaged` unless ``data`` is the trajectory recorded (by SHA-256; a
+    readable Parquet file for sidecars written before the digest was recorded)."""
+    if sha256 is not None:
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise _Damaged(Damage(run_id, path, "truncated or replaced: its SHA-256 is not the "
+                                                "one its sidecar records"))
+        return
+    try:
+        pq.read_metadata(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+        raise _Damaged(Damage(run_id, path, f"unreadable Parquet: {exc}")) from None
 
 
 def flatten(side: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +364,7 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
     spec = side["spec"]
     plan = side.get("plan") or {}
     eps = side.get("eps") or {}
+    env = side.get("environment") or {}
     out: dict[str, Any] = {
         "run_id": side["run_id"],
         "problem": spec["problem"]["name"],
@@ -174,7 +388,10 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
         **{f"eps_{k}": _number(eps.get(k))
            for k in ("pld", "rdp", "gdp", "advanced", "paper", "headline")},
         **{f"time_{k}": v for k, v in (side.get("timings") or {}).items()},
-        "git_sha": (side.get("environment") or {}).get("git_sha"),
+        "git_sha": env.get("git_sha"),
+        "code": env.get("code"),
+        "versions": " ".join(f"{k}={v}" for k, v in sorted((env.get("versions") or {}).items())
+                             if v),
     }
     out.update({f"p_prob_{k}": v for k, v in spec["problem"]["params"].items()})
     out.update({f"p_alg_{k}": v for k, v in spec["algorithm"]["params"].items()})

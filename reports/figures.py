@@ -1,4 +1,5 @@
-"""Figures with seaborn, in one style: a fixed colour per algorithm label on every page.
+"""Figures with seaborn, in one style (:func:`style`) with one colour per algorithm, fixed
+across every figure of every page (:func:`colours`).
 
 ``utility_vs_epsilon``: one panel per problem, the problem's headline metric (test
 accuracy where there is a test set, else ‖∇F‖) at the output point against ε on a log
@@ -8,6 +9,8 @@ Written as PNG (HTML) and PDF (LaTeX).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +32,63 @@ def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
     return None
 
 
-def colours(labels: list[str]) -> dict[str, tuple[float, float, float]]:
-    """A stable colour per label (sorted order), shared by every figure of a report."""
+RGB = tuple[float, float, float]
+
+
+@lru_cache(maxsize=1)
+def algorithm_colours() -> dict[str, RGB]:
+    """One colour per registered algorithm (sorted names over tab20, saturated shades first),
+    the same on every figure of every page."""
     import seaborn as sns
 
-    palette = sns.color_palette(PALETTE, n_colors=max(len(labels), 1))
-    return {label: palette[i] for i, label in enumerate(sorted(labels))}
+    from algorithms import ALGORITHMS
+
+    palette = sns.color_palette("tab20", n_colors=20)
+    order = palette[0::2] + palette[1::2]
+    return {name: order[i % len(order)] for i, name in enumerate(sorted(ALGORITHMS))}
+
+
+def _algorithm(label: str, algorithm_of: Mapping[str, str]) -> str | None:
+    if label in algorithm_of:
+        return algorithm_of[label]
+    known = [a for a in algorithm_colours() if label == a or label.startswith(f"{a}_")]
+    return max(known, key=len) if known else None
+
+
+def colours(labels: Iterable[str], algorithm_of: Mapping[str, str] | None = None
+            ) -> dict[str, RGB]:
+    """A colour per label. A label naming a registered algorithm (itself, ``<algorithm>_…``,
+    or through ``algorithm_of``) gets that algorithm's fixed colour; further labels of the
+    same algorithm get darker shades of it. Other labels (curve parameters such as d) take
+    the colour-blind palette in sorted order."""
+    labels = sorted(set(labels))
+    mapping = algorithm_of or {}
+    out: dict[str, RGB] = {}
+    shades: dict[str, int] = {}
+    others = [label for label in labels if _algorithm(label, mapping) is None]
+    for label in labels:
+        algorithm = _algorithm(label, mapping)
+        if algorithm is None:
+            continue
+        k = shades[algorithm] = shades.get(algorithm, -1) + 1
+        base = algorithm_colours()[algorithm]
+        out[label] = (base[0] * 0.65**k, base[1] * 0.65**k, base[2] * 0.65**k)
+    out.update(zip(others, palette(len(others)), strict=True))
+    return out
+
+
+def palette(n: int) -> list[RGB]:
+    """``n`` colours for labels that are not algorithms."""
+    import seaborn as sns
+
+    return [tuple(c) for c in sns.color_palette(PALETTE, n_colors=max(n, 1))][:n]
+
+
+def style() -> None:
+    """The one figure style of every page."""
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper")
 
 
 def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_vs_epsilon"
@@ -49,8 +103,9 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
 
     done = runs[runs["status"] == "done"]
     problems = sorted(done["problem"].unique())
-    colour = colours(sorted(runs["label"].unique()))
-    sns.set_theme(style="whitegrid", context="paper")
+    colour = colours(runs["label"].astype(str),
+                     dict(zip(runs["label"].astype(str), runs["algorithm"], strict=True)))
+    style()
     fig, axes = plt.subplots(1, max(len(problems), 1), figsize=(4.2 * max(len(problems), 1), 3.4),
                              squeeze=False)
     for ax, problem in zip(axes[0], problems, strict=False):
@@ -99,7 +154,7 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="paper")
+    style()
     cols = min(max(len(panels), 1), MAX_COLUMNS)
     rows_n = -(-max(len(panels), 1) // cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(4.4 * cols, 3.4 * rows_n), squeeze=False)

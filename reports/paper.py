@@ -12,17 +12,21 @@ import importlib
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from bench.scaling import ScalingFit
 from bench.store import Store
+from reports.tables import Comparison
 
 STATUSES = ("held", "not held", "not run")
+ARTEFACT_STATUSES = ("reproduced", "differs", "not run")
+CLAIM_TO_ARTEFACT = {"held": "reproduced", "not held": "differs", "not run": "not run"}
 
 
 @dataclass
@@ -38,15 +42,51 @@ class PaperResults:
     def suite_runs(self, name: str) -> pd.DataFrame:
         return self.runs[self.runs["suite"] == name] if not self.runs.empty else self.runs
 
+    def provenance(self, runs: pd.DataFrame | None = None) -> Provenance:
+        """Where the numbers computed from ``runs`` (default: every run) come from."""
+        return Provenance.of(self.runs if runs is None else runs, self.scale)
+
     def curves(self, suite: str) -> pd.DataFrame:
         """Trajectory rows (iterates only) of a suite, joined with their run's settings."""
         runs = self.suite_runs(suite)
         if runs.empty or self.trajectories.empty:
             return pd.DataFrame()
-        keep = ["run_id", "problem", "label", "epsilon", "calibration", "seed", "status",
-                "steps", "n", "batch_size", *(c for c in runs if str(c).startswith("p_prob_"))]
+        keep = ["run_id", "problem", "algorithm", "label", "epsilon", "calibration", "seed",
+                "status", "steps", "n", "batch_size",
+                *(c for c in runs if str(c).startswith("p_prob_"))]
         traj = self.trajectories[self.trajectories["point"] == "iterate"]
         return traj.merge(runs[[c for c in keep if c in runs]], on="run_id")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The runs behind a table or figure: their ids and suites, the git commits and code
+    fingerprints that produced them, the package versions, and the scale."""
+
+    scale: str
+    run_ids: tuple[str, ...] = ()
+    suites: tuple[str, ...] = ()
+    git_shas: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+    computed: str = ""  # for numbers no run produced: how they were obtained
+
+    @classmethod
+    def of(cls, runs: pd.DataFrame, scale: str) -> Provenance:
+        def values(column: str) -> tuple[str, ...]:
+            return tuple(sorted({str(v) for v in runs[column].dropna()})) if column in runs \
+                else ()
+        return cls(scale, run_ids=values("run_id"), suites=values("suite"),
+                   git_shas=values("git_sha"), code=values("code"), versions=values("versions"))
+
+    def summary(self) -> str:
+        """One line: run count, suites, commits, code, scale (versions are listed apart)."""
+        if not self.run_ids:
+            return " · ".join(t for t in (self.computed or "no runs",
+                                          self.scale and f"scale {self.scale}") if t)
+        return (f"{len(self.run_ids)} runs · suites {', '.join(self.suites)} · git "
+                f"{', '.join(s[:10] for s in self.git_shas) or 'unknown'} · code "
+                f"{', '.join(self.code) or 'unknown'} · scale {self.scale}")
 
 
 @dataclass(frozen=True)
@@ -68,6 +108,7 @@ class Claim:
 class Figure:
     path: str
     caption: str
+    provenance: Provenance | None = None  # default: every run of the page
 
 
 @dataclass
@@ -77,29 +118,37 @@ class PaperSections:
     settings: list[tuple[str, str]] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
-    tables: list[dict[str, Any]] = field(default_factory=list)  # {title, note, columns, rows}
+    # {title, note, columns, rows} and optionally "provenance" (a Provenance; default: every
+    # run of the page) and "row_runs" (the run ids behind each row, shown per row)
+    tables: list[dict[str, Any]] = field(default_factory=list)
     deviations: list[tuple[str, str]] = field(default_factory=list)  # (algorithm, text)
 
 
-def collect(results_root: Path, paper: str, scale: str) -> PaperResults:
-    """Runs and trajectories of every suite under ``results_root`` for (paper, scale)."""
-    suites, runs, trajectories = [], [], []
-    for meta_path in sorted(results_root.glob("*/suite.json")):
-        meta = json.loads(meta_path.read_text())
+def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:
+    """(metadata, store) of every suite under ``results_root``."""
+    stores = [Store(path.parent) for path in sorted(results_root.glob("*/suite.json"))]
+    return [(store.suite(), store) for store in stores]
+
+
+def collect(results_root: Path, paper: str, scale: str, trajectories: bool = True
+            ) -> PaperResults:
+    """Runs (and, with ``trajectories``, trajectories) of every suite under
+    ``results_root`` for (paper, scale)."""
+    suites, runs, curves = [], [], []
+    for meta, store in stored_suites(results_root):
         if meta.get("paper") != paper or meta.get("scale") != scale:
             continue
-        store = Store(meta_path.parent)
         frame = store.runs()
         if frame.empty:
             continue
         suites.append(meta)
         runs.append(frame.assign(suite=meta["suite"]))
-        trajectories.append(store.trajectories())
+        if trajectories:
+            curves.append(store.trajectories())
     return PaperResults(
         paper=paper, scale=scale, suites=suites,
         runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
-        trajectories=pd.concat(trajectories, ignore_index=True) if trajectories
-        else pd.DataFrame())
+        trajectories=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame())
 
 
 def docstring_section(module: str, heading: str) -> str:
@@ -198,47 +247,81 @@ def calibration_table(results: PaperResults, note: str,
 SCALING_PREDICTORS = {"n": "n", "p_prob_d": "d", "epsilon": "epsilon"}
 
 
-def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
-                  ) -> dict[str, Any] | None:
-    """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
-    declared rate predicts (bench/scaling.py), for every group of finished runs that differ
-    only in n, d or ε (at least ``min_runs`` runs and one predictor that varies)."""
-    from algorithms import get_algorithm
-    from bench.scaling import compare, declared_exponents, fit_exponents
+@dataclass(frozen=True)
+class ScalingGroup:
+    """One power-law fit of :func:`scaling_fits`: a group of finished runs of one suite,
+    problem, label and calibration that differ only in n, d or ε. ``held`` lists the
+    parameters that vary elsewhere in the suite with this group's values ('' if none)."""
+
+    suite: str
+    problem: str
+    algorithm: str
+    label: str
+    calibration: str
+    held: str
+    fit: ScalingFit
+    provenance: Provenance
+
+
+def scaling_fits(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
+                 ) -> list[ScalingGroup]:
+    """Least-squares exponents of the final ``metric`` in n, d and ε (bench/scaling.py) for
+    every group of finished runs that differ only there (at least ``min_runs`` runs and one
+    predictor that varies); groups that cannot be fitted are left out."""
+    from bench.scaling import fit_exponents
 
     runs = results.runs
     column = f"final_{metric}"
     if runs.empty or column not in runs:
-        return None
+        return []
     done = runs[(runs["status"] == "done") & runs["epsilon"].apply(math.isfinite)]
     fixed = [c for c in done if str(c).startswith(("p_prob_", "p_alg_"))
              and c not in (*SCALING_PREDICTORS, "p_prob_n")]
     keys = ["suite", "problem", "algorithm", "label", "calibration", *fixed]
     varied = {(str(k[0]), str(k[1])): [str(c) for c in fixed if part[c].nunique() > 1]
               for k, part in done.groupby(["suite", "label"]) if isinstance(k, tuple)}
-    rows = []
-    for key, part in done.groupby([k for k in keys if k in done], dropna=False):
+    groups = []
+    for _, part in done.groupby([k for k in keys if k in done], dropna=False):
         varying = [c for c in SCALING_PREDICTORS if c in part and part[c].nunique() > 1]
         if len(part) < min_runs or not varying:
             continue
-        frame = part.rename(columns=SCALING_PREDICTORS)
         try:
-            fit = fit_exponents(frame, column, [SCALING_PREDICTORS[c] for c in varying])
+            fit = fit_exponents(part.rename(columns=SCALING_PREDICTORS), column,
+                                [SCALING_PREDICTORS[c] for c in varying])
         except ValueError:
             continue
-        rate = get_algorithm(str(part["algorithm"].iloc[0])).rate
+        first = part.iloc[0]
+        held = ", ".join(f"{c.split('_', 2)[-1]}={first[c]}"
+                         for c in varied[(str(first["suite"]), str(first["label"]))]
+                         if pd.notna(first[c]))
+        groups.append(ScalingGroup(
+            suite=str(first["suite"]), problem=str(first["problem"]),
+            algorithm=str(first["algorithm"]), label=str(first["label"]),
+            calibration=str(first["calibration"]), held=held, fit=fit,
+            provenance=results.provenance(part)))
+    return groups
+
+
+def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
+                  ) -> dict[str, Any] | None:
+    """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
+    declared rate predicts (bench/scaling.py), one row per predictor of each group of
+    :func:`scaling_fits`."""
+    from algorithms import get_algorithm
+    from bench.scaling import compare, declared_exponents
+
+    rows = []
+    for group in scaling_fits(results, metric, min_runs):
+        fit = group.fit
+        rate = get_algorithm(group.algorithm).rate
         declared = (declared_exponents(rate.privacy_exponent)
                     if rate is not None and rate.privacy_exponent is not None else {})
         checks = {c.predictor: c for c in compare(fit, declared)}
         for p in fit.predictors:
             lo, hi = fit.intervals[p]
             check = checks.get(p)
-            held = ", ".join(f"{c.split('_', 2)[-1]}={part[c].iloc[0]}"
-                             for c in varied[(str(part["suite"].iloc[0]),
-                                              str(part["label"].iloc[0]))]
-                             if pd.notna(part[c].iloc[0]))
-            rows.append([key[0], str(part["label"].iloc[0]), str(part["calibration"].iloc[0]),
-                         held or "–", p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
+            rows.append([group.suite, group.label, group.calibration, group.held or "–", p,
+                         f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
                          "–" if check is None else f"{check.declared:+.3f}",
                          "–" if check is None else ("inside" if check.inside else "outside"),
                          f"{fit.points}", f"{fit.r2:.2f}"])
@@ -265,7 +348,9 @@ def rates_table(paper: str) -> dict[str, Any] | None:
     rows = [[r.method, r.problem, r.objective, r.bound, f"{r.privacy_exponent:.3g}",
              "–" if r.sample_exponent is None else f"{r.sample_exponent:.3g}",
              "✓" if r.sosp else "✗", r.algorithm or "–", r.note] for r in published.rates]
-    return {"title": f"Utility bounds ({published.rates[0].table}; "
+    return {"provenance": Provenance("", computed=f"as printed in the paper, from "
+                                                  f"reports/published/{paper}.yaml"),
+            "title": f"Utility bounds ({published.rates[0].table}; "
                      f"reports/published/{paper}.yaml)",
             "note": "Exponents: of √d/(nε) and of 1/n in the bound. 'ours': the registered "
                     "implementation.",
@@ -284,9 +369,69 @@ def z_score(a_mean: float, a_se: float, b_mean: float, b_se: float) -> float:
     return (a_mean - b_mean) / math.sqrt(a_se**2 + b_se**2)
 
 
+def worst(statuses: Sequence[str]) -> str:
+    """An artefact's status from its parts': differs if any differs, else reproduced if any
+    ran, else not run."""
+    for status in ("differs", "reproduced"):
+        if status in statuses:
+            return status
+    return "not run"
+
+
+def artefacts(claims: Sequence[Claim], targets: Mapping[str, str],
+              comparisons: Sequence[Comparison]) -> list[dict[str, Any]]:
+    """Each table, figure or theorem of the paper that our runs check, with its status
+    (reproduced / differs / not run) from the claims about it (``targets``: claim id →
+    artefact) and its published numbers, and the Δ of those numbers."""
+    parts: dict[str, list[tuple[str, str]]] = {}
+    by_id: dict[str, list[str]] = {}
+    for claim in claims:
+        by_id.setdefault(claim.id, []).append(CLAIM_TO_ARTEFACT[claim.status])
+    for cid, statuses in by_id.items():
+        ran = [s for s in statuses if s != "not run"]
+        name = f"claim {cid}" + (f" ({ran.count('reproduced')}/{len(ran)} settings held)"
+                                 if len(ran) > 1 else "")
+        parts.setdefault(targets.get(cid, "other claims"), []).append((name, worst(statuses)))
+    numbers: dict[str, list[Comparison]] = {}
+    for c in comparisons:
+        numbers.setdefault(c.entry.table or c.entry.figure or "published numbers", []).append(c)
+    for target, group in numbers.items():
+        counts = ", ".join(f"{n} {s}" for s in ARTEFACT_STATUSES
+                           if (n := sum(c.status == s for c in group)))
+        parts.setdefault(target, []).append((f"{len(group)} published numbers ({counts})",
+                                             worst([c.status for c in group])))
+    out = []
+    for target in sorted(parts):
+        measured = [c for c in numbers.get(target, []) if c.delta is not None]
+        delta = ""
+        if measured:
+            far = max(measured,
+                      key=lambda c: abs(c.delta or 0.0) / max(abs(c.entry.value), 1e-12))
+            delta = (f"{sum(c.status == 'reproduced' for c in measured)}/{len(measured)} "
+                     "published "
+                     f"numbers reproduced; largest Δ {far.delta:+.3g} ({far.entry.id}: "
+                     f"{far.entry.value:g} published)")
+        out.append({"target": target, "status": worst([s for _, s in parts[target]]),
+                    "delta": delta,
+                    "parts": [{"name": n, "status": s} for n, s in parts[target]]})
+    return out
+
+
+def _with_provenance(sections: PaperSections, results: PaperResults) -> None:
+    everything = results.provenance()
+    for table in sections.tables:
+        table.setdefault("provenance", everything)
+    sections.figures = [f if f.provenance else replace(f, provenance=everything)
+                        for f in sections.figures]
+
+
 def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
-    """Render ``out/index.html`` for (paper, scale) from stored results."""
+    """Render ``out/index.html`` for (paper, scale) from stored results, with its
+    ``status.json`` (claims and artefacts, for the site's index) and ``provenance.json``."""
+    from reports.latex import export_page
+    from reports.published import published_for
     from reports.render import html_env
+    from reports.tables import compare
 
     module = importlib.import_module(f"reports.papers.{paper}")
     results = collect(results_root, paper, scale)
@@ -295,16 +440,30 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     scaling = scaling_table(results)
     if scaling:
         sections.tables.append(scaling)
+    _with_provenance(sections, results)
+    published = published_for(paper)
+    comparisons = compare(published, results.runs) if published and len(results.runs) else []
+    status = artefacts(sections.claims, getattr(module, "TARGETS", {}), comparisons)
     html = html_env().get_template("paper.html.j2").render(
         paper=paper, title=module.TITLE, source=module.SOURCE, scale=scale,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         suites=results.suites, n_runs=len(results.runs),
         counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
-        git_shas=sorted({str(s) for s in results.runs.get("git_sha", pd.Series()).dropna()}),
-        sections=sections, resolutions=module.RESOLUTIONS,
+        provenance=results.provenance(), artefacts=status, sections=sections,
+        resolutions=module.RESOLUTIONS,
+        runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
     (out / "index.html").write_text(html)
+    export_page(out, f"{module.TITLE} ({paper}, {scale})", sections.tables,
+                [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
+                 for f in sections.figures])
     (out / "status.json").write_text(json.dumps({
         "paper": paper, "title": module.TITLE, "scale": scale, "runs": len(results.runs),
-        "claims": [asdict(c) for c in sections.claims]}, indent=1))
+        "claims": [asdict(c) for c in sections.claims], "artefacts": status}, indent=1))
+    (out / "provenance.json").write_text(json.dumps({
+        "page": asdict(results.provenance()),
+        "tables": {t["title"]: {**asdict(t["provenance"]), "row_runs": t.get("row_runs")}
+                   for t in sections.tables},
+        "figures": {f.path: asdict(f.provenance) for f in sections.figures if f.provenance}},
+        indent=1))
     return out

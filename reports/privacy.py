@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.render import fmt, html_env, latex_table
+from reports.latex import export_page
+from reports.render import fmt, html_env
 
 COLUMNS = ("algorithm", "paper", "problem", "σ", "ε claimed (PLD)", "ε RDP", "ε GDP",
            "ε paper formula", "L0", "max Δ ratio", "noise std", "L1 runs", "FPR ub",
@@ -46,15 +47,17 @@ def row(a: dict[str, Any]) -> list[str]:
 
 
 def build_privacy_page(audit_dir: Path, out: Path) -> Path:
-    """Write ``out/index.html`` and ``out/privacy.tex`` from the audits in ``audit_dir``."""
+    """Write ``out/index.html`` and the LaTeX (``out/tables/privacy_audit.tex``,
+    ``out/latex.json``) from the audits in ``audit_dir``."""
     audits = load_audits(audit_dir)
     if not audits:
         raise ValueError(f"no audit results in {audit_dir}; run `saddlebench audit --all`")
     out.mkdir(parents=True, exist_ok=True)
     rows = [row(a) for a in audits]
-    (out / "privacy.tex").write_text(latex_table(
-        COLUMNS, rows, "Privacy audit: claimed ε, exact checks (L0) and the white-box canary "
-        "audit (L1) per algorithm."))
+    export_page(out, "Privacy audit", [{
+        "title": "Privacy audit", "columns": list(COLUMNS), "rows": rows,
+        "note": "Claimed ε, exact checks (L0) and the white-box canary audit (L1) per "
+                "algorithm."}], [])
     html = html_env().get_template("privacy.html.j2").render(
         columns=COLUMNS, rows=rows, audits=audits,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

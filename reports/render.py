@@ -7,15 +7,14 @@ Output (``<results>/report/`` by default)::
     utility_vs_epsilon.{png,pdf} the seaborn figure
     tables/<metric>.tex          standalone booktabs document per metric
     tables/<metric>_fragment.tex the same tabular, to \\input into a paper
+    latex.json                   the LaTeX manifest (:mod:`reports.latex`)
 
-Two Jinja2 environments: HTML with autoescape, LaTeX with ``\\VAR{}`` / ``\\BLOCK{}``
-delimiters and a ``latex`` escape filter.
+HTML from Jinja2 with autoescape; LaTeX through :mod:`reports.latex`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pandas as pd
 
 from bench.store import Store
 from reports.figures import utility_vs_epsilon
+from reports.latex import TEMPLATES, write_manifest, write_table
 from reports.published import PUBLISHED_DIR, published_for
 from reports.tables import (
     METRICS,
@@ -35,25 +35,6 @@ from reports.tables import (
     privacy_table,
     summarise,
 )
-
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-}
-_LATEX_UNICODE = {"ε": r"\ensuremath{\varepsilon}", "δ": r"\ensuremath{\delta}",
-                  "σ": r"\ensuremath{\sigma}", "λ": r"\ensuremath{\lambda}",
-                  "∇": r"\ensuremath{\nabla}", "‖": r"\ensuremath{\|}", "²": r"\ensuremath{^2}",
-                  "±": r"\ensuremath{\pm}", "Δ": r"\ensuremath{\Delta}", "−": "-",
-                  "∞": r"\ensuremath{\infty}", "μ": r"\ensuremath{\mu}",
-                  "Φ": r"\ensuremath{\Phi}", "–": "--"}
-
-
-def latex_escape(value: Any) -> str:
-    """Escape LaTeX specials and map the Greek/math symbols our labels use."""
-    text = "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(value))
-    return "".join(_LATEX_UNICODE.get(ch, ch) for ch in text)
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -87,46 +68,23 @@ def html_env() -> jinja2.Environment:
     return env
 
 
-def latex_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        block_start_string=r"\BLOCK{", block_end_string="}",
-        variable_start_string=r"\VAR{", variable_end_string="}",
-        comment_start_string=r"\#{", comment_end_string="}",
-        trim_blocks=True, lstrip_blocks=True, autoescape=False,
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters.update(latex=latex_escape, fmt=fmt, eps=epsilon_label)
-    env.filters["cell"] = lambda c: latex_escape(cell_text(c))
-    return env
+def _metric_table(summary: pd.DataFrame, metric: str, suite: str) -> dict[str, Any]:
+    """A metric's table for LaTeX: (problem, algorithm) rows, one column per ε."""
+    eps, rows = pivot(summary, metric)
+    return {"title": f"{METRICS[metric]} ({suite})",
+            "note": "Mean ± standard error over seeds, at the output point.",
+            "columns": ["Problem", "Algorithm", *map(epsilon_label, eps)],
+            "rows": [[r["problem"], r["label"], *map(cell_text, r["cells"])] for r in rows]}
 
 
-def latex_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], caption: str) -> str:
-    """A standalone booktabs table (compiles alone with pdflatex)."""
-    align = "l" * len(columns)
-    body = "\n".join(" & ".join(latex_escape(v) for v in r) + r" \\" for r in rows)
-    return "\n".join([
-        r"\documentclass{article}", r"\usepackage{booktabs}", r"\usepackage[T1]{fontenc}",
-        r"\usepackage[landscape,margin=1cm]{geometry}", r"\begin{document}", r"\scriptsize",
-        r"\begin{table}", r"\centering", rf"\caption{{{latex_escape(caption)}}}",
-        rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-        " & ".join(latex_escape(c) for c in columns) + r" \\", r"\midrule", body,
-        r"\bottomrule", r"\end{tabular}", r"\end{table}", r"\end{document}", ""])
-
-
-def _latex_tables(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str) -> list[Path]:
-    env = latex_env()
-    written = []
-    (out / "tables").mkdir(parents=True, exist_ok=True)
-    for metric in metrics:
-        eps, rows = pivot(summary, metric)
-        context = {"suite": suite, "metric": metric, "metric_name": METRICS[metric],
-                   "epsilons": eps, "rows": rows}
-        for template, name in (("table_fragment.tex.j2", f"{metric}_fragment.tex"),
-                               ("table_standalone.tex.j2", f"{metric}.tex")):
-            path = out / "tables" / name
-            path.write_text(env.get_template(template).render(**context))
-            written.append(path)
+def _latex(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str,
+           figure: Path) -> list[Path]:
+    """Each metric's table as ``tables/<metric>{,_fragment}.tex`` and the manifest."""
+    tables = [(m, _metric_table(summary, m, suite)) for m in metrics]
+    written = [p for stem, table in tables for p in write_table(out, stem, table)]
+    write_manifest(out, f"Suite {suite}", tables,
+                   [(figure.name, "Utility at the output point against ε, mean ± s.e. "
+                                  "over seeds.")])
     return written
 
 
@@ -144,7 +102,7 @@ def build_report(results: Path, out: Path | None = None,
     summary.to_csv(out / "summary.csv", index=False)
     metrics = metric_columns(runs)
     figures = utility_vs_epsilon(runs, out)
-    tex = _latex_tables(summary, metrics, out, suite.get("suite", results.name))
+    tex = _latex(summary, metrics, out, suite.get("suite", results.name), figures[1])
     published = published_for(suite.get("paper"), published_dir)
     comparisons = compare(published, runs) if published else []
     html = html_env().get_template("index.html.j2").render(

@@ -18,7 +18,8 @@ from typing import Any
 
 from bench.env import git_sha
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
-from reports.render import fmt, html_env, latex_table
+from reports.latex import export_page
+from reports.render import fmt, html_env
 from reports.site import build_index
 
 BENCH_JSON = "out/bench/micro.json"
@@ -168,20 +169,27 @@ def suite_costs(results: Path) -> list[list[str]]:
 
 
 def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -> Path:
-    """Write ``out/index.html`` and ``out/runtime.tex`` (the ratios) from ``bench_json``
-    (and the main job's wall time from ``times``, where recorded)."""
+    """Write ``out/index.html`` and the LaTeX of its tables (``out/tables/``,
+    ``out/latex.json``) from ``bench_json`` (and the main job's wall time from ``times``,
+    where recorded)."""
     data = json.loads(Path(bench_json).read_text())
     ratios = compute_ratios(data)
     out.mkdir(parents=True, exist_ok=True)
     rows = ratio_rows(ratios)
-    (out / "runtime.tex").write_text(latex_table(
-        RATIO_COLUMNS, rows, "Runtime targets of issue 9: ratios of medians (peak memory: "
-        "of peaks) measured in one pytest-benchmark run."))
     kernel_columns, kernel_rows = kernel_table(data)
+    memory = memory_rows(measurements(data))
+    export_page(out, "Runtime", [
+        {"title": "Runtime targets", "columns": list(RATIO_COLUMNS), "rows": rows,
+         "note": "Ratios of medians (peak memory: of peaks) measured in one pytest-benchmark "
+                 "run."},
+        {"title": "Kernels: median ± IQR (rounds)", "columns": kernel_columns,
+         "rows": kernel_rows, "note": ""},
+        *([{"title": "Peak memory", "columns": list(MEMORY_COLUMNS), "rows": memory,
+            "note": ""}] if memory else [])], [])
     html = html_env().get_template("runtime.html.j2").render(
         ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
         kernel_columns=kernel_columns, kernel_rows=kernel_rows,
-        memory_columns=MEMORY_COLUMNS, memory_rows=memory_rows(measurements(data)),
+        memory_columns=MEMORY_COLUMNS, memory_rows=memory,
         machine=machine_facts(data), commands=COMMANDS, bench_json=BENCH_JSON,
         source=str(bench_json), run_sha=run_sha(data), page_sha=git_sha() or "unknown",
         measured=data.get("datetime", "unknown"), main_job=main_job(times),

@@ -1,42 +1,162 @@
-"""The report's front page: every paper page with the status of its checkable claims (held,
-not held, not run), and links to the privacy and runtime pages where they exist.
+"""The whole report of a results root, rebuilt from stored results alone.
 
-It reads what the page builders leave in the report folder (``<paper>/<scale>/status.json``,
-``privacy/index.html``, ``runtime/index.html``) and is rebuilt by every command that writes
-one of them.
+``build_site(root)`` writes ``root/report/``::
+
+    index.html                  the reproduction-status matrix (paper × table/figure/result ×
+                                reproduced / differs / not run, with the Δ) and links
+    <paper>/<scale>/            one page per paper and scale found under ``root``
+    theory/<scale>/             every paper's rate table beside the fitted exponents
+    privacy/                    the audit (from root/audit/*.json, where ``audit`` ran)
+    runtime/                    the benchmarks (from root/bench/micro.json, where ``bench`` ran)
+    report.tex (report.pdf)     every table and figure of every page, for pdflatex
+
+Each page builder leaves what the index and the LaTeX need beside its HTML
+(``status.json``, ``latex.json``); :func:`build_index` reads them, so a command that
+rebuilt one page refreshes the front page cheaply.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.paper import STATUSES
+from reports.paper import ARTEFACT_STATUSES, STATUSES, stored_suites
 from reports.render import html_env
+
+README_START = "<!-- status-matrix:start -->"
+README_END = "<!-- status-matrix:end -->"
+MATRIX_COLUMNS = ["paper", "scale", "table / figure / result", "status", "Δ (published numbers)",
+                  "checked by"]
 
 
 def paper_statuses(report: Path) -> list[dict[str, Any]]:
-    """One entry per paper page under ``report``: title, scale, runs, claims and counts."""
+    """One entry per paper page under ``report``: title, scale, runs, claims, artefacts and
+    the claim counts."""
     pages = []
     for path in sorted(report.glob("*/*/status.json")):
         status = json.loads(path.read_text())
-        counts = Counter(c["status"] for c in status["claims"])
+        counts = [sum(c["status"] == s for c in status["claims"]) for s in STATUSES]
         pages.append({**status, "href": f"{path.parent.relative_to(report).as_posix()}/",
-                      "counts": [counts.get(s, 0) for s in STATUSES]})
+                      "counts": counts, "artefacts": status.get("artefacts", []),
+                      "badges": badges(status["claims"])})
     return pages
 
 
+def badges(claims: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """One badge per claim id (a claim checked in several settings appears once): not held
+    if it failed anywhere, else held if it held anywhere, else not run."""
+    rank = {"not run": 0, "held": 1, "not held": 2}
+    out: dict[str, dict[str, str]] = {}
+    for c in claims:
+        seen = out.setdefault(c["id"], {"id": c["id"], "status": "not run",
+                                        "statement": c["statement"]})
+        if rank[c["status"]] > rank[seen["status"]]:
+            seen["status"] = c["status"]
+    return list(out.values())
+
+
+def matrix_rows(pages: list[dict[str, Any]]) -> list[list[str]]:
+    """The status matrix as rows of :data:`MATRIX_COLUMNS` (plain text)."""
+    return [[p["paper"], p["scale"], a["target"], a["status"], a["delta"] or "–",
+             ", ".join(part["name"] for part in a["parts"])]
+            for p in pages for a in p["artefacts"]]
+
+
+def other_suites(root: Path) -> list[tuple[str, str]]:
+    """(suite, href from report/) of suite reports that are not paper pages (e.g. smoke)."""
+    return [(p.parent.parent.name, f"../{p.relative_to(root).as_posix()}")
+            for p in sorted(root.glob("*/report/index.html"))]
+
+
 def build_index(report: Path) -> Path:
-    """Write ``report/index.html``; returns its path."""
+    """Write ``report/index.html`` (and its LaTeX manifest) from what the pages left."""
+    from reports.latex import export_page
+
     report.mkdir(parents=True, exist_ok=True)
     extra = [(name, f"{name}/") for name in ("privacy", "runtime")
              if (report / name / "index.html").exists()]
+    extra += [(f"theory ({p.parent.name})", f"theory/{p.parent.name}/")
+              for p in sorted(report.glob("theory/*/index.html"))]
+    pages = paper_statuses(report)
     html = html_env().get_template("site.html.j2").render(
-        papers=paper_statuses(report), statuses=STATUSES, extra=extra,
+        papers=pages, statuses=STATUSES, artefact_statuses=ARTEFACT_STATUSES, extra=extra,
+        suites=other_suites(report.parent),
+        latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     path = report / "index.html"
     path.write_text(html)
+    export_page(report, "Reproduction status", [{
+        "title": "Reproduction status of every paper",
+        "note": "reproduced: every claim about the artefact held and every published number in "
+                "it is within its tolerance; differs: any did not; not run: nothing ran.",
+        "columns": MATRIX_COLUMNS, "rows": matrix_rows(pages)}], [])
     return path
+
+
+def paper_pages(root: Path) -> list[tuple[str, str]]:
+    """(paper, scale) of every suite under ``root`` whose paper has a page module."""
+    papers = Path(__file__).resolve().parent / "papers"
+    return sorted({(str(meta["paper"]), str(meta.get("scale") or "quick"))
+                   for meta, _ in stored_suites(root)
+                   if meta.get("paper") and (papers / f"{meta['paper']}.py").is_file()})
+
+
+def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
+               pdf: bool = True) -> Path:
+    """Rebuild ``root/report`` from the results stored under ``root``: the paper pages
+    (``pages``, default every (paper, scale) found), the theory page per scale, the privacy
+    and runtime pages where their inputs exist, ``report.tex`` (compiled to ``report.pdf``
+    when ``pdf`` and pdflatex is installed) and the index. Returns the index's path."""
+    from reports.latex import build_report_tex, compile_pdf, pdflatex_available
+    from reports.paper import build_paper_page
+    from reports.privacy import build_privacy_page
+    from reports.runtime import build_runtime_page
+    from reports.theory import build_theory_page
+
+    report = root / "report"
+    found = paper_pages(root)
+    for paper, scale in found if pages is None else pages:
+        build_paper_page(paper, scale, root, report / paper / scale)
+    for scale in sorted({scale for _, scale in found}):
+        build_theory_page(root, report / "theory" / scale, scale)
+    if any((root / "audit").glob("*.json")):
+        build_privacy_page(root / "audit", report / "privacy")
+    if (root / "bench" / "micro.json").is_file():
+        build_runtime_page(root / "bench" / "micro.json", report / "runtime",
+                           root / "reproduce_times.jsonl")
+    build_index(report)  # its LaTeX manifest first, so that report.tex includes the matrix
+    tex = build_report_tex(report)
+    if pdf and pdflatex_available():
+        compile_pdf(tex)
+    return build_index(report)
+
+
+def matrix_markdown(report: Path) -> str:
+    """The status matrix as a Markdown table (for the README)."""
+    rows = matrix_rows(paper_statuses(report))
+    if not rows:
+        return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
+    head = MATRIX_COLUMNS[:5]
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                      *("| " + " | ".join(cell(v) for v in row[:5]) + " |" for row in rows)])
+
+
+def update_readme(readme: Path, report: Path) -> None:
+    """Replace the block between the status-matrix markers of ``readme`` with the matrix of
+    ``report`` (and the date it was generated)."""
+    text = readme.read_text()
+    pattern = re.compile(rf"{re.escape(README_START)}.*?{re.escape(README_END)}", re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{readme} has no {README_START} … {README_END} block to replace")
+    block = (f"{README_START}\n<!-- generated by `saddlebench report OUT --readme "
+             f"{readme.name}` on {datetime.now(UTC):%Y-%m-%d} -->\n\n"
+             f"{matrix_markdown(report)}\n{README_END}")
+    readme.write_text(pattern.sub(lambda _: block, text))

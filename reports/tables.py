@@ -99,6 +99,7 @@ class Comparison:
     seeds: int
     delta: float | None
     status: str
+    run_ids: tuple[str, ...] = ()  # the runs behind ``ours``
 
 
 def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
@@ -137,5 +138,7 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
         close = abs(delta) <= entry.tolerance_for(entry.value) or (
             se is not None and abs(delta) <= 2 * se)
         out.append(Comparison(entry, ours, se, len(values), delta,
-                              "reproduced" if close else "differs"))
+                              "reproduced" if close else "differs",
+                              tuple(sorted(match.loc[match[column].notna(), "run_id"]))
+                              if "run_id" in match else ()))
     return out

@@ -3,6 +3,7 @@ Lemma 3.2 bound, the experiment files (quick and paper scale) and the paper page
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -293,10 +294,12 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(cli, "EXPERIMENTS", experiments)
     monkeypatch.setattr("reports.papers.avdiukhin2024.EPSILONS", (1.0,))
     out = tmp_path / "out"
-    assert cli.main(["reproduce", "avdiukhin2024", "--scale", "quick", "--out", str(out),
-                     "--jobs", "2", "--no-progress"]) == 0
+    assert cli.main(["reproduce", "--no-pdf", "avdiukhin2024", "--scale", "quick", "--out",
+                     str(out), "--jobs", "2", "--no-progress"]) == 0
     page = out / "report" / "avdiukhin2024" / "quick"
     html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
     for fragment in ("Noise is All You Need", "P1", "P3", "T1", "T2", "T4", "T8",
                      "Theorem 3.3 at the paper", "Ambiguities", "GroupNorm"):
         assert fragment in html, fragment

@@ -332,10 +332,12 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
         (folder / name).write_text(yaml.safe_dump(doc, allow_unicode=True))
     monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
     out = tmp_path / "out"
-    assert cli.main(["reproduce", "huang2025", "--out", str(out), "--jobs", "2",
+    assert cli.main(["reproduce", "--no-pdf", "huang2025", "--out", str(out), "--jobs", "2",
                      "--no-progress"]) == 0
     page = out / "report" / "huang2025" / "quick"
     html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
     for fragment in ("Beyond Uniformly Bounded", "Table 1 regenerated", "z =", "Tuning",
                      "published vs ours", "not privacy-accounted", "11.135", "condition (18)"):
         assert fragment in html, fragment

@@ -301,10 +301,12 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
     monkeypatch.setattr("reports.papers.liu2024.TRIALS", 10)
     out = tmp_path / "out"
-    assert cli.main(["reproduce", "liu2024", "--out", str(out), "--jobs", "2",
+    assert cli.main(["reproduce", "--no-pdf", "liu2024", "--out", str(out), "--jobs", "2",
                      "--no-progress"]) == 0
     page = out / "report" / "liu2024" / "quick"
     html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
     for fragment in ("Adaptive Batch Size", "E1: Algorithm 2 alone", "E2: who ends at a saddle",
                      "E3: samples to the first certified SOSP", "E4: ablations",
                      "Utility bounds", "Ganesh et al. 2023 (claimed)", "A13"):

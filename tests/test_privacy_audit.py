@@ -219,7 +219,7 @@ def test_cli_audit_writes_results_and_the_privacy_page(tmp_path: Any) -> None:
     assert record["eps_claimed"]["pld"] == pytest.approx(2.0, rel=1e-3)
     page = (tmp_path / "report" / "privacy" / "index.html").read_text()
     assert "dp_sgd" in page and "FAIL" not in page
-    tex = (tmp_path / "report" / "privacy" / "privacy.tex").read_text()
+    tex = (tmp_path / "report" / "privacy" / "tables" / "privacy_audit.tex").read_text()
     assert r"\toprule" in tex and "dp\\_sgd" in tex
 
 

@@ -1,4 +1,4 @@
-"""Reports: escaping, templates, published-number files and the published-vs-ours table."""
+"""Reports: number formatting, published-number files and the published-vs-ours table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from reports.published import PublishedError, load_published, published_for
-from reports.render import cell_text, fmt, latex_env, latex_escape
+from reports.render import cell_text, fmt
 from reports.tables import compare, summarise
 
 PUBLISHED = """
@@ -55,14 +55,6 @@ def runs_frame() -> pd.DataFrame:
     rows.append({"problem": "p", "label": "dp_sgd", "algorithm": "dp_sgd", "epsilon": 2.0,
                  "seed": 9, "status": "diverged", "final_grad_norm": float("nan")})
     return pd.DataFrame(rows)
-
-
-def test_latex_escape_and_environment() -> None:
-    assert latex_escape("a_b & 50% #1 {x} $") == r"a\_b \& 50\% \#1 \{x\} \$"
-    assert latex_escape("ε=1") == r"\ensuremath{\varepsilon}=1"
-    env = latex_env()
-    tpl = env.from_string(r"\BLOCK{for x in xs}\VAR{x|latex}\\ \BLOCK{endfor}\#{ignored}")
-    assert tpl.render(xs=["a_1", "b&c"]) == r"a\_1\\ b\&c\\ "
 
 
 def test_number_formatting() -> None:

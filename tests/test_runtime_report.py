@@ -127,7 +127,7 @@ def test_runtime_page(tmp_path: Path) -> None:
     assert "pytest bench/micro --benchmark-only --benchmark-json" in html
     assert "3072 MiB" in html  # peak memory of the private sum
     assert "250 ms ± 25 ms (n = 5)" in html  # cifar10_vgg grad: median ± IQR
-    tex = (out / "runtime.tex").read_text()
+    tex = (out / "tables" / "runtime_targets.tex").read_text()
     assert r"\begin{tabular}" in tex and "not met" in tex
 
 

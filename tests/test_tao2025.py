@@ -4,6 +4,7 @@ the experiment files and the page."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -328,10 +329,12 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
         (folder / name).write_text(yaml.safe_dump(doc))
     monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
     out = tmp_path / "out"
-    assert cli.main(["reproduce", "tao2025", "--out", str(out), "--jobs", "2",
+    assert cli.main(["reproduce", "--no-pdf", "tao2025", "--out", str(out), "--jobs", "2",
                      "--no-progress"]) == 0
     page = out / "report" / "tao2025" / "quick"
     html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
     for fragment in ("Second-Order Convergence", "Escape statistics", "O1 noise norm",
                      "ε as the paper computes it", "reconstruction"):
         assert fragment in html, fragment

@@ -5,6 +5,7 @@ the rates schema and the page."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -412,10 +413,12 @@ def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.Mon
         (folder / name).write_text(yaml.safe_dump(doc))
     monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
     out = tmp_path / "out"
-    assert cli.main(["reproduce", "xu2026", "--out", str(out), "--jobs", "2",
+    assert cli.main(["reproduce", "--no-pdf", "xu2026", "--out", str(out), "--jobs", "2",
                      "--no-progress"]) == 0
     page = out / "report" / "xu2026" / "quick"
     html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
     for fragment in ("Second Order Stationary Points", "Table 2: published vs ours",
                      "Table 2 regenerated, ‖X*‖_F = 100", "The X* scale", "Utility bounds (Table 1",
                      "Rate check", "Alg. 3 formula std", "A6", "mis-citation"):

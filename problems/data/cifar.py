@@ -10,6 +10,7 @@ labels: ``b"labels"`` (CIFAR-10) or ``b"fine_labels"`` (CIFAR-100).
 from __future__ import annotations
 
 import pickle
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from problems.data.common import (
     missing_error,
     torchvision_download,
     torchvision_hint,
+    verify_default,
     verify_files,
 )
 
@@ -57,6 +59,7 @@ class CifarVariant:
     classes: int
     torchvision: str  # the torchvision.datasets class that downloads it
     md5: dict[str, str]  # every file of the folder (data and meta)
+    examples: dict[str, int]  # images in each official data file
 
 
 VARIANTS = {
@@ -65,26 +68,31 @@ VARIANTS = {
         url="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
         train=tuple(f"data_batch_{i}" for i in range(1, 6)), test="test_batch",
         label_key=b"labels", classes=10, torchvision="CIFAR10", md5=CIFAR10_MD5,
+        examples=dict.fromkeys((*(f"data_batch_{i}" for i in range(1, 6)), "test_batch"),
+                               10_000),
     ),
     "cifar100": CifarVariant(
         name="CIFAR-100", folder="cifar-100-python",
         url="https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
         train=("train",), test="test",
         label_key=b"fine_labels", classes=100, torchvision="CIFAR100", md5=CIFAR100_MD5,
+        examples={"train": 50_000, "test": 10_000},
     ),
 }
 
 
-def load_cifar(root: PathArg | None = None, variant: str = "cifar10", verify: bool = False,
-               download: bool = False) -> Split:
+def load_cifar(root: PathArg | None = None, variant: str = "cifar10",
+               verify: bool | None = None, download: bool = False) -> Split:
     """CIFAR-10/100 as float32 NCHW images in [0, 1] (not normalised) and int64 labels.
 
-    ``verify=True`` checks every file against torchvision's md5 sums; ``download=True``
-    fetches missing files with torchvision (installed separately).
+    ``verify=True`` checks every file against torchvision's md5 sums; None (default) checks
+    each data file that holds the official number of images (see
+    :mod:`problems.data.common`); False nothing. ``download=True`` fetches missing files
+    with torchvision (installed separately).
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown CIFAR variant {variant!r}; choose one of {sorted(VARIANTS)}")
-    spec, base = VARIANTS[variant], data_root(root)
+    spec, base, verify = VARIANTS[variant], data_root(root), verify_default(verify)
     folder = _folder(base, spec)
     if _missing(folder, spec) and download and torchvision_download(spec.torchvision, base):
         folder = base / spec.folder
@@ -93,9 +101,9 @@ def load_cifar(root: PathArg | None = None, variant: str = "cifar10", verify: bo
                f"{base / spec.folder}), {torchvision_hint(download)}")
         raise missing_error(spec.name, missing, how)
     if verify:
-        verify_files((folder / name, md5) for name, md5 in spec.md5.items())
-    x_train, y_train = _read(folder, spec.train, spec)
-    x_test, y_test = _read(folder, (spec.test,), spec)
+        _verify(spec, (folder / name for name in spec.md5))
+    x_train, y_train = _read(folder, spec.train, spec, verify is None)
+    x_test, y_test = _read(folder, (spec.test,), spec, verify is None)
     return Split(x_train, y_train, x_test, y_test, classes=spec.classes)
 
 
@@ -110,10 +118,19 @@ def _missing(folder: Path, spec: CifarVariant) -> list[Path]:
     return [folder / name for name in spec.md5 if not (folder / name).is_file()]
 
 
-def _read(folder: Path, names: tuple[str, ...],
-          spec: CifarVariant) -> tuple[np.ndarray, np.ndarray]:
-    """Images (n, 3, 32, 32) float32 in [0, 1] and int64 labels of the batch files ``names``."""
+def _verify(spec: CifarVariant, paths: Iterable[Path]) -> None:
+    """Check ``paths`` against torchvision's md5 sums."""
+    verify_files(((p, spec.md5[p.name]) for p in paths),
+                 f"from {spec.url} (or pass download=True with torchvision installed)")
+
+
+def _read(folder: Path, names: tuple[str, ...], spec: CifarVariant,
+          verify_official: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Images (n, 3, 32, 32) float32 in [0, 1] and int64 labels of the batch files ``names``;
+    with ``verify_official``, a file with the official number of images is checksummed."""
     batches = [_read_batch(folder / name, spec) for name in names]
+    _verify(spec, (folder / name for name, (data, _) in zip(names, batches, strict=True)
+                   if verify_official and len(data) == spec.examples[name]))
     data = np.concatenate([b[0] for b in batches])
     x = data.reshape(-1, 3, 32, 32).astype(np.float32) / np.float32(255)
     return x, np.concatenate([b[1] for b in batches])
@@ -131,8 +148,11 @@ def _read_batch(path: Path, spec: CifarVariant) -> tuple[np.ndarray, np.ndarray]
             f"{spec.label_key!r}): {err!r}"
         ) from err
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
-        raise DataCorruptError(f"{path}: b'data' must be uint8 of shape (N, 3072), "
-                               f"got {data.dtype} {data.shape}")
+        bad = (f" with {np.count_nonzero(~np.isfinite(data)):,} NaN/inf values"
+               if data.dtype.kind in "fc" else "")
+        raise DataCorruptError(f"{path}: b'data' must be uint8 of shape (N, 3072) (the official "
+                               f"pixels), got {data.dtype} {data.shape}{bad}; download "
+                               f"{spec.url} again")
     if labels.shape != (len(data),):
         raise DataCorruptError(f"{path}: {len(data)} images but labels of shape {labels.shape}")
     if labels.size and (labels.min() < 0 or labels.max() >= spec.classes):

@@ -4,6 +4,12 @@ Loaders read the formats users already have on disk (torchvision's and Hugging F
 layouts, the official archives); they download only when asked (``download=True``) and
 otherwise fail with a :class:`DataMissingError` that names every file, where it goes and
 where to get it.
+
+Checksums (the md5 sums torchvision publishes for the official files) are checked by
+``verify``: True checks every file that has one; False none; None (the default) checks a
+file that claims to be the official one, i.e. holds the official number of examples, so a
+corrupted download fails while small files in the same format (tests, subsets) load.
+``SADDLEBENCH_VERIFY_DATA=0`` turns the default check off.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ENV_VAR = "SADDLEBENCH_DATA"
+VERIFY_VAR = "SADDLEBENCH_VERIFY_DATA"
 DEFAULT_ROOT = Path("~/.cache/saddlebench/data")
 
 PathArg = str | os.PathLike[str]
@@ -94,13 +101,25 @@ def md5sum(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def verify_files(paths_with_md5: Iterable[tuple[Path, str]]) -> None:
-    """Raise :class:`DataCorruptError` naming every file whose md5 is not the expected one."""
+def verify_default(verify: bool | None) -> bool | None:
+    """``verify``, with None (check files claiming to be official) turned off by
+    ``SADDLEBENCH_VERIFY_DATA=0``."""
+    if verify is None and os.environ.get(VERIFY_VAR, "").lower() in ("0", "false", "no", "off"):
+        return False
+    return verify
+
+
+def verify_files(paths_with_md5: Iterable[tuple[Path, str]], how: str = "") -> None:
+    """Raise :class:`DataCorruptError` naming every file whose md5 is not the expected one
+    (the first in the first line) and ``how`` to get the files again."""
     bad = [(p, md5, actual) for p, md5 in paths_with_md5 if (actual := md5sum(p)) != md5]
     if bad:
         lines = "\n".join(f"  {p}: md5 {actual}, expected {md5}" for p, md5, actual in bad)
         raise DataCorruptError(
-            f"corrupted or unofficial data files (delete them and get them again):\n{lines}"
+            f"{bad[0][0]} is corrupted or not the official file (md5 {bad[0][2]}, expected "
+            f"{bad[0][1]}; {len(bad)} file(s) in all): delete it and download it again"
+            f"{' ' + how if how else ''}; verify=False or {VERIFY_VAR}=0 skips this check "
+            f"for files changed on purpose\n{lines}"
         )
 
 

@@ -13,6 +13,7 @@ import gzip
 import math
 import struct
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from problems.data.common import (
     missing_error,
     torchvision_download,
     torchvision_hint,
+    verify_default,
     verify_files,
 )
 
@@ -38,7 +40,7 @@ FILES = {
 }
 # md5 sums of the .gz files, from torchvision/datasets/mnist.py (pytorch/vision:
 # MNIST.resources). torchvision publishes none for the extracted files, so verify=True
-# checks their example counts instead.
+# checks their example counts instead, and the default check covers .gz files only.
 MNIST_GZ_MD5 = {
     "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
     "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
@@ -47,14 +49,16 @@ MNIST_GZ_MD5 = {
 }
 
 
-def load_mnist(root: PathArg | None = None, verify: bool = False,
+def load_mnist(root: PathArg | None = None, verify: bool | None = None,
                download: bool = False) -> Split:
     """MNIST as float32 (n, 1, 28, 28) images in [0, 1] and int64 labels, 10 classes.
 
     ``verify=True`` checks ``.gz`` files against torchvision's md5 sums and every file's
-    example count against the official one; ``download=True`` fetches missing files with
-    torchvision (installed separately).
+    example count against the official one; None (default) checks the ``.gz`` files of a
+    split with the official example count (see :mod:`problems.data.common`); False nothing.
+    ``download=True`` fetches missing files with torchvision (installed separately).
     """
+    verify = verify_default(verify)
     base = data_root(root)
     found, missing = _locate(base)
     if missing and download and torchvision_download("MNIST", base):
@@ -65,7 +69,7 @@ def load_mnist(root: PathArg | None = None, verify: bool = False,
                f"into {raw} or {base} (plain or .gz), {torchvision_hint(download)}")
         raise missing_error("MNIST", [raw / f"{name}[.gz]" for name in missing], how)
     if verify:
-        verify_files((p, MNIST_GZ_MD5[p.name]) for p in found.values() if p.suffix == ".gz")
+        _verify_gz(found.values())
     x_train, y_train = _read_split(found, "train", verify)
     x_test, y_test = _read_split(found, "test", verify)
     return Split(x_train, y_train, x_test, y_test, classes=10)
@@ -85,8 +89,14 @@ def _locate(base: Path) -> tuple[dict[str, Path], list[str]]:
     return found, missing
 
 
+def _verify_gz(paths: Iterable[Path]) -> None:
+    """Check the ``.gz`` files among ``paths`` against torchvision's md5 sums."""
+    verify_files(((p, MNIST_GZ_MD5[p.name]) for p in paths if p.suffix == ".gz"),
+                 f"from {URL} (or pass download=True with torchvision installed)")
+
+
 def _read_split(found: dict[str, Path], split: str,
-                verify: bool) -> tuple[np.ndarray, np.ndarray]:
+                verify: bool | None) -> tuple[np.ndarray, np.ndarray]:
     """Images (n, 1, 28, 28) float32 in [0, 1] and int64 labels of one split, validated."""
     images_name, labels_name, official = FILES[split]
     images = read_idx(found[images_name], IMAGE_MAGIC)
@@ -103,6 +113,8 @@ def _read_split(found: dict[str, Path], split: str,
     if verify and len(images) != official:
         raise DataCorruptError(f"{found[images_name]} has {len(images)} images; "
                                f"the official file has {official}")
+    if verify is None and len(images) == official:
+        _verify_gz((found[images_name], found[labels_name]))
     return images[:, None].astype(np.float32) / np.float32(255), labels
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from algorithms import PrivacyTarget, get_algorithm
 from problems import DataSize
-from reports.figures import colours
+from reports.figures import colours, style
 from reports.paper import (
     Claim,
     Figure,
@@ -39,6 +39,11 @@ PUBLISHED_SIGMA = {4: 11.135, 8: 5.965, 16: 3.345, 32: 1.986}  # notes §7 item 
 TABLE1_SETTING: dict[str, Any] = {"clients": 10, "n": 5000, "batch_size": 512, "steps": 1000,
                                   "delta": 1e-5}
 
+TARGETS = {  # claim id -> the paper's artefact it checks (the site's status matrix)
+    "1": "Table 1", "2": "Table 1", "3": "Table 1", "4": "Table 1", "5": "Table 1",
+    "6": "Figure 1", "7": "Figure 1", "8": "Figure 1", "10": "Corollary 1", "13": "Corollary 1",
+    "14": "Algorithm 1", "16": "Theorem 3",
+}
 RESOLUTIONS = [
     ("eq. (5a)", "summation index typo (i for j)", "per-sample sum over j ∈ B_iᵗ"),
     ("§5", "which variant ran", "the C₃ variant (eq. 20): both experiments grid-search C₃"),
@@ -86,14 +91,13 @@ def _figure1(results: PaperResults, out: Path) -> list[Figure]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     figures = []
     for suite in _suites(results, "fig1"):
         table = _per_n(results.suite_runs(suite))
         if table.empty:
             continue
-        sns.set_theme(style="whitegrid", context="paper")
+        style()
         colour = colours(list(METHODS))
         fig, ax = plt.subplots(figsize=(4.6, 3.4))
         for label, part in table.groupby("label"):
@@ -190,6 +194,7 @@ def _table1(results: PaperResults) -> tuple[list[dict[str, Any]], list[Claim]]:
             rows.append(row)
         problem = runs["problem"].iloc[0]
         tables.append({
+            "provenance": results.provenance(runs),
             "title": f"Table 1 regenerated ({suite}, {problem})",
             "note": "Mean ± standard error over trials at each method's tuned configuration; "
                     "gaps are PriSMA − DPSGD-GC with z = gap/√(se₁² + se₂²), as the notes "
@@ -254,7 +259,10 @@ def _published(results: PaperResults) -> tuple[dict[str, Any] | None, Claim]:
              "note": f"{published.title} ({published.source}). Our runs of cifar10_vgg only "
                      "(the quick stand-in is a different problem and is not compared). "
                      "Δ = ours − published; reproduced within the entry's tolerance or 2 s.e.",
-             "columns": ["row", "quantity", "published", "ours", "Δ", "status"], "rows": rows}
+             "columns": ["row", "quantity", "published", "ours", "Δ", "status"], "rows": rows,
+             "row_runs": [list(c.run_ids) for c in comparisons],
+             "provenance": results.provenance(results.runs[results.runs["run_id"].isin(
+                 {r for c in comparisons for r in c.run_ids})])}
     return table, Claim("5", statement, "cifar10_vgg runs", status,
                         f"{sum(c.status == 'reproduced' for c in ran)}/{len(ran)} entries "
                         "reproduced" if ran else "no paper-scale runs")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.figures import colours
+from reports.figures import colours, style
 from reports.paper import (
     Claim,
     Figure,
@@ -31,6 +31,11 @@ SOURCE = "Tao, Zhang, Yu, Cheng, Dressler, Wang, arXiv:2505.15647 (text: shared/
 OURS, BASELINE = "gauss_psgd", "dp_spider_at"
 ALPHA = 0.1  # the α of the synthetic SOSP tests (the experiment files' selection α)
 
+TARGETS = {  # claim id -> the paper's artefact it checks (the site's status matrix)
+    "E1": "Figures 1–2", "E2": "Figures 1–2", "E3": "Figures 1–2", "E4": "Figures 1–2",
+    "E5": "Figures 1–2", "E6": "Figures 1–2", "T4": "Theorem 1 (second order)",
+    "T5": "Lemma 1 / Corollary 1 (escape)", "T9": "Remark 4 (selection)",
+}
 RESOLUTIONS = [
     ("Alg. 1 step 8 (T1)", "restart writes x_t, which the next oracle call does not read",
      "every escape round restarts the current point at x̃"),
@@ -98,14 +103,13 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     figures = []
     for suite in _suites(results, "fig"):
         curves = _epoch_curves(results, suite)
         if curves.empty:
             continue
-        sns.set_theme(style="whitegrid", context="paper")
+        style()
         colour = colours([OURS, BASELINE])
         for cal, part in curves.groupby("calibration"):
             eps_values = sorted(part["epsilon"].unique())

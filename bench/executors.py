@@ -1,0 +1,227 @@
+"""Where runs execute: here or in joblib workers, on a Dask cluster, or as SLURM job arrays.
+
+An executor sends each spec to a worker that runs it and writes its record into the store
+itself (:func:`bench.parallel.run_and_store`: atomic, the sidecar last), and yields an
+:class:`~bench.parallel.Outcome` per run as runs finish. The submitting process may die
+without losing finished runs: rerunning the experiment submits exactly the runs without a
+finished result, and ``--collect`` reports what the store holds. A worker that raises or
+dies yields a failed outcome and writes nothing, so that run is retried on the next rerun.
+Dask and submitit are the ``cluster`` extra, imported only when used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from algorithms import ALGORITHMS
+from bench.parallel import Outcome, run_and_store, stored_outcome
+from bench.spec import RunSpec
+from bench.store import Store
+from problems.backend import require
+
+EXECUTORS = ("local", "dask", "slurm")
+Outcomes = Generator[Outcome, None, None]  # what submit_all yields, as runs finish
+
+
+class Executor(Protocol):
+    """Runs specs somewhere; ``running``: runs in flight now, as far as it can tell."""
+
+    running: int
+
+    def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
+        """Run every spec into the store at ``root``; each outcome as its run finishes."""
+        ...
+
+
+def failed(spec: RunSpec, exc: BaseException) -> Outcome:
+    """The outcome of a run whose worker raised or died (it wrote no record)."""
+    return Outcome(spec.digest, "error", f"{type(exc).__name__}: {exc}", spec.display)
+
+
+def result(handle: Any, spec: RunSpec) -> Outcome:
+    """The outcome behind a dask future or a submitit job: its own, or a failed one."""
+    try:
+        return handle.result()
+    except Exception as exc:  # the worker raised, died, timed out or was cancelled
+        return failed(spec, exc)
+
+
+@dataclass
+class LocalExecutor:
+    """In this process (``jobs=1``), else in ``jobs`` joblib (loky) worker processes. A killed
+    joblib worker ends the batch: its runs not finished in the store are reported failed."""
+
+    jobs: int = 1
+    running: int = 0
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
+
+    def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
+        where = str(Path(root).resolve())
+        if self.jobs == 1 or len(specs) <= 1:
+            for spec in specs:
+                self.running = 1
+                yield run_and_store(spec, where)
+        else:
+            yield from self._joblib(specs, where)
+        self.running = 0
+
+    def _joblib(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
+        from joblib import Parallel, delayed, parallel_config
+        from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+        left = {spec.digest: spec for spec in specs}
+        threads = max(1, (os.cpu_count() or 1) // self.jobs)
+        self.running = min(self.jobs, len(left))
+        try:
+            with parallel_config(backend="loky", inner_max_num_threads=threads):
+                for outcome in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(
+                        delayed(run_and_store)(spec, where) for spec in specs):
+                    left.pop(outcome.run_id, None)
+                    self.running = min(self.jobs, len(left))
+                    yield outcome
+        except TerminatedWorkerError as exc:  # the pool is broken: what is not back is lost
+            store = Store(where)
+            for spec in left.values():
+                kept = stored_outcome(spec, store)
+                yield kept if kept is not None and kept.status != "error" else failed(spec, exc)
+
+
+@dataclass
+class DaskExecutor:
+    """On a Dask cluster: ``local:N`` starts N single-threaded worker processes here (and
+    closes them afterwards), ``tcp://HOST:PORT`` connects to a running scheduler, whose
+    workers must see ``root`` at the same path and run the same code. A run whose worker
+    dies is rescheduled (up to dask's ``distributed.scheduler.allowed-failures``)."""
+
+    cluster: str
+    running: int = 0
+
+    def __post_init__(self) -> None:
+        kind, _, n = self.cluster.partition(":")
+        if not ((kind == "local" and n.isdigit() and int(n) >= 1) or "://" in self.cluster):
+            raise ValueError(f"--cluster must be local:N (N >= 1 workers started here) or a "
+                             f"scheduler address such as tcp://HOST:8786, got {self.cluster!r}")
+
+    def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
+        distributed = require("distributed", "cluster")
+        where = str(Path(root).resolve())
+        with self._client(distributed) as client:
+            futures = {client.submit(run_and_store, spec, where, pure=False): spec
+                       for spec in specs}
+            finished = distributed.as_completed(list(futures))
+            while futures:
+                self.running = min(len(futures), sum(client.nthreads().values()))
+                future = next(finished)
+                yield result(future, futures.pop(future))
+        self.running = 0
+
+    @contextmanager
+    def _client(self, distributed: Any) -> Iterator[Any]:
+        if not self.cluster.startswith("local:"):
+            try:
+                client = distributed.Client(self.cluster, timeout="10s")
+            except OSError as exc:
+                raise ValueError(f"cannot reach the dask scheduler at {self.cluster} ({exc}); "
+                                 "start one with `dask scheduler` and workers with `dask "
+                                 "worker ADDRESS`, or check the address") from exc
+            with client:
+                yield client
+            return
+        with distributed.LocalCluster(n_workers=int(self.cluster[6:]), threads_per_worker=1,
+                                      processes=True, dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            yield client
+
+
+# submitit's shared parameters for every run, before the resources file's
+DEFAULT_RESOURCES: dict[str, Any] = {"timeout_min": 60, "mem_gb": 8, "cpus_per_task": 2}
+ARRAY_LIMIT = 1000  # tasks per job array: SLURM's default MaxArraySize is 1001
+
+
+@dataclass
+class SlurmExecutor:
+    """SLURM job arrays through submitit, one per distinct resource request (and per
+    ``ARRAY_LIMIT`` runs); submitit's logs and pickles go to ROOT/.submitit.
+    ``max_concurrent`` caps the running tasks of each array (SLURM's ``--array=...%N``).
+    ``cluster="local"`` runs the same code on submitit's local executor (the tests)."""
+
+    resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    max_concurrent: int | None = None
+    cluster: str = "slurm"
+    poll_s: float = 5.0
+    running: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent is not None and self.max_concurrent < 1:
+            raise ValueError(f"--max-concurrent must be >= 1, got {self.max_concurrent}")
+
+    def resources_for(self, spec: RunSpec) -> dict[str, Any]:
+        """Built-in defaults (one GPU for cuda runs), then the resources' ``default``, then
+        its entry for the spec's algorithm."""
+        return {**DEFAULT_RESOURCES, "gpus_per_node": int(spec.backend.device == "cuda"),
+                **self.resources.get("default", {}), **self.resources.get(spec.algorithm.name, {})}
+
+    def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
+        submitit = require("submitit", "cluster")
+        where = Path(root).resolve()
+        groups: dict[str, list[RunSpec]] = {}
+        for spec in specs:
+            groups.setdefault(json.dumps(self.resources_for(spec), sort_keys=True), []).append(spec)
+        arrays = [(self._executor(submitit, where, json.loads(key)), group)
+                  for key, group in groups.items()]
+        jobs: dict[Any, RunSpec] = {}
+        for executor, group in arrays:
+            for start in range(0, len(group), ARRAY_LIMIT):
+                chunk = group[start:start + ARRAY_LIMIT]
+                handles = executor.map_array(run_and_store, chunk, [str(where)] * len(chunk))
+                jobs.update(zip(handles, chunk, strict=True))
+        yield from self._wait(jobs)
+
+    def _executor(self, submitit: Any, where: Path, params: dict[str, Any]) -> Any:
+        try:
+            executor = submitit.AutoExecutor(folder=where / ".submitit", cluster=self.cluster)
+            executor.update_parameters(**params, slurm_array_parallelism=self.max_concurrent)
+        except RuntimeError as exc:  # no sbatch/srun here
+            raise ValueError(f"--executor slurm: {exc}") from exc
+        except (NameError, AssertionError) as exc:
+            raise ValueError(f"invalid SLURM resources {params}: {exc}") from exc
+        return executor
+
+    def _wait(self, jobs: dict[Any, RunSpec]) -> Iterator[Outcome]:
+        while jobs:
+            done = [job for job in jobs if job.done()]
+            for job in done:
+                yield result(job, jobs.pop(job))
+            self.running = sum(job.state == "RUNNING" for job in jobs)
+            if jobs and not done:
+                time.sleep(self.poll_s)
+        self.running = 0
+
+
+def load_resources(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A ``--slurm-resources`` file: ``default`` and algorithm names, each mapped to submitit
+    parameters, e.g. ``dp_sgd: {gpus_per_node: 1, mem_gb: 32, slurm_partition: gpu}``."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f"{path}: expected 'default' and algorithm names, each mapped to "
+                         "submitit parameters, e.g. 'dp_sgd: {gpus_per_node: 1, mem_gb: 32}'")
+    unknown = sorted(set(data) - {"default", *ALGORITHMS})
+    if unknown:
+        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))} "
+                         f"(known: default, {', '.join(sorted(ALGORITHMS))})")
+    return data
