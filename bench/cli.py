@@ -446,7 +446,8 @@ def add_execution_options(p: argparse.ArgumentParser) -> None:
     """The options of run and reproduce: where results go, where runs execute."""
     p.add_argument("--out", default="out", help="results root (default: out)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
-                   help="where runs execute: local (joblib; default), dask, slurm (submitit)")
+                   help="where runs execute: local (this machine, --jobs processes; default), "
+                        "dask, slurm (submitit)")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs with --executor local")
     p.add_argument("--cluster", metavar="local:N|tcp://HOST:PORT", help="with --executor "
                    "dask: start N local workers, or connect to a running scheduler")

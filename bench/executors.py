@@ -1,4 +1,4 @@
-"""Where runs execute: here or in joblib workers, on a Dask cluster, or as SLURM job arrays.
+"""Where runs execute: here or in local worker processes, on Dask, or as SLURM job arrays.
 
 An executor sends each spec to a worker that runs it and writes its record into the store
 itself (:func:`bench.parallel.run_and_store`: atomic, the sidecar last), and yields an
@@ -55,10 +55,15 @@ def result(handle: Any, spec: RunSpec) -> Outcome:
         return failed(spec, exc)
 
 
+# thread pools of the numerical libraries, capped per worker so that jobs × threads ≤ cores
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 @dataclass
 class LocalExecutor:
-    """In this process (``jobs=1``), else in ``jobs`` joblib (loky) worker processes. A killed
-    joblib worker ends the batch: its runs not finished in the store are reported failed."""
+    """In this process (``jobs=1``), else in ``jobs`` loky worker processes, with at most
+    ``jobs`` runs in flight. A killed worker breaks the pool: the runs then in flight that
+    did not reach the store are reported failed, and the rest go on in a fresh pool."""
 
     jobs: int = 1
     running: int = 0
@@ -74,28 +79,34 @@ class LocalExecutor:
                 self.running = 1
                 yield run_and_store(spec, where)
         else:
-            yield from self._joblib(specs, where)
+            yield from self._pool(specs, where)
         self.running = 0
 
-    def _joblib(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
-        from joblib import Parallel, delayed, parallel_config
-        from joblib.externals.loky.process_executor import TerminatedWorkerError
+    def _pool(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
+        from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-        left = {spec.digest: spec for spec in specs}
-        threads = max(1, (os.cpu_count() or 1) // self.jobs)
-        self.running = min(self.jobs, len(left))
-        try:
-            with parallel_config(backend="loky", inner_max_num_threads=threads):
-                for outcome in Parallel(n_jobs=self.jobs, return_as="generator_unordered")(
-                        delayed(run_and_store)(spec, where) for spec in specs):
-                    left.pop(outcome.run_id, None)
-                    self.running = min(self.jobs, len(left))
-                    yield outcome
-        except TerminatedWorkerError as exc:  # the pool is broken: what is not back is lost
-            store = Store(where)
-            for spec in left.values():
-                kept = stored_outcome(spec, store)
-                yield kept if kept is not None and kept.status != "error" else failed(spec, exc)
+        from joblib.externals.loky import get_reusable_executor
+        from joblib.externals.loky.process_executor import BrokenProcessPool
+
+        threads = str(max(1, (os.cpu_count() or 1) // self.jobs))
+        env = {name: threads for name in THREAD_VARIABLES}
+        queue = list(reversed(specs))
+        flight: dict[Future[Outcome], RunSpec] = {}
+        while queue or flight:
+            pool = get_reusable_executor(max_workers=self.jobs, env=env)
+            while queue and len(flight) < self.jobs:
+                spec = queue.pop()
+                flight[pool.submit(run_and_store, spec, where)] = spec
+            self.running = len(flight)
+            done, _ = wait(flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                spec = flight.pop(future)
+                try:
+                    yield future.result()
+                except BrokenProcessPool as exc:  # a worker died: its run (or a neighbour's)
+                    kept = stored_outcome(spec, Store(where))
+                    yield kept if kept is not None and kept.status != "error" \
+                        else failed(spec, exc)
 
 
 @dataclass

@@ -140,13 +140,13 @@ def matrix_markdown(report: Path) -> str:
     rows = matrix_rows(paper_statuses(report))
     if not rows:
         return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
-    head = MATRIX_COLUMNS[:5]
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-                      *("| " + " | ".join(cell(v) for v in row[:5]) + " |" for row in rows)])
+    return "\n".join(["| " + " | ".join(MATRIX_COLUMNS) + " |",
+                      "|" + "---|" * len(MATRIX_COLUMNS),
+                      *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)])
 
 
 def update_readme(readme: Path, report: Path) -> None:

@@ -155,7 +155,7 @@ def test_dask_reschedules_the_run_of_a_killed_worker(tmp_path: Path) -> None:
     assert stored(store) == {spec.digest: "done" for spec in specs}
 
 
-def test_killed_joblib_worker_fails_only_unfinished_runs(tmp_path: Path) -> None:
+def test_killed_worker_loses_only_the_runs_in_flight(tmp_path: Path) -> None:
     import psutil
 
     specs = specs_of(slow_experiment(tmp_path))
@@ -168,9 +168,9 @@ def test_killed_joblib_worker_fails_only_unfinished_runs(tmp_path: Path) -> None
     got += list(outcomes)
     assert sorted(o.run_id for o in got) == sorted(s.digest for s in specs)
     failed = {o.run_id for o in got if o.status == "error"}
-    assert failed and all("TerminatedWorkerError" in (o.error or "") for o in got
-                          if o.status == "error")
-    assert set(stored(store)) == {s.digest for s in specs} - failed  # reported: not stored
+    assert 1 <= len(failed) <= 2  # at most the jobs in flight when the worker died
+    assert all("TerminatedWorkerError" in (o.error or "") for o in got if o.status == "error")
+    assert stored(store) == {s.digest: "done" for s in specs if s.digest not in failed}
 
 
 def test_killed_sweep_resumes_with_exactly_the_missing_runs(

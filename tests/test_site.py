@@ -93,8 +93,8 @@ def test_readme_block_is_replaced_with_the_matrix(tmp_path: Path) -> None:
     update_readme(readme, report)
     text = readme.read_text()
     assert "old" not in text and text.startswith("# x\n\nbefore") and text.endswith("after\n")
-    assert "| alpha2024 | quick | Table 1 | reproduced | – |" in text
-    assert "| alpha2024 | quick | Table\\|2 | differs | – |" in text
+    assert "| alpha2024 | quick | Table 1 | reproduced | – | claim C1 |" in text
+    assert "| alpha2024 | quick | Table\\|2 | differs | – | claim C2 |" in text
     assert matrix_markdown(tmp_path / "none").startswith("No paper pages yet")
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="status-matrix"):
