@@ -57,6 +57,9 @@ def result(handle: Any, spec: RunSpec) -> Outcome:
 
 # thread pools of the numerical libraries, capped per worker so that jobs × threads ≤ cores
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# idle seconds before a local worker exits: long enough to outlast the pauses between an
+# experiment's batches (loky warns when an idle worker exits just as a run is submitted)
+IDLE_S = 300
 
 
 @dataclass
@@ -93,7 +96,7 @@ class LocalExecutor:
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
         while queue or flight:
-            pool = get_reusable_executor(max_workers=self.jobs, env=env)
+            pool = get_reusable_executor(max_workers=self.jobs, env=env, timeout=IDLE_S)
             while queue and len(flight) < self.jobs:
                 spec = queue.pop()
                 flight[pool.submit(run_and_store, spec, where)] = spec

@@ -5,6 +5,7 @@
     index.html                  the reproduction-status matrix (paper × table/figure/result ×
                                 reproduced / differs / not run, with the Δ) and links
     <paper>/<scale>/            one page per paper and scale found under ``root``
+    suites/<suite>/             the report of each suite that names no paper (e.g. smoke)
     theory/<scale>/             every paper's rate table beside the fitted exponents
     privacy/                    the audit (from root/audit/*.json, where ``audit`` ran)
     runtime/                    the benchmarks (from root/bench/micro.json, where ``bench`` ran)
@@ -66,10 +67,10 @@ def matrix_rows(pages: list[dict[str, Any]]) -> list[list[str]]:
             for p in pages for a in p["artefacts"]]
 
 
-def other_suites(root: Path) -> list[tuple[str, str]]:
-    """(suite, href from report/) of suite reports that are not paper pages (e.g. smoke)."""
-    return [(p.parent.parent.name, f"../{p.relative_to(root).as_posix()}")
-            for p in sorted(root.glob("*/report/index.html"))]
+def other_suites(report: Path) -> list[tuple[str, str]]:
+    """(suite, href) of the reports of suites that are not on a paper page (e.g. smoke)."""
+    return [(p.parent.name, p.relative_to(report).as_posix())
+            for p in sorted(report.glob("suites/*/index.html"))]
 
 
 def build_index(report: Path) -> Path:
@@ -84,7 +85,7 @@ def build_index(report: Path) -> Path:
     pages = paper_statuses(report)
     html = html_env().get_template("site.html.j2").render(
         papers=pages, statuses=STATUSES, artefact_statuses=ARTEFACT_STATUSES, extra=extra,
-        suites=other_suites(report.parent),
+        suites=other_suites(report),
         latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     path = report / "index.html"
@@ -114,6 +115,7 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     from reports.latex import build_report_tex, compile_pdf, pdflatex_available
     from reports.paper import build_paper_page
     from reports.privacy import build_privacy_page
+    from reports.render import build_report
     from reports.runtime import build_runtime_page
     from reports.theory import build_theory_page
 
@@ -121,6 +123,9 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     found = paper_pages(root)
     for paper, scale in found if pages is None else pages:
         build_paper_page(paper, scale, root, report / paper / scale)
+    for meta, store in stored_suites(root):
+        if not meta.get("paper") and not store.runs().empty:
+            build_report(store.root, report / "suites" / store.root.name)
     for scale in sorted({scale for _, scale in found}):
         build_theory_page(root, report / "theory" / scale, scale)
     if any((root / "audit").glob("*.json")):

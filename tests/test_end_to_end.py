@@ -109,6 +109,16 @@ def test_experiment_to_store_to_report(tmp_path: Path, capsys: pytest.CaptureFix
     for target in re.findall(r'(?:href|src)="([^"#:]+)"', html):
         assert (report / target).is_file(), target
 
+    # the whole site of the results root carries the suite's report and its LaTeX
+    assert main(["report", str(out), "--no-pdf"]) == 0
+    site = out / "report"
+    assert 'href="suites/smoke_small/index.html"' in (site / "index.html").read_text()
+    assert (site / "suites" / "smoke_small" / "summary.csv").read_text() == \
+        (report / "summary.csv").read_text()
+    assert "suites/smoke_small/tables/grad_norm_fragment.tex" in \
+        (site / "report.tex").read_text()
+    assert not (site / "theory").exists()  # no paper suites: no theory page
+
 
 @pytest.mark.slow
 def test_full_smoke_experiment(tmp_path: Path) -> None:

@@ -66,15 +66,15 @@ def test_index_shows_the_matrix_claim_counts_and_links(tmp_path: Path) -> None:
     write_status(report, "beta2025", [("E1", "not run")], {"E1": "Table 4"})
     (report / "privacy").mkdir()
     (report / "privacy" / "index.html").write_text("<html></html>")
-    (tmp_path / "smoke" / "report").mkdir(parents=True)
-    (tmp_path / "smoke" / "report" / "index.html").write_text("<html></html>")
+    (report / "suites" / "smoke").mkdir(parents=True)
+    (report / "suites" / "smoke" / "index.html").write_text("<html></html>")
     statuses = paper_statuses(report)
     assert [p["paper"] for p in statuses] == ["alpha2024", "beta2025"]
     assert statuses[0]["counts"] == [2, 1, 0] and statuses[1]["counts"] == [0, 0, 1]
     html = build_index(report).read_text()
     assert 'href="alpha2024/quick/index.html"' in html and "Title of beta2025" in html
     assert 'href="privacy/index.html"' in html and "runtime/" not in html
-    assert 'href="../smoke/report/index.html"' in html
+    assert 'href="suites/smoke/index.html"' in html
     assert '<span class="not-held" title="claim C2">C2</span>' in html
     assert '<a href="alpha2024/quick/index.html#status">Figure 2</a></td><td class="differs">' \
         in html
