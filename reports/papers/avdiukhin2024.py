@@ -119,7 +119,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
             curves_with_band(panels, metric, name, out, stem)
             figures.append(Figure(f"{stem}.png", f"{name} of noisy SGD (Algorithm 2) for each ε "
                                   "and of non-private SGD: mean over runs, shaded min–max "
-                                  "(as Figs. 1–3 of the paper)."))
+                                  "(as Figs. 1–3 of the paper).",
+                                  results.provenance(results.suite_runs(suite))))
     saddle = [m["suite"] for m in results.suites if _role(m["suite"]) == "saddle"]
     for suite in saddle:
         rows = results.curves(suite)
@@ -132,7 +133,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
                          xlabel="step")
         figures.append(Figure("saddle_lambda_min.png", "Synthetic check on strict_saddle, "
                               "started exactly at the saddle (λ_min = −λ, ∇F = 0): λ_min of "
-                              "the iterates, mean and min–max over seeds."))
+                              "the iterates, mean and min–max over seeds.",
+                              results.provenance(results.suite_runs(suite))))
     return figures
 
 

@@ -116,7 +116,8 @@ def _figure1(results: PaperResults, out: Path) -> list[Figure]:
         plt.close(fig)
         figures.append(Figure(f"{stem}.png", "Figure 1 regenerated: final gradient norm against "
                               "the clients' sample count N, mean ± standard error over trials, "
-                              "each method at its tuned configuration (log y axis)."))
+                              "each method at its tuned configuration (log y axis).",
+                              results.provenance(results.suite_runs(suite))))
     return figures
 
 

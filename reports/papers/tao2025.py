@@ -134,7 +134,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
             plt.close(fig)
             figures.append(Figure(f"{stem}.png", f"Figures 1-2 regenerated ({suite}, calibration "
                                   f"{cal}): test accuracy (top) and loss (bottom) per pass, mean "
-                                  "over runs, one line per method and number of clients m."))
+                                  "over runs, one line per method and number of clients m.",
+                                  results.provenance(results.suite_runs(suite))))
     for suite in _suites(results, "selection_dimension"):
         figures += _dimension_figure(results, suite, out)
     return figures
@@ -163,7 +164,7 @@ def _dimension_figure(results: PaperResults, suite: str, out: Path) -> list[Figu
     plt.close(fig)
     return [Figure(f"{suite}.png", "Private selection in the distributed setting (Algorithm 4) "
                    "against Gauss-PSGD's direct output, by dimension; Remark 4's threshold "
-                   "dashed.")]
+                   "dashed.", results.provenance(results.suite_runs(suite)))]
 
 
 def _remark4_threshold(runs: pd.DataFrame) -> float:

@@ -248,7 +248,8 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
             figures.append(Figure(name, f"Figure 1 regenerated (‖X*‖_F = {scale:g}, "
                                   f"calibration {cal}): (a) Φ(x_t), (b) ‖∇Φ(x_t)‖ (log), (c) "
                                   "λ_min(∇²Φ(x_t)), mean over seeds; dashed: the σ → 0 "
-                                  "references with the same step sizes (in the pld panels)."))
+                                  "references with the same step sizes (in the pld panels).",
+                                  results.provenance(results.suite_runs(suite))))
     for suite in _suites(results, "rate"):
         figures += _rate_figure(results, suite, out)
     return figures
@@ -356,7 +357,7 @@ def _rate_figure(results: PaperResults, suite: str, out: Path) -> list[Figure]:
     ax.legend(fontsize=7)
     return [Figure(save_figure(fig, out, suite), "Rate check: final gradient norm of DP "
                    "RGDA's output against ε̄ (log-log), least-squares fit and the 2/3 slope of "
-                   "Table 1.")]
+                   "Table 1.", results.provenance(results.suite_runs(suite)))]
 
 
 # -- the instance ------------------------------------------------------------------------------
