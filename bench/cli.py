@@ -397,7 +397,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     from bench.audit import audit_algorithm
     from bench.env import git_sha
-    from reports.site import build_site
+    from reports.privacy import build_privacy_page
+    from reports.site import finish_site
 
     private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
     names = private if args.all else args.algorithms
@@ -435,8 +436,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for failure in e.failures:
             console.print(f"  [red]{result.algorithm}[/]: {failure}")
     console.print(table)
-    build_site(Path(args.out), pages=[], pdf=False)
-    console.print(f"privacy page: {Path(args.out) / 'report' / 'privacy' / 'index.html'}")
+    page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
+    finish_site(page.parent, pdf=False)
+    console.print(f"privacy page: {page / 'index.html'}")
     return 0 if all(r.passed for r in results) else 1
 
 

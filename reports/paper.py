@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.scaling import ScalingFit
+from bench.scaling import ExponentCheck, ScalingFit
 from bench.store import Store
 from reports.tables import Comparison
 
@@ -262,6 +262,14 @@ class ScalingGroup:
     fit: ScalingFit
     provenance: Provenance
 
+    def checks(self, privacy_exponent: float | None) -> dict[str, ExponentCheck]:
+        """Per fitted predictor, the check against the exponent a bound (√d/(nε))^a with
+        a = ``privacy_exponent`` predicts (none without a rate)."""
+        from bench.scaling import compare, declared_exponents
+
+        declared = {} if privacy_exponent is None else declared_exponents(privacy_exponent)
+        return {c.predictor: c for c in compare(self.fit, declared)}
+
 
 def scaling_fits(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
                  ) -> list[ScalingGroup]:
@@ -308,15 +316,12 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
     declared rate predicts (bench/scaling.py), one row per predictor of each group of
     :func:`scaling_fits`."""
     from algorithms import get_algorithm
-    from bench.scaling import compare, declared_exponents
 
     rows = []
     for group in scaling_fits(results, metric, min_runs):
         fit = group.fit
         rate = get_algorithm(group.algorithm).rate
-        declared = (declared_exponents(rate.privacy_exponent)
-                    if rate is not None and rate.privacy_exponent is not None else {})
-        checks = {c.predictor: c for c in compare(fit, declared)}
+        checks = group.checks(None if rate is None else rate.privacy_exponent)
         for p in fit.predictors:
             lo, hi = fit.intervals[p]
             check = checks.get(p)

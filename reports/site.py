@@ -112,7 +112,6 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     (``pages``, default every (paper, scale) found), the theory page per scale, the privacy
     and runtime pages where their inputs exist, ``report.tex`` (compiled to ``report.pdf``
     when ``pdf`` and pdflatex is installed) and the index. Returns the index's path."""
-    from reports.latex import build_report_tex, compile_pdf, pdflatex_available
     from reports.paper import build_paper_page
     from reports.privacy import build_privacy_page
     from reports.render import build_report
@@ -133,6 +132,14 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     if (root / "bench" / "micro.json").is_file():
         build_runtime_page(root / "bench" / "micro.json", report / "runtime",
                            root / "reproduce_times.jsonl")
+    return finish_site(report, pdf)
+
+
+def finish_site(report: Path, pdf: bool = True) -> Path:
+    """After pages changed: the index, ``report.tex`` (and ``report.pdf``), then the index
+    again, which links the PDF. Returns the index's path."""
+    from reports.latex import build_report_tex, compile_pdf, pdflatex_available
+
     build_index(report)  # its LaTeX manifest first, so that report.tex includes the matrix
     tex = build_report_tex(report)
     if pdf and pdflatex_available():

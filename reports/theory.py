@@ -86,18 +86,15 @@ def _fit_rows(groups: Sequence[ScalingGroup], privacy_exponent: float | None,
               algorithm: str | None) -> list[list[str]]:
     """The fit cells of one rate row: one line per predictor of each fit, or one line that
     says why there are none."""
-    from bench.scaling import compare, declared_exponents
-
     blank = [""] * (len(FIT_COLUMNS) - 1)
     if algorithm is None:
         return [[NO_IMPLEMENTATION, *blank]]
     if not groups:
         return [[NO_RUNS, *blank]]
-    declared = {} if privacy_exponent is None else declared_exponents(privacy_exponent)
     rows = []
     for group in groups:
         fit = group.fit
-        checks = {c.predictor: c for c in compare(fit, declared)}
+        checks = group.checks(privacy_exponent)
         setting = (f"{group.suite} · {group.problem} · {group.label}, {group.calibration}"
                    + (f"; {group.held}" if group.held else ""))
         shas = ", ".join(s[:10] for s in group.provenance.git_shas) or "unknown"
