@@ -259,6 +259,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
              for paper in papers}
     failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
     if not args.collect:
+        run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
     index = build_site(Path(args.out), [(paper, args.scale) for paper in papers],
                        pdf=not args.no_pdf)
@@ -266,6 +267,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         console.print(f"{paper} ({args.scale}): {index.parent / paper / args.scale}/index.html")
     console.print(f"report: {index}")
     return 1 if failures else 0
+
+
+def run_paper_studies(papers: Sequence[str], scale: str, out: Path) -> None:
+    """The simulations each paper's page needs beyond the run grid, stored under
+    OUT/studies/ (pages only read them)."""
+    from reports.claims import run_studies
+    from reports.papers import get_paper, paper_keys
+
+    for paper in papers:
+        if paper in paper_keys():
+            for path in run_studies(get_paper(paper), scale, out):
+                console.print(f"study: {path}")
 
 
 def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],

@@ -165,6 +165,7 @@ class Experiment:
     description: str = ""
     paper: str | None = None
     scale: str | None = None
+    roles: tuple[str, ...] = ()  # what the suite feeds on its paper's page (``role:``)
     skipped: list[str] = field(default_factory=list)
     tuning: TuningRule | None = None
     groups: list[TuningGroup] = field(default_factory=list)
@@ -295,7 +296,7 @@ def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
 
 # -- experiment files -----------------------------------------------------------------
 
-TOP_KEYS = ("suite", "description", "paper", "scale", "seeds", "privacy", "backend", "eval",
+TOP_KEYS = ("suite", "description", "paper", "scale", "role", "seeds", "privacy", "backend", "eval",
             "tuning", "problems", "algorithms")
 ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
               "algorithms": ("name", "label", "params", "sweep", "tune", "privacy")}
@@ -482,6 +483,7 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
     for key in ("problems", "algorithms"):
         if not isinstance(doc.get(key), list) or not doc[key]:
             raise SpecError(f"{source}: '{key}' must be a non-empty list of entries")
+    roles = _roles(doc.get("role"), source)
     size = grid_size(doc, source)
     if size.total > max_runs:
         raise GridTooLarge(source, size, max_runs)
@@ -553,8 +555,21 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
                         "run seeds; tune on separate seeds (a count gives 1000, 1001, ...)")
     return Experiment(suite=suite, path=path, specs=unique,
                       description=str(doc.get("description", "")), paper=doc.get("paper"),
-                      scale=doc.get("scale"), skipped=sorted(set(skipped)),
+                      scale=doc.get("scale"), roles=roles, skipped=sorted(set(skipped)),
                       tuning=rule, groups=groups)
+
+
+def _roles(value: Any, source: str) -> tuple[str, ...]:
+    """``role:`` — one name or a list of names of the parts of its paper's page the suite
+    feeds (declared by the paper's ``Paper.roles``; checked by the paper tests)."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(
+            isinstance(n, str) and SUITE_NAME.match(n) for n in names):
+        raise SpecError(f"{source}: 'role' must be a name or a non-empty list of names, got "
+                        f"{_show(value)}")
+    return tuple(dict.fromkeys(names))
 
 
 def _group_key(spec: RunSpec) -> str:

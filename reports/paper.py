@@ -1,14 +1,14 @@
-"""One page per paper: its runs at one scale, figures drawn as the paper draws them, the
-paper's checkable claims (held / not held / not run, with the numbers), every resolved
-ambiguity, and ε as the paper computes it beside the accountants' ε.
+"""One page per paper: its runs at one scale, the verdict of every declared claim (held /
+contradicted / inconclusive / out of regime / not run, with its evidence and premises),
+the genuine findings, why runs are out of regime, figures drawn as the paper draws them,
+every resolved ambiguity, and ε as the paper computes it beside the accountants' ε.
 
-A paper module in ``reports/papers/<paper>.py`` provides ``TITLE``, ``RESOLUTIONS`` and
-``build(results, out) -> PaperSections``; this module collects the results and renders.
+A paper module ``reports/papers/<paper>.py`` exports one :class:`reports.claims.Paper`;
+this module collects the results, evaluates the claims and renders.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -22,11 +22,8 @@ import pandas as pd
 
 from bench.scaling import ExponentCheck, ScalingFit
 from bench.store import Store
+from reports.claims import VERDICTS, ClaimResult, aggregate, study_path
 from reports.tables import Comparison
-
-STATUSES = ("held", "not held", "not run")
-ARTEFACT_STATUSES = ("reproduced", "differs", "not run")
-CLAIM_TO_ARTEFACT = {"held": "reproduced", "not held": "differs", "not run": "not run"}
 
 
 @dataclass
@@ -38,9 +35,24 @@ class PaperResults:
     suites: list[dict[str, Any]]
     runs: pd.DataFrame
     trajectories: pd.DataFrame
+    studies: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def suite_runs(self, name: str) -> pd.DataFrame:
         return self.runs[self.runs["suite"] == name] if not self.runs.empty else self.runs
+
+    def role_suites(self, *roles: str) -> list[str]:
+        """The suites whose experiment files declare one of ``roles``."""
+        return [m["suite"] for m in self.suites if set(m.get("roles") or ()) & set(roles)]
+
+    def role_runs(self, *roles: str) -> pd.DataFrame:
+        """Every run of the suites playing one of ``roles``."""
+        if self.runs.empty:
+            return self.runs
+        return self.runs[self.runs["suite"].isin(self.role_suites(*roles))]
+
+    def study(self, name: str) -> pd.DataFrame:
+        """The rows of a stored study (empty if ``reproduce`` has not run it)."""
+        return self.studies.get(name, pd.DataFrame())
 
     def provenance(self, runs: pd.DataFrame | None = None) -> Provenance:
         """Where the numbers computed from ``runs`` (default: every run) come from."""
@@ -90,21 +102,6 @@ class Provenance:
 
 
 @dataclass(frozen=True)
-class Claim:
-    """A checkable claim of the paper and what our runs say about it."""
-
-    id: str
-    statement: str
-    setting: str
-    status: str
-    evidence: str
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"claim status must be one of {STATUSES}")
-
-
-@dataclass(frozen=True)
 class Figure:
     path: str
     caption: str
@@ -117,7 +114,6 @@ class PaperSections:
 
     settings: list[tuple[str, str]] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
-    claims: list[Claim] = field(default_factory=list)
     # {title, note, columns, rows} and optionally "provenance" (a Provenance; default: every
     # run of the page) and "row_runs" (the run ids behind each row, shown per row)
     tables: list[dict[str, Any]] = field(default_factory=list)
@@ -130,10 +126,13 @@ def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:
     return [(store.suite(), store) for store in stores]
 
 
-def collect(results_root: Path, paper: str, scale: str, trajectories: bool = True
-            ) -> PaperResults:
+def collect(results_root: Path, paper: str, scale: str, trajectories: bool = True,
+            divergence_factor: float | None = None) -> PaperResults:
     """Runs (and, with ``trajectories``, trajectories) of every suite under
-    ``results_root`` for (paper, scale)."""
+    ``results_root`` for (paper, scale), with each run's ``diverged`` flag (see
+    :func:`flag_divergence`) and the paper's stored studies."""
+    from reports.claims import DIVERGENCE_FACTOR
+
     suites, runs, curves = [], [], []
     for meta, store in stored_suites(results_root):
         if meta.get("paper") != paper or meta.get("scale") != scale:
@@ -145,10 +144,31 @@ def collect(results_root: Path, paper: str, scale: str, trajectories: bool = Tru
         runs.append(frame.assign(suite=meta["suite"]))
         if trajectories:
             curves.append(store.trajectories())
-    return PaperResults(
-        paper=paper, scale=scale, suites=suites,
-        runs=pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),
-        trajectories=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame())
+    frame = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame()
+    traj = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
+    studies = {path.stem: pd.read_parquet(path) for path in
+               sorted(study_path(results_root, paper, scale, "*").parent.glob("*.parquet"))}
+    return PaperResults(paper=paper, scale=scale, suites=suites,
+                        runs=flag_divergence(frame, traj, divergence_factor or
+                                             DIVERGENCE_FACTOR),
+                        trajectories=traj, studies=studies)
+
+
+def flag_divergence(runs: pd.DataFrame, trajectories: pd.DataFrame, factor: float
+                    ) -> pd.DataFrame:
+    """``runs`` with a boolean ``diverged`` column: the runner stopped it on a non-finite
+    value, or its final loss exceeds ``factor`` × its initial loss in absolute value (the
+    initial loss from the trajectory's step 0), and ``loss_growth`` (that ratio)."""
+    if runs.empty:
+        return runs
+    growth = pd.Series(math.nan, index=runs.index)
+    if not trajectories.empty and {"loss", "step", "point"} <= set(trajectories) \
+            and "final_loss" in runs:
+        start = trajectories[(trajectories["step"] == 0) & (trajectories["point"] == "iterate")]
+        initial = runs["run_id"].map(start.drop_duplicates("run_id").set_index("run_id")["loss"])
+        growth = runs["final_loss"].abs() / initial.abs().clip(lower=1e-12)
+    grown = growth.gt(factor).fillna(False).astype(bool)
+    return runs.assign(diverged=runs["status"].eq("diverged") | grown, loss_growth=growth)
 
 
 def docstring_section(module: str, heading: str) -> str:
@@ -369,57 +389,108 @@ def deviations(sources: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]
             for item in bullet_items(docstring_section(module, heading))]
 
 
-def z_score(a_mean: float, a_se: float, b_mean: float, b_se: float) -> float:
-    """The gap a − b in units of its standard error √(se_a² + se_b²)."""
-    return (a_mean - b_mean) / math.sqrt(a_se**2 + b_se**2)
+NUMBER_VERDICTS = ("held", "contradicted", "inconclusive", "not run")  # + calibrated, diverged
 
 
-def worst(statuses: Sequence[str]) -> str:
-    """An artefact's status from its parts': differs if any differs, else reproduced if any
-    ran, else not run."""
-    for status in ("differs", "reproduced"):
-        if status in statuses:
-            return status
-    return "not run"
-
-
-def artefacts(claims: Sequence[Claim], targets: Mapping[str, str],
-              comparisons: Sequence[Comparison]) -> list[dict[str, Any]]:
-    """Each table, figure or theorem of the paper that our runs check, with its status
-    (reproduced / differs / not run) from the claims about it (``targets``: claim id →
-    artefact) and its published numbers, and the Δ of those numbers."""
+def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
+              ) -> list[dict[str, Any]]:
+    """Each table, figure or theorem of the paper that our runs check, with its verdict
+    (:func:`reports.claims.aggregate` over its claims and its published numbers; calibrated
+    numbers and diverged runs never count), the verdict counts, and the Δ of its numbers."""
     parts: dict[str, list[tuple[str, str]]] = {}
-    by_id: dict[str, list[str]] = {}
-    for claim in claims:
-        by_id.setdefault(claim.id, []).append(CLAIM_TO_ARTEFACT[claim.status])
-    for cid, statuses in by_id.items():
-        ran = [s for s in statuses if s != "not run"]
-        name = f"claim {cid}" + (f" ({ran.count('reproduced')}/{len(ran)} settings held)"
-                                 if len(ran) > 1 else "")
-        parts.setdefault(targets.get(cid, "other claims"), []).append((name, worst(statuses)))
+    for result in claims:
+        decided = [s for s in result.settings if s.verdict != "not run"]
+        name = f"claim {result.id}" + (
+            f" ({sum(s.verdict == 'held' for s in decided)}/{len(decided)} settings held)"
+            if len(decided) > 1 else "")
+        parts.setdefault(result.claim.checks, []).append((name, result.verdict))
     numbers: dict[str, list[Comparison]] = {}
     for c in comparisons:
         numbers.setdefault(c.entry.table or c.entry.figure or "published numbers", []).append(c)
     for target, group in numbers.items():
-        counts = ", ".join(f"{n} {s}" for s in ARTEFACT_STATUSES
+        counts = ", ".join(f"{n} {s}" for s in (*NUMBER_VERDICTS, "calibrated", "diverged")
                            if (n := sum(c.status == s for c in group)))
+        counted = [c.status for c in group if c.status in NUMBER_VERDICTS]
         parts.setdefault(target, []).append((f"{len(group)} published numbers ({counts})",
-                                             worst([c.status for c in group])))
+                                             aggregate(counted) if counted else "not run"))
     out = []
     for target in sorted(parts):
-        measured = [c for c in numbers.get(target, []) if c.delta is not None]
+        measured = [c for c in numbers.get(target, [])
+                    if c.delta is not None and c.status != "calibrated"]
         delta = ""
         if measured:
             far = max(measured,
                       key=lambda c: abs(c.delta or 0.0) / max(abs(c.entry.value), 1e-12))
-            delta = (f"{sum(c.status == 'reproduced' for c in measured)}/{len(measured)} "
-                     "published "
-                     f"numbers reproduced; largest Δ {far.delta:+.3g} ({far.entry.id}: "
+            delta = (f"{sum(c.status == 'held' for c in measured)}/{len(measured)} published "
+                     f"numbers held; largest Δ {far.delta:+.3g} ({far.entry.id}: "
                      f"{far.entry.value:g} published)")
-        out.append({"target": target, "status": worst([s for _, s in parts[target]]),
-                    "delta": delta,
-                    "parts": [{"name": n, "status": s} for n, s in parts[target]]})
+        flagged = [c for c in numbers.get(target, []) if c.status in ("calibrated", "diverged")]
+        if flagged:
+            delta = "; ".join(t for t in (delta, ", ".join(
+                f"{c.entry.id} {c.status}" for c in flagged)) if t)
+        verdicts = [v for _, v in parts[target]]
+        out.append({"target": target, "verdict": aggregate(verdicts), "delta": delta,
+                    "counts": {v: verdicts.count(v) for v in VERDICTS if v in verdicts},
+                    "parts": [{"name": n, "verdict": v} for n, v in parts[target]]})
     return out
+
+
+def findings(claims: Sequence[ClaimResult], runs: pd.DataFrame,
+             comparisons: Sequence[Comparison], overspend: float = 1.01,
+             underspend: float = 0.5) -> list[dict[str, str]]:
+    """The genuine findings: every contradicted claim and published number, and every
+    paper calibration whose accountant ε (PLD) is above ``overspend`` or below
+    ``underspend`` times its target."""
+    out = [{"kind": "contradicted claim", "what": f"{r.id} ({r.claim.checks}): "
+            f"{r.claim.statement}", "numbers": "; ".join(
+                f"{s.setting}: {s.evidence()}" for s in r.settings
+                if s.verdict == "contradicted")}
+           for r in claims if r.verdict == "contradicted"]
+    out += [{"kind": "contradicted published number",
+             "what": f"{c.entry.id} ({c.entry.where}, {c.entry.row}, {c.entry.column})",
+             "numbers": f"published {c.entry.value:g}, ours {c.ours:.4g} "
+                        f"[{c.interval[0]:.4g}, {c.interval[1]:.4g}] ({c.seeds} runs)"}
+            for c in comparisons if c.status == "contradicted" and c.ours is not None]
+    out += calibration_findings(runs, overspend, underspend)
+    return out
+
+
+def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
+                         underspend: float = 0.5) -> list[dict[str, str]]:
+    """Paper calibrations that overspend or underspend their target ε (PLD accountant)."""
+    if runs.empty or "eps_pld" not in runs:
+        return []
+    paper = runs[runs["calibration"].isin(["paper", "advanced"])
+                 & runs["epsilon"].apply(math.isfinite)]
+    out = []
+    for (label, cal, eps), part in paper.groupby(["label", "calibration", "epsilon"]):
+        spent = part["eps_pld"].astype(float)
+        ratio = float(spent.max()) / float(eps)
+        if ratio > overspend or float(spent.min()) / float(eps) < underspend:
+            kind = "overspends" if ratio > overspend else "underspends"
+            out.append({"kind": f"calibration {kind} its target",
+                        "what": f"{label}, calibration {cal}, target ε = {eps:g}",
+                        "numbers": f"ε spent (PLD) {float(spent.min()):.4g}–"
+                                   f"{float(spent.max()):.4g} = {ratio:.3g}× the target "
+                                   f"over {len(part)} runs"})
+    return out
+
+
+def out_of_regime(claims: Sequence[ClaimResult]) -> list[dict[str, str]]:
+    """Why runs are out of regime: each failed premise once, with the claims it takes out,
+    the measured values and what would bring the runs into regime."""
+    rows: dict[str, dict[str, Any]] = {}
+    for r in claims:
+        for s in r.settings:
+            for p in s.failed:
+                row = rows.setdefault(p.name, {"premise": p.name, "claims": [],
+                                               "measured": [], "remedy": p.remedy})
+                if r.id not in row["claims"]:
+                    row["claims"].append(r.id)
+                row["measured"].append(f"{s.setting}: {p.measured}")
+    return [{"premise": r["premise"], "claims": ", ".join(r["claims"]),
+             "measured": "; ".join(r["measured"]), "remedy": r["remedy"]}
+            for r in rows.values()]
 
 
 def _with_provenance(sections: PaperSections, results: PaperResults) -> None:
@@ -430,41 +501,68 @@ def _with_provenance(sections: PaperSections, results: PaperResults) -> None:
                         for f in sections.figures]
 
 
+def claim_rows(claims: Sequence[ClaimResult], results: PaperResults) -> list[dict[str, Any]]:
+    """The page's first table: claim → verdict → evidence → premises, with the runs."""
+    rows = []
+    for r in claims:
+        ids = sorted({i for s in r.settings for i in s.run_ids})
+        rows.append({**r.to_dict(), "result": r,
+                     "provenance": results.provenance(results.runs[results.runs["run_id"]
+                                                                   .isin(ids)])
+                     if ids and not results.runs.empty else Provenance(results.scale)})
+    return rows
+
+
 def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
     """Render ``out/index.html`` for (paper, scale) from stored results, with its
-    ``status.json`` (claims and artefacts, for the site's index) and ``provenance.json``."""
+    ``status.json`` (verdicts and artefacts, for the site's index) and ``provenance.json``."""
     from reports.latex import export_page
+    from reports.papers import get_paper
     from reports.published import published_for
     from reports.render import html_env
     from reports.tables import compare
 
-    module = importlib.import_module(f"reports.papers.{paper}")
-    results = collect(results_root, paper, scale)
+    spec = get_paper(paper)
+    results = collect(results_root, paper, scale, divergence_factor=spec.divergence_factor)
     out.mkdir(parents=True, exist_ok=True)
-    sections: PaperSections = module.build(results, out)
+    verdicts = spec.evaluate(results)
+    sections: PaperSections = spec.sections(results, out)
     scaling = scaling_table(results)
     if scaling:
         sections.tables.append(scaling)
     _with_provenance(sections, results)
     published = published_for(paper)
     comparisons = compare(published, results.runs) if published and len(results.runs) else []
-    status = artefacts(sections.claims, getattr(module, "TARGETS", {}), comparisons)
+    status = artefacts(verdicts, comparisons)
+    found = findings(verdicts, results.runs, comparisons)
+    regime = out_of_regime(verdicts)
+    verdict_table = {
+        "title": "Verdicts", "provenance": results.provenance(),
+        "note": "Each claim of the paper with its verdict under the declared rule, the evidence "
+                "and the premises it rests on.",
+        "columns": ["claim", "checks", "statement", "verdict", "evidence", "premises"],
+        "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
+                  "; ".join(f"{p.name}: {'ok' if p.passed else 'not recorded' if p.passed is None else 'FAILED'} ({p.measured})"
+                            for p in r.premise_summary()) or "–"] for r in verdicts]}
     html = html_env().get_template("paper.html.j2").render(
-        paper=paper, title=module.TITLE, source=module.SOURCE, scale=scale,
+        paper=paper, title=spec.title, source=spec.source, scale=scale,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         suites=results.suites, n_runs=len(results.runs),
         counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
+        diverged=int(results.runs["diverged"].sum()) if "diverged" in results.runs else 0,
         provenance=results.provenance(), artefacts=status, sections=sections,
-        resolutions=module.RESOLUTIONS,
+        claims=claim_rows(verdicts, results), findings=found, regime=regime,
+        comparisons=comparisons, resolutions=spec.resolutions,
         runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
     (out / "index.html").write_text(html)
-    export_page(out, f"{module.TITLE} ({paper}, {scale})", sections.tables,
+    export_page(out, f"{spec.title} ({paper}, {scale})", [verdict_table, *sections.tables],
                 [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
                  for f in sections.figures])
     (out / "status.json").write_text(json.dumps({
-        "paper": paper, "title": module.TITLE, "scale": scale, "runs": len(results.runs),
-        "claims": [asdict(c) for c in sections.claims], "artefacts": status}, indent=1))
+        "paper": paper, "title": spec.title, "scale": scale, "runs": len(results.runs),
+        "claims": [r.to_dict() for r in verdicts], "artefacts": status,
+        "findings": found, "out_of_regime": regime}, indent=1))
     (out / "provenance.json").write_text(json.dumps({
         "page": asdict(results.provenance()),
         "tables": {t["title"]: {**asdict(t["provenance"]), "row_runs": t.get("row_runs")}

@@ -23,6 +23,8 @@ Schema (validated on load; errors name the file, the entry and the key)::
           label: dp_rgda               #  calibration, ...), an algorithm or a problem param
           epsilon: 2
         note: "read off the table; one seed in the paper"
+        calibrated: "..."              # optional: how this number set one of our constants
+                                       #   (then it is shown as calibrated, never reproduced)
     rates:                             # optional: a paper's table of utility bounds
       - method: "DP RGDA (this work)"  # the row as printed
         table: "Table 1"
@@ -48,7 +50,7 @@ import yaml
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 STATISTICS = ("mean", "median", "single", "best")
 ENTRY_KEYS = ("id", "table", "figure", "row", "column", "page", "value", "statistic", "spread",
-              "tolerance", "unit", "match", "note")
+              "tolerance", "unit", "match", "note", "calibrated")
 RATE_KEYS = ("method", "table", "problem", "objective", "bound", "privacy_exponent",
              "sample_exponent", "sosp", "algorithm", "note")
 RATE_REQUIRED = ("method", "table", "problem", "objective", "bound", "privacy_exponent", "sosp")
@@ -74,6 +76,7 @@ class Entry:
     tolerance: Mapping[str, float] = field(default_factory=lambda: {"rel": 0.1})
     unit: float = 1.0
     note: str = ""
+    calibrated: str = ""  # how this number set one of our constants (never "reproduced")
 
     @property
     def where(self) -> str:
@@ -140,7 +143,7 @@ def _entry(raw: Any, where: str) -> Entry:
         column=str(raw.get("column", "")), page=raw.get("page"),
         spread=None if raw.get("spread") is None else float(raw["spread"]),
         tolerance=dict(raw.get("tolerance") or {"rel": 0.1}), unit=float(raw.get("unit", 1.0)),
-        note=str(raw.get("note", "")),
+        note=str(raw.get("note", "")), calibrated=str(raw.get("calibrated") or ""),
     )
 
 

@@ -3,7 +3,7 @@
 ``build_site(root)`` writes ``root/report/``::
 
     index.html                  the reproduction-status matrix (paper × table/figure/result ×
-                                reproduced / differs / not run, with the Δ) and links
+                                verdict, with the Δ), the verdict counts per paper, links
     <paper>/<scale>/            one page per paper and scale found under ``root``
     suites/<suite>/             the report of each suite that names no paper (e.g. smoke)
     theory/<scale>/             every paper's rate table beside the fitted exponents
@@ -25,46 +25,38 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from reports.paper import ARTEFACT_STATUSES, STATUSES, stored_suites
+from reports.claims import VERDICTS
+from reports.paper import stored_suites
 from reports.render import html_env
 
 README_START = "<!-- status-matrix:start -->"
 README_END = "<!-- status-matrix:end -->"
-MATRIX_COLUMNS = ["paper", "scale", "table / figure / result", "status", "Δ (published numbers)",
-                  "checked by"]
+MATRIX_COLUMNS = ["paper", "scale", "table / figure / result", "verdict",
+                  "Δ (published numbers)", "checked by"]
 
 
 def paper_statuses(report: Path) -> list[dict[str, Any]]:
-    """One entry per paper page under ``report``: title, scale, runs, claims, artefacts and
-    the claim counts."""
+    """One entry per paper page under ``report``: title, scale, runs, claims (with their
+    verdicts), artefacts and the number of claims with each verdict."""
     pages = []
     for path in sorted(report.glob("*/*/status.json")):
         status = json.loads(path.read_text())
-        counts = [sum(c["status"] == s for c in status["claims"]) for s in STATUSES]
+        counts = [sum(c["verdict"] == v for c in status["claims"]) for v in VERDICTS]
         pages.append({**status, "href": f"{path.parent.relative_to(report).as_posix()}/",
-                      "counts": counts, "artefacts": status.get("artefacts", []),
-                      "badges": badges(status["claims"])})
+                      "counts": counts, "artefacts": status.get("artefacts", [])})
     return pages
-
-
-def badges(claims: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """One badge per claim id (a claim checked in several settings appears once): not held
-    if it failed anywhere, else held if it held anywhere, else not run."""
-    rank = {"not run": 0, "held": 1, "not held": 2}
-    out: dict[str, dict[str, str]] = {}
-    for c in claims:
-        seen = out.setdefault(c["id"], {"id": c["id"], "status": "not run",
-                                        "statement": c["statement"]})
-        if rank[c["status"]] > rank[seen["status"]]:
-            seen["status"] = c["status"]
-    return list(out.values())
 
 
 def matrix_rows(pages: list[dict[str, Any]]) -> list[list[str]]:
     """The status matrix as rows of :data:`MATRIX_COLUMNS` (plain text)."""
-    return [[p["paper"], p["scale"], a["target"], a["status"], a["delta"] or "–",
-             ", ".join(part["name"] for part in a["parts"])]
+    return [[p["paper"], p["scale"], a["target"], a["verdict"], a["delta"] or "–",
+             ", ".join(f"{part['name']}: {part['verdict']}" for part in a["parts"])]
             for p in pages for a in p["artefacts"]]
+
+
+def verdict_counts(pages: list[dict[str, Any]]) -> list[list[str]]:
+    """Per paper page: how many claims have each verdict."""
+    return [[p["paper"], p["scale"], *(str(n) for n in p["counts"])] for p in pages]
 
 
 def other_suites(report: Path) -> list[tuple[str, str]]:
@@ -84,7 +76,7 @@ def build_index(report: Path) -> Path:
               for p in sorted(report.glob("theory/*/index.html"))]
     pages = paper_statuses(report)
     html = html_env().get_template("site.html.j2").render(
-        papers=pages, statuses=STATUSES, artefact_statuses=ARTEFACT_STATUSES, extra=extra,
+        papers=pages, verdicts=VERDICTS, extra=extra,
         suites=other_suites(report),
         latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
@@ -92,9 +84,13 @@ def build_index(report: Path) -> Path:
     path.write_text(html)
     export_page(report, "Reproduction status", [{
         "title": "Reproduction status of every paper",
-        "note": "reproduced: every claim about the artefact held and every published number in "
-                "it is within its tolerance; differs: any did not; not run: nothing ran.",
-        "columns": MATRIX_COLUMNS, "rows": matrix_rows(pages)}], [])
+        "note": "The verdict of each artefact from its claims and published numbers: "
+                "contradicted if any part is; held if every part that could decide held; "
+                "inconclusive if a part could not decide; out of regime if a premise failed "
+                "in every part that ran; not run if nothing ran.",
+        "columns": MATRIX_COLUMNS, "rows": matrix_rows(pages)}, {
+        "title": "Verdicts per paper", "note": "Declared claims of each paper by verdict.",
+        "columns": ["paper", "scale", *VERDICTS], "rows": verdict_counts(pages)}], [])
     return path
 
 
@@ -147,18 +143,21 @@ def finish_site(report: Path, pdf: bool = True) -> Path:
     return build_index(report)
 
 
-def matrix_markdown(report: Path) -> str:
-    """The status matrix as a Markdown table (for the README)."""
-    rows = matrix_rows(paper_statuses(report))
-    if not rows:
-        return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
-
+def _markdown(columns: list[str], rows: list[list[str]]) -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
-    return "\n".join(["| " + " | ".join(MATRIX_COLUMNS) + " |",
-                      "|" + "---|" * len(MATRIX_COLUMNS),
+    return "\n".join(["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
                       *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows)])
+
+
+def matrix_markdown(report: Path) -> str:
+    """The verdict counts per paper and the status matrix as Markdown (for the README)."""
+    pages = paper_statuses(report)
+    if not pages:
+        return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
+    return (_markdown(["paper", "scale", *VERDICTS], verdict_counts(pages)) + "\n\n"
+            + _markdown(MATRIX_COLUMNS, matrix_rows(pages)))
 
 
 def update_readme(readme: Path, report: Path) -> None:

@@ -91,7 +91,8 @@ def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One published number beside ours."""
+    """One published number beside ours: our mean, its s.e. and 95 % t-interval over the
+    matching runs, Δ = ours − published, and the number's status (see :func:`compare`)."""
 
     entry: Entry
     ours: float | None
@@ -100,6 +101,7 @@ class Comparison:
     delta: float | None
     status: str
     run_ids: tuple[str, ...] = ()  # the runs behind ``ours``
+    interval: tuple[float, float] = (math.nan, math.nan)
 
 
 def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
@@ -114,19 +116,42 @@ def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
             mask &= np.isclose(runs[column].astype(float), float(value))
         else:
             mask &= runs[column] == value
-    return runs[mask & (runs["status"] == "done")]
+    return runs[mask & runs["status"].isin(["done", "diverged"])]
+
+
+def number_verdict(low: float, high: float, value: float, tolerance: float) -> str:
+    """held if our 95 % interval [low, high] lies inside published ± tolerance,
+    contradicted if it lies wholly outside, inconclusive otherwise."""
+    band = (value - tolerance, value + tolerance)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "inconclusive"
+    if band[0] <= low and high <= band[1]:
+        return "held"
+    if high < band[0] or low > band[1]:
+        return "contradicted"
+    return "inconclusive"
 
 
 def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
-    """Every published entry with our statistic, Δ = ours − published, and a status.
+    """Every published entry with our statistic, Δ = ours − published, and a status:
 
-    ``reproduced``: |Δ| within the entry's tolerance, or within 2 s.e. of our mean;
-    ``differs``: otherwise; ``not run``: no finished run matches the entry.
+    ``held`` / ``contradicted`` / ``inconclusive`` by :func:`number_verdict` on the 95 %
+    t-interval of our mean (one run gives no interval: inconclusive); ``calibrated`` when the
+    entry was used to set a constant (never counted as reproduced); ``diverged`` when a
+    matching run diverged (no Δ); ``not run`` when no finished run matches the entry.
     """
+    from scipy import stats
+
+    from reports.claims import diverged_mask
+
     out = []
     for entry in published.entries:
         column = f"final_{entry.match['metric']}"
         match = _matching(runs, entry) if column in runs else runs.iloc[0:0]
+        ids = tuple(sorted(match["run_id"])) if "run_id" in match else ()
+        if len(match) and diverged_mask(match).any():
+            out.append(Comparison(entry, None, None, len(match), None, "diverged", ids))
+            continue
         values = match[column].dropna().to_numpy(dtype=float) * entry.unit if len(match) \
             else np.array([])
         if not len(values):
@@ -134,11 +159,10 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
             continue
         ours = float(np.median(values) if entry.statistic == "median" else values.mean())
         se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
-        delta = ours - entry.value
-        close = abs(delta) <= entry.tolerance_for(entry.value) or (
-            se is not None and abs(delta) <= 2 * se)
-        out.append(Comparison(entry, ours, se, len(values), delta,
-                              "reproduced" if close else "differs",
-                              tuple(sorted(match.loc[match[column].notna(), "run_id"]))
-                              if "run_id" in match else ()))
+        half = float(stats.t.ppf(0.975, len(values) - 1)) * se if se is not None else math.nan
+        interval = (ours - half, ours + half)
+        status = "calibrated" if entry.calibrated else number_verdict(
+            *interval, entry.value, entry.tolerance_for(entry.value))
+        out.append(Comparison(entry, ours, se, len(values), ours - entry.value, status, ids,
+                              interval))
     return out

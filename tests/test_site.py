@@ -1,5 +1,6 @@
-"""The report's front page: the status matrix (paper × table/figure/result × status, with the
-Δ of published numbers), the claim counts, links to the other pages, and the README block."""
+"""The report's front page: the status matrix (paper × table/figure/result × verdict, with the
+Δ of published numbers), the verdict counts per paper, links to the other pages, and the
+README block."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench import cli
-from reports.paper import Claim, artefacts
+from reports.claims import Claim, ClaimResult, Runs, SettingResult, flag
+from reports.paper import artefacts
+from reports.rules import Always
 from reports.published import Entry
 from reports.site import (
     README_END,
@@ -27,74 +30,90 @@ def entry(id_: str, table: str, value: float) -> Entry:
     return Entry(id=id_, value=value, statistic="mean", match={"metric": "loss"}, table=table)
 
 
-def test_artefact_status_combines_claims_and_published_numbers() -> None:
-    claims = [Claim("1", "a", "", "held", ""), Claim("2", "b", "", "not held", ""),
-              Claim("3", "c", "", "not run", ""), Claim("9", "d", "", "held", "")]
-    targets = {"1": "Table 1", "2": "Figure 1", "3": "Theorem 2"}
-    comparisons = [Comparison(entry("t1-a", "Table 1", 2.0), 2.1, 0.1, 3, 0.1, "reproduced"),
-                   Comparison(entry("t1-b", "Table 1", 1.0), 1.5, 0.01, 3, 0.5, "differs"),
-                   Comparison(entry("t3-a", "Table 3", 1.0), None, None, 0, None, "not run")]
-    found = {a["target"]: a for a in artefacts(claims, targets, comparisons)}
-    assert {t: a["status"] for t, a in found.items()} == {
-        "Table 1": "differs", "Figure 1": "differs", "Theorem 2": "not run",
-        "Table 3": "not run", "other claims": "reproduced"}
-    assert "1/2 published numbers reproduced" in found["Table 1"]["delta"]
-    assert "largest Δ +0.5 (t1-b" in found["Table 1"]["delta"]
+def result(claim_id: str, checks: str, *verdicts: str) -> ClaimResult:
+    """A claim result whose settings have ``verdicts``, aggregated as the framework does."""
+    from reports.claims import aggregate
+
+    claim = Claim(claim_id, f"claim {claim_id}", checks, Runs(), flag("x"), Always())
+    settings = tuple(SettingResult(f"s{i}", v, None, (), 3, 0, ()) for i, v in
+                     enumerate(verdicts))
+    return ClaimResult(claim, aggregate(verdicts), settings, ())
+
+
+def test_artefact_verdict_combines_claims_and_published_numbers() -> None:
+    claims = [result("1", "Table 1", "held"), result("2", "Figure 1", "held", "contradicted"),
+              result("3", "Theorem 2"), result("4", "Theorem 4", "out of regime", "held"),
+              result("5", "Theorem 5", "out of regime")]
+    comparisons = [
+        Comparison(entry("t1-a", "Table 1", 2.0), 2.1, 0.1, 3, 0.1, "held"),
+        Comparison(entry("t1-b", "Table 1", 1.0), 1.5, 0.01, 3, 0.5, "inconclusive"),
+        Comparison(entry("t1-c", "Table 1", 1.0), 9.0, 0.01, 3, 8.0, "calibrated"),
+        Comparison(entry("t1-d", "Table 1", 1.0), None, None, 3, None, "diverged"),
+        Comparison(entry("t3-a", "Table 3", 1.0), None, None, 0, None, "not run")]
+    found = {a["target"]: a for a in artefacts(claims, comparisons)}
+    assert {t: a["verdict"] for t, a in found.items()} == {
+        "Table 1": "inconclusive", "Figure 1": "contradicted", "Theorem 2": "not run",
+        "Theorem 4": "held", "Theorem 5": "out of regime", "Table 3": "not run"}
+    assert "1/2 published numbers held" in found["Table 1"]["delta"]
+    assert "largest Δ +0.5 (t1-b" in found["Table 1"]["delta"]  # the calibrated one never counts
+    assert "t1-c calibrated, t1-d diverged" in found["Table 1"]["delta"]
     assert [p["name"] for p in found["Table 1"]["parts"]] == [
-        "claim 1", "2 published numbers (1 reproduced, 1 differs)"]
+        "claim 1", "4 published numbers (1 held, 1 inconclusive, 1 calibrated, 1 diverged)"]
+    assert found["Figure 1"]["parts"] == [{"name": "claim 2 (1/2 settings held)",
+                                           "verdict": "contradicted"}]
     assert found["Table 3"]["parts"] == [{"name": "1 published numbers (1 not run)",
-                                          "status": "not run"}]
-    assert found["Figure 1"]["delta"] == ""
+                                          "verdict": "not run"}]
 
 
-def write_status(report: Path, paper: str, claims: list[tuple[str, str]],
-                 targets: dict[str, str] | None = None) -> None:
+def write_status(report: Path, paper: str, claims: list[ClaimResult]) -> None:
     folder = report / paper / "quick"
     folder.mkdir(parents=True)
-    objects = [Claim(i, f"claim {i}", "", s, "") for i, s in claims]
     (folder / "status.json").write_text(json.dumps({
         "paper": paper, "title": f"Title of {paper}", "scale": "quick", "runs": 7,
-        "claims": [{"id": c.id, "statement": c.statement, "setting": "", "status": c.status,
-                    "evidence": ""} for c in objects],
-        "artefacts": artefacts(objects, targets or {}, [])}))
+        "claims": [c.to_dict() for c in claims], "artefacts": artefacts(claims, [])}))
 
 
-def test_index_shows_the_matrix_claim_counts_and_links(tmp_path: Path) -> None:
+def test_index_shows_the_matrix_verdict_counts_and_links(tmp_path: Path) -> None:
     report = tmp_path / "report"
-    write_status(report, "alpha2024", [("C1", "held"), ("C2", "not held"), ("C3", "held")],
-                 {"C1": "Table 1", "C2": "Figure 2", "C3": "Table 1"})
-    write_status(report, "beta2025", [("E1", "not run")], {"E1": "Table 4"})
+    write_status(report, "alpha2024", [result("C1", "Table 1", "held"),
+                                       result("C2", "Figure 2", "contradicted"),
+                                       result("C3", "Table 1", "held", "inconclusive")])
+    write_status(report, "beta2025", [result("E1", "Table 4"),
+                                      result("E2", "Table 5", "out of regime")])
     (report / "privacy").mkdir()
     (report / "privacy" / "index.html").write_text("<html></html>")
     (report / "suites" / "smoke").mkdir(parents=True)
     (report / "suites" / "smoke" / "index.html").write_text("<html></html>")
     statuses = paper_statuses(report)
     assert [p["paper"] for p in statuses] == ["alpha2024", "beta2025"]
-    assert statuses[0]["counts"] == [2, 1, 0] and statuses[1]["counts"] == [0, 0, 1]
+    assert statuses[0]["counts"] == [1, 1, 1, 0, 0] and statuses[1]["counts"] == [0, 0, 0, 1, 1]
     html = build_index(report).read_text()
     assert 'href="alpha2024/quick/index.html"' in html and "Title of beta2025" in html
     assert 'href="privacy/index.html"' in html and "runtime/" not in html
     assert 'href="suites/smoke/index.html"' in html
-    assert '<span class="not-held" title="claim C2">C2</span>' in html
-    assert '<a href="alpha2024/quick/index.html#status">Figure 2</a></td><td class="differs">' \
-        in html
-    assert '<a href="beta2025/quick/index.html#status">Table 4</a></td><td class="not-run">' \
-        in html
+    assert ('<a class="contradicted" title="claim C2" href="alpha2024/quick/index.html#claim-C2">'
+            'C2</a>') in html
+    assert ('<a href="alpha2024/quick/index.html#status">Figure 2</a></td>'
+            '<td class="contradicted">') in html
+    assert ('<a href="beta2025/quick/index.html#status">Table 5</a></td>'
+            '<td class="out-of-regime">') in html
+    assert "not held" not in html
     manifest = json.loads((report / "latex.json").read_text())
     assert manifest["title"] == "Reproduction status"
 
 
 def test_readme_block_is_replaced_with_the_matrix(tmp_path: Path) -> None:
     report = tmp_path / "report"
-    write_status(report, "alpha2024", [("C1", "held"), ("C2", "not held")],
-                 {"C1": "Table 1", "C2": "Table|2"})
+    write_status(report, "alpha2024", [result("C1", "Table 1", "held"),
+                                       result("C2", "Table|2", "inconclusive")])
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\nbefore\n\n{README_START}\nold\n{README_END}\n\nafter\n")
     update_readme(readme, report)
     text = readme.read_text()
     assert "old" not in text and text.startswith("# x\n\nbefore") and text.endswith("after\n")
-    assert "| alpha2024 | quick | Table 1 | reproduced | – | claim C1 |" in text
-    assert "| alpha2024 | quick | Table\\|2 | differs | – | claim C2 |" in text
+    assert "| alpha2024 | quick | 1 | 0 | 1 | 0 | 0 |" in text
+    assert "| alpha2024 | quick | Table 1 | held | – | claim C1: held |" in text
+    assert "| alpha2024 | quick | Table\\|2 | inconclusive | – | claim C2: inconclusive |" in text
     assert matrix_markdown(tmp_path / "none").startswith("No paper pages yet")
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="status-matrix"):
@@ -118,13 +137,3 @@ def test_report_of_an_empty_root_names_what_to_run(tmp_path: Path,
 
 def test_empty_report_says_what_to_run(tmp_path: Path) -> None:
     assert "saddlebench reproduce --all" in build_index(tmp_path / "report").read_text()
-
-
-def test_a_claim_checked_in_several_settings_gets_one_badge(tmp_path: Path) -> None:
-    report = tmp_path / "report"
-    write_status(report, "alpha2024", [("C1", "held"), ("C1", "not held"), ("C1", "held"),
-                                       ("C2", "not run"), ("C2", "held"), ("C3", "not run")])
-    page = paper_statuses(report)[0]
-    assert [(b["id"], b["status"]) for b in page["badges"]] == [
-        ("C1", "not held"), ("C2", "held"), ("C3", "not run")]
-    assert build_index(report).read_text().count(">C1</span>") == 1

@@ -1,0 +1,522 @@
+"""A paper's claims as data, and their verdicts.
+
+A paper module (``reports/papers/<paper>.py``) exports one :class:`Paper`: its claims, the
+roles its experiment files play (``role:`` in the YAML), the studies ``reproduce`` runs
+for it and the builder of its figures and tables. Each :class:`Claim` is declared once:
+
+* the statement and the table, figure or theorem it checks;
+* its runs (:class:`Runs`: suites by role, a filter, the columns that split them into
+  settings) and controls (:class:`Control`: runs whose expected outcome the paper predicts,
+  reported apart and never counted as settings);
+* its premises (:class:`Premise`: checks on the runs that return pass/fail with the
+  measured value, e.g. "T = 400 < T_thm = 5.1e5");
+* the statistic computed per setting and the declared rule (``reports/rules.py``).
+
+:func:`evaluate` turns a claim and the stored runs into one of the five verdicts:
+
+* ``held`` / ``contradicted`` — the rule decides, in every setting whose premises hold;
+  contradictions are counted after a Holm correction over those settings, and *held*
+  needs every such setting held (an intersection-union test, which needs no correction);
+* ``inconclusive`` — the data cannot decide (the rule says how many runs would);
+* ``out of regime`` — no setting has all its premises (the failed ones are named);
+* ``not run`` — no runs.
+
+Runs whose metric is non-finite, or whose loss grew past the paper's declared factor, are
+``diverged``: flagged, never given a statistic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from reports.rules import ALPHA, Decision, Rule, Sample, holm
+
+if TYPE_CHECKING:
+    from reports.paper import PaperResults, PaperSections
+
+VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
+DIVERGENCE_FACTOR = 100.0
+
+
+# -- which runs ---------------------------------------------------------------------------
+
+Condition = Any  # a value, a list/tuple/set of values, or a predicate on the column
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The runs a claim (or control) looks at: those of suites playing one of ``roles``
+    (or the rows of a stored ``study``), whose columns satisfy ``where`` (column → value,
+    collection of values, or predicate on the column), split into one setting per distinct
+    value of the ``by`` columns."""
+
+    roles: tuple[str, ...] = ()
+    where: Mapping[str, Condition] = field(default_factory=dict)
+    by: tuple[str, ...] = ()
+    study: str = ""
+
+    def select(self, results: PaperResults) -> pd.DataFrame:
+        frame = results.study(self.study) if self.study else results.role_runs(*self.roles)
+        if frame.empty:
+            return frame
+        mask = pd.Series(True, index=frame.index)
+        for column, condition in self.where.items():
+            if column not in frame:
+                return frame.iloc[0:0]
+            mask &= _matches(frame[column], condition)
+        return frame[mask]
+
+    def settings(self, results: PaperResults) -> list[tuple[str, pd.DataFrame]]:
+        frame = self.select(results)
+        if frame.empty:
+            return []
+        keys = [c for c in self.by if c in frame]
+        if not keys:
+            return [("all runs", frame)]
+        out = []
+        for values, part in frame.groupby(keys, dropna=False, sort=True):
+            values = values if isinstance(values, tuple) else (values,)
+            out.append((", ".join(f"{_short(k)} = {_show(v)}" for k, v in zip(
+                keys, values, strict=True)), part))
+        return out
+
+
+def _matches(column: pd.Series, condition: Condition) -> pd.Series:
+    if callable(condition):
+        return pd.Series(condition(column), index=column.index).fillna(False).astype(bool)
+    if isinstance(condition, list | tuple | set | frozenset):
+        return column.isin(list(condition))
+    if isinstance(condition, float) and not isinstance(condition, bool):
+        return pd.Series(np.isclose(column.astype(float), condition), index=column.index)
+    return column == condition
+
+
+def _short(column: str) -> str:
+    for prefix in ("p_prob_", "p_alg_", "prem_", "diag_", "final_"):
+        if column.startswith(prefix):
+            return column[len(prefix):]
+    return column
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# -- premises, statistics, controls -------------------------------------------------------
+
+@dataclass(frozen=True)
+class PremiseCheck:
+    """A premise in one setting: passed (None: not recorded) and what was measured."""
+
+    name: str
+    passed: bool | None
+    measured: str
+    remedy: str = ""
+
+
+@dataclass(frozen=True)
+class Premise:
+    """A condition the claim rests on, checked on a setting's runs: ``check(runs, results)``
+    returns (passed or None when the runs do not record it, the measured value as text);
+    ``remedy`` says what would bring a failing run into regime."""
+
+    name: str
+    check: Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
+    remedy: str = ""
+
+    def __call__(self, runs: pd.DataFrame, results: PaperResults) -> PremiseCheck:
+        passed, measured = self.check(runs, results)
+        return PremiseCheck(self.name, passed, measured, self.remedy)
+
+
+def at_most(name: str, column: str, bound: str | float, remedy: str = "",
+            what: str = "") -> Premise:
+    """A premise ``column ≤ bound`` in every run (``bound``: a number or another column)."""
+
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        if column not in runs or runs[column].isna().all():
+            return None, f"{what or _short(column)} not recorded"
+        limit = runs[bound] if isinstance(bound, str) and bound in runs else bound
+        if isinstance(limit, str):
+            return None, f"{_short(limit)} not recorded"
+        values = runs[column].astype(float)
+        over = values > pd.Series(limit, index=runs.index).astype(float)
+        worst = float(values.max())
+        shown = float(np.max(limit)) if not np.isscalar(limit) else float(limit)
+        text = (f"{what or _short(column)} max {worst:.3g} vs ≤ {shown:.3g}: exceeded in "
+                f"{int(over.sum())}/{len(runs)} runs")
+        return not bool(over.any()), text
+
+    return Premise(name, check, remedy)
+
+
+def at_least(name: str, column: str, bound: str | float, remedy: str = "",
+             what: str = "") -> Premise:
+    """A premise ``column ≥ bound`` in every run."""
+
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        if column not in runs or runs[column].isna().all():
+            return None, f"{what or _short(column)} not recorded"
+        limit = runs[bound] if isinstance(bound, str) and bound in runs else bound
+        if isinstance(limit, str):
+            return None, f"{_short(limit)} not recorded"
+        values = runs[column].astype(float)
+        under = values < pd.Series(limit, index=runs.index).astype(float)
+        shown = float(np.max(limit)) if not np.isscalar(limit) else float(limit)
+        text = (f"{what or _short(column)} min {float(values.min()):.3g} vs ≥ {shown:.3g}: "
+                f"short in {int(under.sum())}/{len(runs)} runs")
+        return not bool(under.any()), text
+
+    return Premise(name, check, remedy)
+
+
+def never(name: str, column: str, remedy: str = "", what: str = "") -> Premise:
+    """A premise that ``column`` is null/false in every run (e.g. a data cap never hit)."""
+
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        if column not in runs:
+            return None, f"{what or _short(column)} not recorded"
+        hit = runs[column].notna() & runs[column].astype(object).ne(False)
+        if not hit.any():
+            return True, f"{what or _short(column)}: never, in {len(runs)} runs"
+        first = runs.loc[hit, column].astype(float)
+        return False, (f"{what or _short(column)} in {int(hit.sum())}/{len(runs)} runs "
+                       f"(earliest at {first.min():g})")
+
+    return Premise(name, check, remedy)
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """The numbers of one setting the rule decides on: ``compute(runs, results)`` over the
+    setting's finished, non-diverged runs (``results`` gives curves and reference runs)."""
+
+    name: str
+    compute: Callable[[pd.DataFrame, PaperResults], Sample]
+
+
+def final(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:
+    """The final ``metric`` of each run (× ``scale``)."""
+    column = f"final_{metric}"
+
+    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
+        values = runs[column].to_numpy(float) * scale if column in runs else []
+        return Sample.of(values, unit=unit)
+
+    return Statistic(f"final {metric.replace('_', ' ')}" + (f" ({unit})" if unit else ""),
+                     compute)
+
+
+def flag(column: str, name: str = "") -> Statistic:
+    """A per-run boolean column (missing values count as false)."""
+
+    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
+        if column not in runs:
+            return Sample.of([])
+        return Sample.of(runs[column].astype(object).eq(True).to_numpy(float))
+
+    return Statistic(name or _short(column), compute)
+
+
+def along(metric: str, axis: str, scale: float = 1.0, unit: str = "") -> Statistic:
+    """The final ``metric`` grouped by the values of ``axis`` (monotonicity, slopes)."""
+    column = f"final_{metric}"
+
+    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
+        if column not in runs or axis not in runs:
+            return Sample.along({})
+        return Sample.along({float(k): part[column].to_numpy(float) * scale
+                             for k, part in runs.groupby(axis)}, unit=unit)
+
+    return Statistic(f"final {metric.replace('_', ' ')} by {_short(axis)}", compute)
+
+
+@dataclass(frozen=True)
+class Control:
+    """Runs whose outcome the paper predicts (e.g. noise-free SGD stays at an exact
+    saddle): reported apart from the claim's settings; ``rule`` held means 'as expected'."""
+
+    name: str
+    runs: Runs
+    expect: str
+    statistic: Statistic
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checkable claim of the paper, declared once (see the module docstring)."""
+
+    id: str
+    statement: str
+    checks: str  # the paper's table, figure or theorem
+    runs: Runs
+    statistic: Statistic
+    rule: Rule
+    premises: tuple[Premise, ...] = ()
+    controls: tuple[Control, ...] = ()
+    include_diverged: bool = False  # the statistic itself handles diverged runs
+
+    def describe(self) -> str:
+        return (f"{self.statistic.name}; {self.rule.describe()}; settings by "
+                f"{', '.join(_short(b) for b in self.runs.by) or '–'} (Holm over settings)")
+
+
+# -- results ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SettingResult:
+    setting: str
+    verdict: str
+    decision: Decision | None
+    premises: tuple[PremiseCheck, ...]
+    runs: int
+    diverged: int
+    run_ids: tuple[str, ...]
+
+    @property
+    def failed(self) -> tuple[PremiseCheck, ...]:
+        return tuple(p for p in self.premises if p.passed is False)
+
+    def evidence(self) -> str:
+        parts = [self.decision.text if self.decision else "no finished run"]
+        if self.decision and self.decision.needed and self.verdict == "inconclusive":
+            parts.append(f"≈{self.decision.needed} runs would decide it")
+        if self.diverged:
+            parts.append(f"{self.diverged}/{self.runs} runs diverged (excluded)")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    name: str
+    expect: str
+    outcome: str  # as expected | unexpected | inconclusive | not run
+    evidence: str
+    run_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    verdict: str
+    settings: tuple[SettingResult, ...]
+    controls: tuple[ControlResult, ...]
+
+    @property
+    def id(self) -> str:
+        return self.claim.id
+
+    def evidence(self) -> str:
+        """One line: the deciding settings' evidence (or why none decides)."""
+        ran = [s for s in self.settings if s.verdict != "not run"]
+        if not ran:
+            return "no runs"
+        in_regime = [s for s in ran if s.verdict != "out of regime"]
+        counts = ", ".join(f"{n} {v}" for v in VERDICTS
+                           if (n := sum(s.verdict == v for s in ran)))
+        shown = in_regime or ran
+        head = shown[0] if len(shown) == 1 else next(
+            (s for s in shown if s.verdict == self.verdict), shown[0])
+        prefix = f"{len(ran)} settings ({counts}); e.g. {head.setting}: " if len(ran) > 1 \
+            else ""
+        return prefix + head.evidence()
+
+    def premise_summary(self) -> list[PremiseCheck]:
+        """Each premise once: failed where it failed in some setting (with that value),
+        else passed, else not recorded."""
+        out: dict[str, PremiseCheck] = {}
+        for s in self.settings:
+            for p in s.premises:
+                seen = out.get(p.name)
+                rank = {False: 2, True: 1, None: 0}
+                if seen is None or rank[p.passed] > rank[seen.passed]:
+                    out[p.name] = p
+        return list(out.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "statement": self.claim.statement, "checks": self.claim.checks,
+            "verdict": self.verdict, "evidence": self.evidence(), "rule": self.claim.describe(),
+            "premises": [_premise_dict(p) for p in self.premise_summary()],
+            "settings": [{"setting": s.setting, "verdict": s.verdict, "evidence": s.evidence(),
+                          "runs": s.runs, "diverged": s.diverged,
+                          "estimate": None if s.decision is None else _finite(s.decision.estimate),
+                          "interval": None if s.decision is None else
+                          [_finite(v) for v in s.decision.interval],
+                          "needed": None if s.decision is None else s.decision.needed,
+                          "premises": [_premise_dict(p) for p in s.premises],
+                          "run_ids": list(s.run_ids)} for s in self.settings],
+            "controls": [{"name": c.name, "expect": c.expect, "outcome": c.outcome,
+                          "evidence": c.evidence} for c in self.controls],
+        }
+
+
+def _premise_dict(p: PremiseCheck) -> dict[str, Any]:
+    return {"name": p.name, "passed": p.passed, "measured": p.measured, "remedy": p.remedy}
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def diverged_mask(runs: pd.DataFrame) -> pd.Series:
+    """Runs flagged diverged: the ``diverged`` column where the page computed it (non-finite
+    or grown past the paper's factor), else the runner's status."""
+    if runs.empty:
+        return pd.Series(False, index=runs.index, dtype=bool)
+    if "diverged" in runs:
+        return runs["diverged"].astype(object).eq(True)
+    return runs["status"].eq("diverged") if "status" in runs else pd.Series(False,
+                                                                            index=runs.index)
+
+
+def _usable(runs: pd.DataFrame, include_diverged: bool) -> pd.DataFrame:
+    if "status" not in runs:  # study rows
+        return runs
+    ok = runs["status"].isin(["done", "diverged"] if include_diverged else ["done"])
+    return runs[ok & (include_diverged | ~diverged_mask(runs))]
+
+
+def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
+             ) -> SettingResult:
+    ids = tuple(sorted(str(r) for r in runs["run_id"])) if "run_id" in runs else ()
+    checks = tuple(p(runs, results) for p in claim.premises)
+    diverged = int(diverged_mask(runs).sum())
+    usable = _usable(runs, claim.include_diverged)
+    if usable.empty:
+        verdict = "inconclusive" if diverged else "not run"
+        return SettingResult(name, verdict, None, checks, len(runs), diverged, ids)
+    decision = claim.rule.decide(claim.statistic.compute(usable, results))
+    regime = "out of regime" if any(c.passed is False for c in checks) else decision.verdict
+    return SettingResult(name, regime, decision, checks, len(runs), diverged, ids)
+
+
+def _control(control: Control, results: PaperResults) -> ControlResult:
+    runs = control.runs.select(results)
+    ids = tuple(sorted(str(r) for r in runs["run_id"])) if "run_id" in runs else ()
+    usable = _usable(runs, False)
+    if usable.empty:
+        return ControlResult(control.name, control.expect, "not run", "no runs", ids)
+    decision = control.rule.decide(control.statistic.compute(usable, results))
+    outcome = {"held": "as expected", "contradicted": "unexpected"}.get(decision.verdict,
+                                                                        "inconclusive")
+    return ControlResult(control.name, control.expect, outcome, decision.text, ids)
+
+
+def combine(settings: Sequence[SettingResult]) -> tuple[SettingResult, ...]:
+    """Apply the Holm correction to the contradictions of the in-regime settings."""
+    decided = [i for i, s in enumerate(settings)
+               if s.decision is not None and s.verdict in ("held", "contradicted",
+                                                           "inconclusive")]
+    rejected = holm([settings[i].decision.p_contradicted for i in decided  # type: ignore[union-attr]
+                     ])
+    out = list(settings)
+    for i, reject in zip(decided, rejected, strict=True):
+        s = settings[i]
+        assert s.decision is not None
+        verdict = ("contradicted" if reject else "held" if s.decision.p_held < ALPHA
+                   else "inconclusive")
+        out[i] = SettingResult(s.setting, verdict, s.decision.with_verdict(verdict),
+                               s.premises, s.runs, s.diverged, s.run_ids)
+    return tuple(out)
+
+
+def aggregate(verdicts: Sequence[str]) -> str:
+    """A claim's (or an artefact's) verdict from its parts': contradicted if any part is;
+    held if every part that could decide held; inconclusive if any part could not decide;
+    out of regime if every part that ran was out of regime; not run if nothing ran."""
+    ran = [v for v in verdicts if v != "not run"]
+    if not ran:
+        return "not run"
+    if "contradicted" in ran:
+        return "contradicted"
+    deciding = [v for v in ran if v != "out of regime"]
+    if not deciding:
+        return "out of regime"
+    return "held" if all(v == "held" for v in deciding) else "inconclusive"
+
+
+def evaluate(claim: Claim, results: PaperResults) -> ClaimResult:
+    """The claim's verdict on ``results`` (see the module docstring)."""
+    settings = combine([_setting(claim, name, runs, results)
+                        for name, runs in claim.runs.settings(results)])
+    controls = tuple(_control(c, results) for c in claim.controls)
+    return ClaimResult(claim, aggregate([s.verdict for s in settings]), settings, controls)
+
+
+# -- the paper ----------------------------------------------------------------------------
+
+Study = Callable[[str], pd.DataFrame]  # scale -> one row per trial
+
+
+@dataclass(frozen=True)
+class Paper:
+    """Everything the benchmark knows about one paper.
+
+    ``roles`` maps each role an experiment file may declare (``role:``) to what it feeds;
+    ``studies`` are simulations outside the run grid that ``reproduce`` runs and stores
+    (``OUT/studies/<paper>/<scale>/<name>.parquet``) for claims and sections to read;
+    ``sections(results, out)`` draws the figures and tables of the page;
+    ``divergence_factor``: a run whose final loss exceeds this factor times its initial
+    loss (in absolute value) is flagged diverged.
+    """
+
+    key: str
+    title: str
+    source: str
+    claims: tuple[Claim, ...]
+    roles: Mapping[str, str]
+    sections: Callable[[PaperResults, Path], PaperSections]
+    resolutions: tuple[tuple[str, str, str], ...] = ()
+    studies: Mapping[str, Study] = field(default_factory=dict)
+    divergence_factor: float = DIVERGENCE_FACTOR
+
+    def __post_init__(self) -> None:
+        ids = [c.id for c in self.claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"{self.key}: claim ids must be unique, got {ids}")
+        for claim in self.claims:
+            used = {*claim.runs.roles, *(r for c in claim.controls for r in c.runs.roles)}
+            unknown = sorted(used - set(self.roles))
+            if unknown:
+                raise ValueError(f"{self.key} claim {claim.id}: roles {unknown} not declared")
+            studies = {claim.runs.study, *(c.runs.study for c in claim.controls)} - {""}
+            if studies - set(self.studies):
+                raise ValueError(f"{self.key} claim {claim.id}: studies "
+                                 f"{sorted(studies - set(self.studies))} not declared")
+
+    @property
+    def targets(self) -> dict[str, str]:
+        return {c.id: c.checks for c in self.claims}
+
+    def claim(self, claim_id: str) -> Claim:
+        for c in self.claims:
+            if c.id == claim_id:
+                return c
+        raise KeyError(f"{self.key} has no claim {claim_id!r}")
+
+    def evaluate(self, results: PaperResults) -> list[ClaimResult]:
+        return [evaluate(c, results) for c in self.claims]
+
+
+def study_path(root: Path, paper: str, scale: str, name: str) -> Path:
+    return root / "studies" / paper / scale / f"{name}.parquet"
+
+
+def run_studies(paper: Paper, scale: str, root: Path) -> list[Path]:
+    """Run and store every study of ``paper`` at ``scale`` (called by ``reproduce``)."""
+    written = []
+    for name, study in paper.studies.items():
+        path = study_path(root, paper.key, scale, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        study(scale).to_parquet(path, index=False)
+        written.append(path)
+    return written
