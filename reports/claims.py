@@ -136,45 +136,41 @@ class Premise:
         return PremiseCheck(self.name, passed, measured, self.remedy)
 
 
-def at_most(name: str, column: str, bound: str | float, remedy: str = "",
-            what: str = "") -> Premise:
-    """A premise ``column ≤ bound`` in every run (``bound``: a number or another column)."""
+def _bounded(name: str, column: str, bound: str | float, upper: bool, remedy: str,
+             what: str) -> Premise:
+    """A premise ``column ≤ bound`` (``upper``) or ``≥ bound`` in every run; ``bound`` is
+    a number or another column."""
+    label = what or _short(column)
 
     def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
         if column not in runs or runs[column].isna().all():
-            return None, f"{what or _short(column)} not recorded"
-        limit = runs[bound] if isinstance(bound, str) and bound in runs else bound
-        if isinstance(limit, str):
-            return None, f"{_short(limit)} not recorded"
+            return None, f"{label} not recorded"
+        if isinstance(bound, str) and bound not in runs:
+            return None, f"{_short(bound)} not recorded"
         values = runs[column].astype(float)
-        over = values > pd.Series(limit, index=runs.index).astype(float)
-        worst = float(values.max())
-        shown = float(np.max(limit)) if not np.isscalar(limit) else float(limit)
-        text = (f"{what or _short(column)} max {worst:.3g} vs ≤ {shown:.3g}: exceeded in "
-                f"{int(over.sum())}/{len(runs)} runs")
-        return not bool(over.any()), text
+        limit = (runs[bound] if isinstance(bound, str) else pd.Series(bound, index=runs.index)
+                 ).astype(float)
+        bad = values > limit if upper else values < limit
+        worst = values.max() if upper else values.min()
+        shown = limit.max() if upper else limit.min()
+        text = (f"{label} {'max' if upper else 'min'} {worst:.3g} vs {'≤' if upper else '≥'} "
+                f"{shown:.3g}: {'exceeded' if upper else 'short'} in {int(bad.sum())}/"
+                f"{len(runs)} runs")
+        return not bool(bad.any()), text
 
     return Premise(name, check, remedy)
+
+
+def at_most(name: str, column: str, bound: str | float, remedy: str = "",
+            what: str = "") -> Premise:
+    """A premise ``column ≤ bound`` in every run (``bound``: a number or another column)."""
+    return _bounded(name, column, bound, True, remedy, what)
 
 
 def at_least(name: str, column: str, bound: str | float, remedy: str = "",
              what: str = "") -> Premise:
-    """A premise ``column ≥ bound`` in every run."""
-
-    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-        if column not in runs or runs[column].isna().all():
-            return None, f"{what or _short(column)} not recorded"
-        limit = runs[bound] if isinstance(bound, str) and bound in runs else bound
-        if isinstance(limit, str):
-            return None, f"{_short(limit)} not recorded"
-        values = runs[column].astype(float)
-        under = values < pd.Series(limit, index=runs.index).astype(float)
-        shown = float(np.max(limit)) if not np.isscalar(limit) else float(limit)
-        text = (f"{what or _short(column)} min {float(values.min()):.3g} vs ≥ {shown:.3g}: "
-                f"short in {int(under.sum())}/{len(runs)} runs")
-        return not bool(under.any()), text
-
-    return Premise(name, check, remedy)
+    """A premise ``column ≥ bound`` in every run (``bound``: a number or another column)."""
+    return _bounded(name, column, bound, False, remedy, what)
 
 
 def never(name: str, column: str, remedy: str = "", what: str = "") -> Premise:

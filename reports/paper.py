@@ -9,10 +9,11 @@ this module collects the results, evaluates the claims and renders.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -389,6 +390,7 @@ def deviations(sources: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]
             for item in bullet_items(docstring_section(module, heading))]
 
 
+PREMISE_MARK = {True: "ok", False: "FAILED", None: "not recorded"}
 NUMBER_VERDICTS = ("held", "contradicted", "inconclusive", "not run")  # + calibrated, diverged
 
 
@@ -542,7 +544,7 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
                 "and the premises it rests on.",
         "columns": ["claim", "checks", "statement", "verdict", "evidence", "premises"],
         "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
-                  "; ".join(f"{p.name}: {'ok' if p.passed else 'not recorded' if p.passed is None else 'FAILED'} ({p.measured})"
+                  "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
                             for p in r.premise_summary()) or "–"] for r in verdicts]}
     html = html_env().get_template("paper.html.j2").render(
         paper=paper, title=spec.title, source=spec.source, scale=scale,

@@ -28,6 +28,7 @@ Multiple settings of one claim are combined by :func:`holm` (``reports/claims.py
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,13 +54,14 @@ class Sample:
     unit: str = ""  # how the estimate reads, e.g. "pp", "%"
 
     @classmethod
-    def of(cls, values: Sequence[float] | np.ndarray, reference: Sequence[float] | None = None,
-           unit: str = "") -> Sample:
+    def of(cls, values: Sequence[float] | np.ndarray,
+           reference: Sequence[float] | np.ndarray | None = None, unit: str = "") -> Sample:
         ref = None if reference is None else np.asarray(reference, dtype=float)
         return cls(np.asarray(values, dtype=float), ref, unit=unit)
 
     @classmethod
-    def along(cls, groups: Mapping[float, Sequence[float]], unit: str = "") -> Sample:
+    def along(cls, groups: Mapping[float, Sequence[float] | np.ndarray] | Mapping[
+            int, Sequence[float] | np.ndarray], unit: str = "") -> Sample:
         return cls(groups={float(k): np.asarray(v, dtype=float) for k, v in groups.items()},
                    unit=unit)
 
@@ -115,7 +117,7 @@ def _needed(effect: float, sd: float, runs: int) -> int | None:
     if not math.isfinite(sd) or sd <= 0 or effect == 0 or not math.isfinite(effect):
         return None
     z = stats.norm.ppf(1 - ALPHA) + stats.norm.ppf(POWER)
-    m = max(int(math.ceil((z * sd / abs(effect)) ** 2)), runs + 1, 2)
+    m = max(math.ceil((z * sd / abs(effect)) ** 2), runs + 1, 2)
     while m < 10**7 and (stats.t.ppf(1 - ALPHA, m - 1) + stats.t.ppf(POWER, m - 1)) * sd \
             / math.sqrt(m) > abs(effect):
         m = int(m * 1.1) + 1
@@ -238,13 +240,13 @@ class Fraction:
         p0 = self.at_least
         if p in (0.0, 1.0):  # every run alike: the exact test decides at p0^m < ALPHA
             base = (1 - p0) if (p == 0.0) else p0
-            return max(int(math.ceil(math.log(ALPHA) / math.log(base))), n + 1) \
+            return max(math.ceil(math.log(ALPHA) / math.log(base)), n + 1) \
                 if 0 < base < 1 else None
         if p == p0:
             return None
         z = stats.norm.ppf(1 - ALPHA) * math.sqrt(p0 * (1 - p0)) + stats.norm.ppf(POWER) * \
             math.sqrt(p * (1 - p))
-        return max(int(math.ceil((z / (p - p0)) ** 2)), n + 1)
+        return max(math.ceil((z / (p - p0)) ** 2), n + 1)
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,7 @@ class Monotone:
         keys = sorted(sample.groups)
         sign = 1.0 if self.increasing else -1.0
         pairs = []
-        for a, b in zip(keys, keys[1:], strict=False):
+        for a, b in itertools.pairwise(keys):
             # the wrong-way change: a fall of the mean from a to b (for increasing)
             est, se, df, runs = mean_difference(sample.groups[a], sample.groups[b])
             drop = sign * est

@@ -102,6 +102,7 @@ class Comparison:
     status: str
     run_ids: tuple[str, ...] = ()  # the runs behind ``ours``
     interval: tuple[float, float] = (math.nan, math.nan)
+    diverged: int = 0  # matching runs that diverged (never averaged in)
 
 
 def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
@@ -136,9 +137,10 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
     """Every published entry with our statistic, Δ = ours − published, and a status:
 
     ``held`` / ``contradicted`` / ``inconclusive`` by :func:`number_verdict` on the 95 %
-    t-interval of our mean (one run gives no interval: inconclusive); ``calibrated`` when the
-    entry was used to set a constant (never counted as reproduced); ``diverged`` when a
-    matching run diverged (no Δ); ``not run`` when no finished run matches the entry.
+    t-interval of our mean over the finished runs that did not diverge (one run gives no
+    interval: inconclusive; ``diverged`` counts the others); ``calibrated`` when the entry
+    was used to set a constant (never counted as reproduced); ``diverged`` when every
+    matching run diverged (no Δ); ``not run`` when no run matches the entry.
     """
     from scipy import stats
 
@@ -149,9 +151,12 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
         column = f"final_{entry.match['metric']}"
         match = _matching(runs, entry) if column in runs else runs.iloc[0:0]
         ids = tuple(sorted(match["run_id"])) if "run_id" in match else ()
-        if len(match) and diverged_mask(match).any():
-            out.append(Comparison(entry, None, None, len(match), None, "diverged", ids))
+        diverged = diverged_mask(match)
+        if len(match) and diverged.all():
+            out.append(Comparison(entry, None, None, 0, None, "diverged", ids,
+                                  diverged=len(match)))
             continue
+        match = match[~diverged]
         values = match[column].dropna().to_numpy(dtype=float) * entry.unit if len(match) \
             else np.array([])
         if not len(values):
@@ -164,5 +169,5 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
         status = "calibrated" if entry.calibrated else number_verdict(
             *interval, entry.value, entry.tolerance_for(entry.value))
         out.append(Comparison(entry, ours, se, len(values), ours - entry.value, status, ids,
-                              interval))
+                              interval, int(diverged.sum())))
     return out

@@ -27,9 +27,9 @@ from reports.claims import (
 from reports.known_answers import synthetic_results
 from reports.paper import PaperSections
 from reports.rules import (
+    Always,
     AtLeast,
     AtMost,
-    Always,
     Fraction,
     Monotone,
     Sample,
@@ -96,9 +96,7 @@ def test_monotone_uses_holm_over_pairs() -> None:
     rng = np.random.default_rng(0)
     groups = {float(k): 0.5 + 0.2 * k + rng.normal(0, 0.01, 3) for k in range(5)}
     groups[5.0] = groups[4.0] - 0.025 + rng.normal(0, 0.01, 3)
-    pair = AtMost(0.0).decide(Sample.of(groups[4.0], reference=groups[5.0]))
     family = Monotone(0.0).decide(Sample.along(groups))
-    assert pair.p_held < 0.025 or pair.p_contradicted < 0.025 or True
     drop = AtLeast(0.0).decide(Sample.of(groups[4.0], reference=groups[5.0]))
     assert drop.verdict == "held"  # alone: a significant fall from 4 to 5
     assert family.p_contradicted == pytest.approx(min(1.0, 5 * drop.p_held))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports.published import PublishedError, load_published, published_for
+from reports.published import Published, PublishedError, load_published, published_for
 from reports.render import cell_text, fmt
 from reports.tables import compare, summarise
 
@@ -24,7 +24,7 @@ entries:
     page: 7
     value: 0.50
     statistic: mean
-    tolerance: {abs: 0.05}
+    tolerance: {abs: 0.06}
     match: {metric: grad_norm, problem: p, label: dp_sgd, epsilon: 1}
   - id: t1-b
     table: Table 1
@@ -81,15 +81,32 @@ def test_published_vs_ours(tmp_path: Path) -> None:
     assert published is not None and len(published.entries) == 3
     assert published.entries[0].where == "Table 1, p. 7"
     by_id = {c.entry.id: c for c in compare(published, runs_frame())}
-    assert by_id["t1-a"].status == "reproduced"
+    assert by_id["t1-a"].status == "held"  # 95 % CI [0.45, 0.55] inside 0.50 ± 0.06
     assert by_id["t1-a"].ours == pytest.approx(0.50)
     assert by_id["t1-a"].delta == pytest.approx(0.0, abs=1e-12)
-    assert by_id["t1-b"].status == "differs"
+    assert by_id["t1-b"].status == "contradicted"
     assert by_id["t1-b"].delta == pytest.approx(0.41 - 0.90)
-    assert by_id["t1-b"].seeds == 3  # the diverged run is not averaged in
+    assert by_id["t1-b"].seeds == 3 and by_id["t1-b"].diverged == 1  # never averaged in
     assert by_id["f2"].status == "not run"
+    wide = compare(published, runs_frame().assign(final_grad_norm=[0.40, 0.4, 0.6, 0.42, 0.5,
+                                                                  0.41, math.nan]))
+    assert {c.entry.id: c.status for c in wide}["t1-a"] == "inconclusive"
+    diverged = runs_frame().assign(status="diverged")
+    assert {c.entry.id: c.status for c in compare(published, diverged)}["t1-a"] == "diverged"
+    calibrated = load_published_text(tmp_path, PUBLISHED.replace(
+        "    value: 0.50\n", "    value: 0.50\n    calibrated: set the scale of X\n"))
+    assert compare(calibrated, runs_frame())[0].status == "calibrated"
     assert published_for("nobody", tmp_path) is None
     assert published_for(None, tmp_path) is None
+
+
+def load_published_text(tmp_path: Path, text: str) -> Published:
+    path = tmp_path / "calibrated" / "demo2026.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    published = published_for("demo2026", path.parent)
+    assert published is not None
+    return published
 
 
 @pytest.mark.parametrize(

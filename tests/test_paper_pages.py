@@ -1,0 +1,130 @@
+"""Every registered paper's page, from a tiny reproduction: it opens with the verdict of
+every declared claim, the named claims get the verdicts ``tests/tiny/<paper>/expected.yaml``
+records for these fixed (seeded) runs, every figure and table names exactly the suites its
+runs come from, and every experiment file plays a role its paper declares."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench import cli
+from reports.claims import VERDICTS
+from reports.papers import get_paper, paper_keys
+
+TINY = Path(__file__).resolve().parent / "tiny"
+EXPERIMENTS = Path(cli.EXPERIMENTS)
+PAPERS = paper_keys()
+
+
+def experiment_files(paper: str) -> list[Path]:
+    return [*sorted(EXPERIMENTS.glob(f"{paper}/*/*.yaml")),
+            *sorted(p for p in (TINY / paper).glob("*.yaml") if p.name != "expected.yaml")]
+
+
+def roles_of(path: Path) -> list[str]:
+    role = yaml.safe_load(path.read_text()).get("role")
+    return [role] if isinstance(role, str) else list(role or [])
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_experiment_file_plays_a_declared_role(paper: str) -> None:
+    declared = set(get_paper(paper).roles)
+    files = experiment_files(paper)
+    assert any(p.parent.parent == TINY for p in files), f"no tests/tiny/{paper}/*.yaml"
+    for path in files:
+        roles = roles_of(path)
+        assert roles, f"{path}: no role:"
+        assert set(roles) <= declared, f"{path}: roles {roles} not in {sorted(declared)}"
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_role_a_claim_reads_is_played_by_a_quick_experiment(paper: str) -> None:
+    spec = get_paper(paper)
+    played = {r for p in EXPERIMENTS.glob(f"{paper}/quick/*.yaml") for r in roles_of(p)}
+    for claim in spec.claims:
+        if claim.runs.roles:
+            assert set(claim.runs.roles) & played, (claim.id, claim.runs.roles)
+
+
+def run_suites(out: Path) -> dict[str, str]:
+    """run id → the suite it is stored in."""
+    return {p.stem: p.parent.parent.name for p in out.glob("*/runs/*.json")}
+
+
+def check_provenance(page: Path, suites_of: dict[str, str]) -> None:
+    """Each figure's and table's provenance names exactly the suites of its run ids."""
+    provenance = json.loads((page / "provenance.json").read_text())
+    for kind in ("figures", "tables"):
+        for name, prov in provenance[kind].items():
+            if not prov["run_ids"]:
+                continue
+            drawn = {suites_of[r] for r in prov["run_ids"]}
+            assert drawn == set(prov["suites"]), (kind, name, sorted(drawn), prov["suites"])
+
+
+@pytest.fixture(scope="module", params=PAPERS)
+def reproduced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[str, Path]:
+    paper = str(request.param)
+    tmp = tmp_path_factory.mktemp(paper)
+    folder = tmp / "experiments" / paper / "quick"
+    folder.mkdir(parents=True)
+    for path in experiment_files(paper):
+        if path.parent.parent == TINY:
+            shutil.copy(path, folder / path.name)
+    out = tmp / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli, "EXPERIMENTS", tmp / "experiments")
+        assert cli.main(["reproduce", "--no-pdf", paper, "--out", str(out), "--jobs", "2",
+                         "--no-progress"]) == 0
+    return paper, out
+
+
+def test_the_page_opens_with_every_claims_verdict(reproduced: tuple[str, Path]) -> None:
+    paper, out = reproduced
+    page = out / "report" / paper / "quick"
+    html = (page / "index.html").read_text()
+    status = json.loads((page / "status.json").read_text())
+    declared = [c.id for c in get_paper(paper).claims]
+    assert [c["id"] for c in status["claims"]] == declared
+    assert all(c["verdict"] in VERDICTS for c in status["claims"])
+    assert html.index('id="verdict-table"') < html.index('id="findings"') \
+        < html.index('id="regime"') < html.index('id="settings"')
+    assert html.find("<table") == html.index('<table id="verdict-table">')
+    verdicts = html[html.index('id="verdict-table"'):html.index('id="findings"')]
+    for claim in status["claims"]:
+        assert f'<tr id="claim-{claim["id"]}"><td>{claim["id"]}</td>' in verdicts
+        assert f'>{claim["verdict"]}</td>' in verdicts
+    assert "not held" not in html and "not held" not in (page / "status.json").read_text()
+    for artefact in status["artefacts"]:
+        assert artefact["verdict"] in VERDICTS
+
+
+def test_named_claims_get_their_known_verdicts(reproduced: tuple[str, Path]) -> None:
+    paper, out = reproduced
+    page = out / "report" / paper / "quick"
+    expected = yaml.safe_load((TINY / paper / "expected.yaml").read_text())
+    assert len(expected["claims"]) >= 3
+    status = {c["id"]: c for c in json.loads((page / "status.json").read_text())["claims"]}
+    got = {cid: status[cid]["verdict"] for cid in expected["claims"]}
+    assert got == expected["claims"]
+    html = (page / "index.html").read_text()
+    for fragment in expected.get("html", []):
+        assert fragment in html, fragment
+
+
+def test_figures_and_tables_name_the_suites_they_draw(reproduced: tuple[str, Path]) -> None:
+    paper, out = reproduced
+    check_provenance(out / "report" / paper / "quick", run_suites(out))
+
+
+def test_the_index_matrix_shows_verdicts(reproduced: tuple[str, Path]) -> None:
+    paper, out = reproduced
+    index = (out / "report" / "index.html").read_text()
+    assert f'href="{paper}/quick/index.html"' in index and "not held" not in index
+    assert "Verdicts per paper" in index
