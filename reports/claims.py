@@ -387,12 +387,13 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
     checks = tuple(p(runs, results) for p in claim.premises)
     diverged = int(diverged_mask(runs).sum())
     usable = _usable(runs, claim.include_diverged)
+    out = any(c.passed is False for c in checks)
     if usable.empty:
-        verdict = "inconclusive" if diverged else "not run"
+        verdict = "out of regime" if out else "inconclusive" if diverged else "not run"
         return SettingResult(name, verdict, None, checks, len(runs), diverged, ids)
     decision = claim.rule.decide(claim.statistic.compute(usable, results))
-    regime = "out of regime" if any(c.passed is False for c in checks) else decision.verdict
-    return SettingResult(name, regime, decision, checks, len(runs), diverged, ids)
+    return SettingResult(name, "out of regime" if out else decision.verdict, decision, checks,
+                         len(runs), diverged, ids)
 
 
 def _control(control: Control, results: PaperResults) -> ControlResult:

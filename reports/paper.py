@@ -391,7 +391,8 @@ def deviations(sources: Sequence[tuple[str, str, str]]) -> list[tuple[str, str]]
 
 
 PREMISE_MARK = {True: "ok", False: "FAILED", None: "not recorded"}
-NUMBER_VERDICTS = ("held", "contradicted", "inconclusive", "not run")  # + calibrated, diverged
+NUMBER_VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
+# (and calibrated, diverged: never counted)
 
 
 def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
@@ -434,6 +435,24 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
         out.append({"target": target, "verdict": aggregate(verdicts), "delta": delta,
                     "counts": {v: verdicts.count(v) for v in VERDICTS if v in verdicts},
                     "parts": [{"name": n, "verdict": v} for n, v in parts[target]]})
+    return out
+
+
+def in_regime(comparisons: Sequence[Comparison], claims: Sequence[ClaimResult]
+              ) -> list[Comparison]:
+    """Published numbers of an artefact whose every claim that ran is out of regime are out
+    of regime too (their runs fail the premises those claims name): a Δ is still shown, but
+    the number is neither held nor contradicted."""
+    by_target: dict[str, list[str]] = {}
+    for r in claims:
+        if r.verdict != "not run":
+            by_target.setdefault(r.claim.checks, []).append(r.verdict)
+    out = []
+    for c in comparisons:
+        verdicts = by_target.get(c.entry.table or c.entry.figure or "", [])
+        outside = bool(verdicts) and all(v == "out of regime" for v in verdicts)
+        decided = c.status in ("held", "contradicted", "inconclusive")
+        out.append(replace(c, status="out of regime") if outside and decided else c)
     return out
 
 
@@ -534,7 +553,8 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         sections.tables.append(scaling)
     _with_provenance(sections, results)
     published = published_for(paper)
-    comparisons = compare(published, results.runs) if published and len(results.runs) else []
+    comparisons = in_regime(compare(published, results.runs), verdicts) \
+        if published and len(results.runs) else []
     status = artefacts(verdicts, comparisons)
     found = findings(verdicts, results.runs, comparisons)
     regime = out_of_regime(verdicts)

@@ -359,7 +359,15 @@ class SlopeAtMost:
 
     For a bound that *decreases* in the axis (n, ε), pass ``axis_grows_bound=False``: the
     slope is negated, so 'steeper' always means 'the metric grows faster than the bound
-    along the direction where the bound grows'."""
+    along the direction where the bound grows'.
+
+    Why one-sided this way: the bounds are sums (a sampling or optimisation term plus the
+    privacy term (√d/(nε))^a), and the log-log slope of a sum is at most that of its
+    steepest term, so a shallower slope is what a floor from the other terms gives; a
+    steeper slope over the tested range means the metric outgrows the bound where the bound
+    grows (small nε, large d), inside the theorem's range. A shallower slope with the metric
+    above the theorem's own accuracy is a level violation, which a claim checks with a
+    premise or an ``AtMost`` on metric/α, not with the slope."""
 
     exponent: float
     axis: str = "n"

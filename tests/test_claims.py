@@ -196,6 +196,14 @@ def test_all_runs_diverged_is_inconclusive_not_a_number() -> None:
     assert setting.verdict == "inconclusive" and setting.decision is None
 
 
+def test_a_failed_premise_comes_before_divergence() -> None:
+    data = runs([np.nan, np.nan], norm=5.0)
+    for row in data:
+        row["status"] = "diverged"
+    (setting,) = evaluate(CLAIM, synthetic_results("x", data)).settings
+    assert setting.verdict == "out of regime" and setting.diverged == 2
+
+
 def test_holm_over_settings_decides_contradictions() -> None:
     """A setting contradicted at p ≈ 0.018 alone is a contradiction when it is the claim's
     only setting, but not among two settings (Holm: the smaller p must be < 0.025/2)."""

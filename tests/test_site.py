@@ -12,8 +12,8 @@ import pytest
 from bench import cli
 from reports.claims import Claim, ClaimResult, Runs, SettingResult, flag
 from reports.paper import artefacts
-from reports.rules import Always
 from reports.published import Entry
+from reports.rules import Always
 from reports.site import (
     README_END,
     README_START,
@@ -63,6 +63,17 @@ def test_artefact_verdict_combines_claims_and_published_numbers() -> None:
                                            "verdict": "contradicted"}]
     assert found["Table 3"]["parts"] == [{"name": "1 published numbers (1 not run)",
                                           "verdict": "not run"}]
+
+
+def test_numbers_of_an_artefact_whose_claims_are_out_of_regime_are_out_of_regime() -> None:
+    from reports.paper import in_regime
+
+    claims = [result("1", "Table 1", "out of regime"), result("2", "Table 2", "held")]
+    numbers = [Comparison(entry("a", "Table 1", 1.0), 9.0, 0.1, 3, 8.0, "contradicted"),
+               Comparison(entry("b", "Table 1", 1.0), 9.0, 0.1, 3, 8.0, "calibrated"),
+               Comparison(entry("c", "Table 2", 1.0), 9.0, 0.1, 3, 8.0, "contradicted")]
+    assert [c.status for c in in_regime(numbers, claims)] == [
+        "out of regime", "calibrated", "contradicted"]
 
 
 def write_status(report: Path, paper: str, claims: list[ClaimResult]) -> None:
