@@ -432,8 +432,11 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
             delta = "; ".join(t for t in (delta, ", ".join(
                 f"{c.entry.id} {c.status}" for c in flagged)) if t)
         verdicts = [v for _, v in parts[target]]
-        out.append({"target": target, "verdict": aggregate(verdicts), "delta": delta,
-                    "counts": {v: verdicts.count(v) for v in VERDICTS if v in verdicts},
+        counts = {v: verdicts.count(v) for v in VERDICTS if v in verdicts}
+        verdict = aggregate(verdicts)
+        out.append({"target": target, "verdict": verdict, "delta": delta, "counts": counts,
+                    "mixed": "" if list(counts) == [verdict] else
+                    ", ".join(f"{n} {v}" for v, n in counts.items()),
                     "parts": [{"name": n, "verdict": v} for n, v in parts[target]]})
     return out
 
@@ -505,13 +508,14 @@ def out_of_regime(claims: Sequence[ClaimResult]) -> list[dict[str, str]]:
         for s in r.settings:
             for p in s.failed:
                 row = rows.setdefault(p.name, {"premise": p.name, "claims": [],
-                                               "measured": [], "remedy": p.remedy})
+                                               "measured": {}, "remedy": p.remedy})
                 if r.id not in row["claims"]:
                     row["claims"].append(r.id)
-                row["measured"].append(f"{s.setting}: {p.measured}")
+                row["measured"].setdefault(p.measured, []).append(s.setting)
     return [{"premise": r["premise"], "claims": ", ".join(r["claims"]),
-             "measured": "; ".join(r["measured"]), "remedy": r["remedy"]}
-            for r in rows.values()]
+             "measured": "; ".join(f"{text} ({', '.join(dict.fromkeys(where))})"
+                                   for text, where in r["measured"].items()),
+             "remedy": r["remedy"]} for r in rows.values()]
 
 
 def _with_provenance(sections: PaperSections, results: PaperResults) -> None:

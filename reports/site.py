@@ -49,7 +49,8 @@ def paper_statuses(report: Path) -> list[dict[str, Any]]:
 
 def matrix_rows(pages: list[dict[str, Any]]) -> list[list[str]]:
     """The status matrix as rows of :data:`MATRIX_COLUMNS` (plain text)."""
-    return [[p["paper"], p["scale"], a["target"], a["verdict"], a["delta"] or "–",
+    return [[p["paper"], p["scale"], a["target"],
+             a["verdict"] + (f" ({a['mixed']})" if a.get("mixed") else ""), a["delta"] or "–",
              ", ".join(f"{part['name']}: {part['verdict']}" for part in a["parts"])]
             for p in pages for a in p["artefacts"]]
 
