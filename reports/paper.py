@@ -530,7 +530,8 @@ def claim_rows(claims: Sequence[ClaimResult], results: PaperResults) -> list[dic
     """The page's first table: claim → verdict → evidence → premises, with the runs."""
     rows = []
     for r in claims:
-        ids = sorted({i for s in r.settings for i in s.run_ids})
+        ids = sorted({i for s in r.settings for i in s.run_ids}
+                     | {i for c in r.controls for i in c.run_ids})
         rows.append({**r.to_dict(), "result": r,
                      "provenance": results.provenance(results.runs[results.runs["run_id"]
                                                                    .isin(ids)])

@@ -232,7 +232,7 @@ class Fraction:
         needed = self._needed(k / n, n) if verdict == "inconclusive" else None
         text = (f"{self.event} in {k}/{n} runs ({100 * k / n:.0f} %), 95 % CI "
                 f"[{100 * lo:.0f} %, {100 * hi:.0f} %] vs {'<' if self.below else '>'} "
-                f"{100 * p0:g} %")
+                f"{100 * p0:.3g} %")
         return Decision(verdict, k / n, (lo, hi), p_held, p_contra, n, needed, text)
 
     def _needed(self, p: float, n: int) -> int | None:

@@ -1,10 +1,11 @@
 """avdiukhin2024: private SOSP selection, λ_min estimators, noisy SGD's paper calibration and
-Lemma 3.2 bound, the experiment files (quick and paper scale) and the paper page."""
+Lemma 3.2 bound, the experiment files (quick and paper scale), known answers for every
+declared claim and the provenance of the page's figures."""
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,12 @@ from algorithms.lambda_min import lambda_min_lanczos, lambda_min_power
 from algorithms.noisy_sgd import lemma_3_2_bound
 from algorithms.privacy.accounting import calibrate, epsilons
 from algorithms.privacy.ledger import Mechanism
-from bench import cli
 from bench.runner import run_one
 from bench.spec import load_experiment, parse_experiment
 from problems import DataSize
+from reports.known_answers import synthetic_results, verdict_of
+from reports.paper import PaperResults
+from reports.papers.avdiukhin2024 import PAPER
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "avdiukhin2024"
@@ -181,6 +184,23 @@ def test_quick_experiments_are_valid() -> None:
     for path in files:
         exp = load_experiment(path)
         assert exp.paper == "avdiukhin2024" and exp.scale == "quick" and exp.specs
+        assert exp.roles and set(exp.roles) <= set(PAPER.roles), (path.name, exp.roles)
+
+
+def test_tiny_experiments_mirror_the_quick_ones() -> None:
+    """tests/tiny/avdiukhin2024: the quick suites' names and roles, at scale quick."""
+    quick = {e.suite: e.roles for e in map(load_experiment, (EXPERIMENTS / "quick").glob(
+        "*.yaml"))}
+    tiny = [p for p in (ROOT / "tests" / "tiny" / "avdiukhin2024").glob("*.yaml")
+            if p.name != "expected.yaml"]
+    assert len(tiny) >= 3
+    for path in tiny:
+        exp = load_experiment(path)
+        assert exp.paper == "avdiukhin2024" and exp.scale == "quick"
+        assert quick[exp.suite] == exp.roles, path.name
+    expected = yaml.safe_load((ROOT / "tests" / "tiny" / "avdiukhin2024" / "expected.yaml")
+                              .read_text())
+    assert len(expected["claims"]) >= 3 and set(expected["claims"]) <= set(PAPER.targets)
 
 
 def write_paper_fixtures(root: Path) -> None:
@@ -235,6 +255,7 @@ def test_paper_scale_experiments_are_valid() -> None:
     for path in sorted((EXPERIMENTS / "paper").glob("*.yaml")):
         exp = load_experiment(path)
         assert exp.paper == "avdiukhin2024" and exp.scale == "paper" and exp.specs
+        assert exp.roles and set(exp.roles) <= set(PAPER.roles), (path.name, exp.roles)
 
 
 def test_paper_scale_cnn_experiment_runs_a_few_steps(tmp_path: Path) -> None:
@@ -250,63 +271,321 @@ def test_paper_scale_cnn_experiment_runs_a_few_steps(tmp_path: Path) -> None:
         assert record.status == "done", record.error
 
 
-# -- reproduce and the paper page -------------------------------------------------------
-
-TINY_QUICK = {
-    "saddle.yaml": """
-suite: avdiukhin2024_quick_saddle
-paper: avdiukhin2024
-scale: quick
-seeds: 2
-privacy: {epsilon: [2], delta: 1.0e-5}
-eval: {points: 5, schedule: linear, metrics: [loss, grad_norm, lambda_min]}
-problems:
-  - {name: strict_saddle, params: {d: 4, n: 200, sigma1: 0.0, sigma2: 0.0}}
-algorithms:
-  - {name: noisy_sgd, params: {lr: 0.2, steps: 60, batch_size: 20}}
-  - {name: noisy_sgd, label: noisy_sgd+selection, params: {lr: 0.2, steps: 60, batch_size: 20,
-     select: true, alpha: 0.1, select_epsilon: 0.5, candidates: 5, estimator: lanczos}}
-  - {name: dp_sgd, params: {lr: 0.2, steps: 60, batch_size: 20, clip: 1.4142135623730951}}
-  - {name: sgd, params: {lr: 0.2, steps: 60, batch_size: 20}}
-""",
-    "fig1_digits_mlp.yaml": """
-suite: avdiukhin2024_quick_fig1_digits_mlp
-paper: avdiukhin2024
-scale: quick
-seeds: 2
-privacy: {epsilon: [1, 4, 8], delta: 0.01, calibration: paper}
-backend: {name: torch, dtype: float32}
-eval: {points: 3, schedule: linear, metrics: [loss, test, train]}
-problems: [{name: digits_mlp, params: {hidden: 8}}]
-algorithms:
-  - {name: noisy_sgd, params: {lr: 0.1, steps: 20, batch_size: 32, bound: 5.0}}
-  - {name: sgd, params: {lr: 0.1, steps: 20, batch_size: 32}}
-""",
-}
 
 
-def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    experiments = tmp_path / "experiments"
-    (experiments / "avdiukhin2024" / "quick").mkdir(parents=True)
-    for name, text in TINY_QUICK.items():
-        (experiments / "avdiukhin2024" / "quick" / name).write_text(text)
-    monkeypatch.setattr(cli, "EXPERIMENTS", experiments)
-    monkeypatch.setattr("reports.papers.avdiukhin2024.EPSILONS", (1.0,))
-    out = tmp_path / "out"
-    assert cli.main(["reproduce", "--no-pdf", "avdiukhin2024", "--scale", "quick", "--out",
-                     str(out), "--jobs", "2", "--no-progress"]) == 0
-    page = out / "report" / "avdiukhin2024" / "quick"
-    html = (page / "index.html").read_text()
-    status = json.loads((page / "status.json").read_text())
-    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
-    for fragment in ("Noise is All You Need", "P1", "P3", "T1", "T2", "T4", "T8",
-                     "Theorem 3.3 at the paper", "Ambiguities", "GroupNorm"):
-        assert fragment in html, fragment
-    for image in ("test_acc_curves.png", "train_acc_curves.png", "saddle_lambda_min.png"):
-        assert (page / image).is_file()
-    # noiseless per-sample gradients: SGD stays at the saddle, the private methods leave it
-    assert 'sgd, per-sample noise σ₁ = 0, σ₂ = 0; start at the saddle' in html
-    assert "0/2 runs escaped" in html
-    assert cli.main(["reproduce", "nobody2030", "--scale", "quick", "--out", str(out)]) == 2
-    assert "no quick experiments for 'nobody2030'" in capsys.readouterr().err
+# -- known answers of the declared claims ---------------------------------------------------
+
+KEY = "avdiukhin2024"
+
+
+def verdict(claim: str, runs: list[dict[str, Any]], curves: Sequence[dict[str, Any]] = ()
+            ) -> Any:
+    return verdict_of(KEY, claim, synthetic_results(KEY, runs, list(curves)))
+
+
+def settings_of(result: Any) -> dict[str, str]:
+    return {s.setting: s.verdict for s in result.settings}
+
+
+def accuracy_run(eps: float, acc: float, seed: int = 0, role: str = "fig1", **extra: Any
+                 ) -> dict[str, Any]:
+    """A finished noisy SGD run on the digits MLP with the empirical C = 12, no norm over C."""
+    return {"role": role, "problem": "digits_mlp", "algorithm": "noisy_sgd",
+            "label": "noisy_sgd", "calibration": "paper", "epsilon": eps, "seed": seed,
+            "final_test_acc": acc, "final_train_acc": acc + 0.01, "p_alg_bound_rule": "given",
+            "diag_bound": 12.0, "diag_max_per_sample_grad_norm": 10.0,
+            "diag_guarantee_void": False, **extra}
+
+
+def sgd_run(acc: float, seed: int = 0, role: str = "fig1", **extra: Any) -> dict[str, Any]:
+    return {"role": role, "problem": "digits_mlp", "algorithm": "sgd", "label": "sgd",
+            "epsilon": math.inf, "seed": seed, "final_test_acc": acc, **extra}
+
+
+def grid(accuracy: Any, epsilons: tuple[float, ...] = (0.5, 1, 2, 4, 8), seeds: int = 5,
+         spread: float = 0.002, **extra: Any) -> list[dict[str, Any]]:
+    """Noisy SGD runs at each ε whose accuracy is ``accuracy(ε)`` ± ``spread``."""
+    return [accuracy_run(e, accuracy(e) + spread * (s - (seeds - 1) / 2), seed=s, **extra)
+            for e in epsilons for s in range(seeds)]
+
+
+def rising(eps: float) -> float:
+    return 0.5 + 0.05 * math.log2(eps)
+
+
+@pytest.mark.known_answer("avdiukhin2024", "P1")
+@pytest.mark.known_answer("avdiukhin2024", "P5")
+def test_accuracy_monotone_in_epsilon_held_contradicted_inconclusive() -> None:
+    assert verdict("P1", grid(rising)).verdict == "held"
+    falling = grid(lambda e: rising(e) - (0.1 if e == 8 else 0.0))
+    assert verdict("P1", falling).verdict == "contradicted"
+    noisy = grid(lambda e: rising(e) - (0.012 if e == 8 else 0.0), spread=0.05, seeds=2)
+    assert verdict("P1", noisy).verdict == "inconclusive"
+    # P5 on training accuracy, from the suites that feed Figure 3(a)
+    assert verdict("P5", grid(rising, role="fig3a")).verdict == "held"
+    assert verdict("P5", grid(rising, role="fig1")).verdict == "not run"
+    # non-private SGD (ε = ∞) is no point of the ε axis
+    result = verdict("P1", grid(rising) + [sgd_run(0.1, s) for s in range(5)])
+    assert result.verdict == "held" and "ε=inf" not in result.evidence()
+
+
+@pytest.mark.known_answer("avdiukhin2024", "P2")
+def test_gap_to_sgd_per_epsilon_with_the_guarantee_as_premise() -> None:
+    sgd = [sgd_run(0.94 + 0.002 * s, s) for s in range(5)]
+    close = grid(lambda e: 0.93, epsilons=(1, 4, 8))
+    result = verdict("P2", sgd + close)
+    assert result.verdict == "held"
+    assert set(settings_of(result)) == {"problem = digits_mlp, calibration = paper, "
+                                        f"epsilon = {e}" for e in (4, 8)}  # ε = 1 not claimed
+    assert result.settings[0].decision.estimate == pytest.approx(1.4)  # pp: 94.4 − 93
+    far = grid(lambda e: 0.80, epsilons=(4, 8))
+    assert verdict("P2", sgd + far).verdict == "contradicted"
+    void = [dict(r, prem_max_per_sample_norm=13.1, prem_clip_bound=12.0,
+                 prem_clipped_fraction=0.01 if r["seed"] < 3 else 0.0) for r in close]
+    result = verdict("P2", sgd + void)
+    assert result.verdict == "out of regime"
+    assert "per-sample norm 13.1 > C = 12 in 3/5 runs" in result.settings[0].failed[0].measured
+    # a diverged run gets no statistic: it is flagged and left out
+    diverged = [*close, accuracy_run(8, 0.0, seed=9, status="diverged")]
+    result = verdict("P2", sgd + diverged)
+    eight = next(s for s in result.settings if s.setting.endswith("epsilon = 8"))
+    assert result.verdict == "held" and eight.diverged == 1 and eight.runs == 6
+    assert eight.decision is not None and eight.decision.runs == 5 + 5
+
+
+@pytest.mark.known_answer("avdiukhin2024", "P3")
+def test_per_sample_norms_below_c_as_a_fraction_of_runs() -> None:
+    over = [accuracy_run(1, 0.8, s, diag_max_per_sample_grad_norm=18.2,
+                         diag_guarantee_void=s < 8) for s in range(10)]
+    result = verdict("P3", over)
+    assert result.verdict == "contradicted"
+    assert "every per-sample norm ≤ C in 2/10 runs" in result.evidence()
+    clean = [accuracy_run(4, 0.9, s) for s in range(10)]
+    result = verdict("P3", clean)
+    assert result.verdict == "inconclusive"  # 10 clean runs cannot show P > 0.99
+    assert result.settings[0].decision.needed == 368
+    many = [accuracy_run(4, 0.9, s, diag_guarantee_void=None, prem_clipped_fraction=0.0,
+                         prem_max_per_sample_norm=9.0, prem_clip_bound=12.0)
+            for s in range(400)]
+    assert verdict("P3", many).verdict == "held"
+    # C from Lemma 3.2 is Figure 3(b)'s, not the empirical C of this claim
+    lemma = [dict(r, p_alg_bound_rule="lemma_3_2", role="fig3b") for r in over]
+    assert verdict("P3", lemma).verdict == "not run"
+
+
+@pytest.mark.known_answer("avdiukhin2024", "P4")
+def test_lemma_c_lowers_accuracy_per_epsilon() -> None:
+    empirical = grid(lambda e: 0.9, epsilons=(1, 8))
+    lower = grid(lambda e: 0.8, epsilons=(1, 8), role="fig3b", p_alg_bound_rule="lemma_3_2")
+    result = verdict("P4", empirical + lower)
+    assert result.verdict == "held" and len(result.settings) == 2
+    assert result.settings[0].decision.estimate == pytest.approx(-10.0)
+    higher = grid(lambda e: 0.95, epsilons=(1, 8), role="fig3b", p_alg_bound_rule="lemma_3_2")
+    assert verdict("P4", empirical + higher).verdict == "contradicted"
+    other = grid(lambda e: 0.9, epsilons=(1, 8), problem="digits_cnn")  # no alike run
+    assert verdict("P4", other + lower).verdict == "inconclusive"
+
+
+@pytest.mark.known_answer("avdiukhin2024", "P6")
+def test_larger_learning_rates_fail_to_converge() -> None:
+    assert verdict("P6", grid(rising)).verdict == "not run"  # no lr sweep
+    sweep = [accuracy_run(4, 0.1, s, role="lr_sweep", p_alg_lr=0.3, status="diverged")
+             for s in range(6)]
+    result = verdict("P6", sweep)  # diverged runs are the claim's own evidence here
+    assert result.verdict == "held" and result.settings[0].diverged == 6
+    good = [accuracy_run(4, 0.9, s, role="lr_sweep", p_alg_lr=0.3) for s in range(6)]
+    assert verdict("P6", good).verdict == "contradicted"
+    assert verdict("P6", [dict(r, p_alg_lr=0.1) for r in good]).verdict == "not run"
+
+
+def paper_calibrated(eps: float, seed: int = 0, **extra: Any) -> dict[str, Any]:
+    """A run whose σ is Theorem 3.3's: σ = B√(T ln(1/δ))/(nε) with c₂ = 1."""
+    sigma = 64 * math.sqrt(315 * math.log(100)) / (1347 * eps)
+    return accuracy_run(eps, 0.9, seed, sigma=sigma, batch_size=64, steps=315, n=1347,
+                        delta=0.01, p_alg_c2=1.0, eps_planned=2 * eps, eps_pld=2 * eps,
+                        **extra)
+
+
+@pytest.mark.known_answer("avdiukhin2024", "T1")
+def test_sigma_times_epsilon_is_theorem_3_3() -> None:
+    runs = [paper_calibrated(e, s) for e in (0.125, 1, 8) for s in range(2)]
+    assert verdict("T1", runs).verdict == "held"
+    off = [*runs, dict(paper_calibrated(4), sigma=1.02 * paper_calibrated(4)["sigma"])]
+    result = verdict("T1", off)
+    assert result.verdict == "contradicted" and "in 6/7 runs" in result.evidence()
+    overspent = [*runs, dict(paper_calibrated(4), eps_pld=9.0)]
+    assert verdict("T1", overspent).verdict == "contradicted"
+    # with the private selection the paper's ε includes ε_s: σ(ε − ε_s) is the constant
+    select = dict(paper_calibrated(0.8), epsilon=1.0, p_alg_select=True,
+                  p_alg_select_epsilon=0.2)
+    assert verdict("T1", [*runs, select]).verdict == "held"
+    tight = [dict(r, calibration="pld") for r in off]  # the tight calibration is not claimed
+    assert verdict("T1", tight).verdict == "not run"
+
+
+def saddle_run(algorithm: str = "noisy_sgd", seed: int = 0, eps: float = 1.0,
+               sigma1: float = 0.0, **extra: Any) -> dict[str, Any]:
+    """A run of the synthetic check: strict_saddle (λ = μ = 1, σ₂ = σ₁), lr 0.1, 400 steps,
+    C = G = √2 + 2σ₁, escaped (final λ_min ≈ 1) unless ``extra`` says otherwise."""
+    bound = math.sqrt(2) + 2 * sigma1
+    row = {"role": "saddle", "problem": "strict_saddle", "algorithm": algorithm,
+           "label": algorithm, "seed": seed, "epsilon": eps if algorithm != "sgd" else math.inf,
+           "p_prob_sigma1": sigma1, "p_prob_sigma2": sigma1, "p_prob_lam": 1.0,
+           "p_prob_mu": 1.0, "p_alg_lr": 0.1, "steps": 400, "batch_size": 64,
+           "final_lambda_min": 0.99, "final_grad_norm": 0.01, "final_loss": -0.99}
+    if algorithm == "noisy_sgd":
+        row.update(diag_bound=bound, diag_max_per_sample_grad_norm=1.0,
+                   diag_guarantee_void=False, p_alg_select=False)
+    if algorithm == "dp_sgd":
+        row.update(p_alg_clip=bound)
+    return {**row, **extra}
+
+
+def noise_free_sgd(stays: bool = True, seeds: int = 5) -> list[dict[str, Any]]:
+    lam = -1.0 if stays else 0.99
+    return [saddle_run("sgd", s, final_lambda_min=lam, final_grad_norm=0.0) for s in
+            range(seeds)]
+
+
+@pytest.mark.known_answer("avdiukhin2024", "T2")
+def test_algorithms_1_and_2_agree_when_no_norm_exceeds_c() -> None:
+    noisy = [saddle_run(seed=s, sigma1=0.5) for s in range(3)]
+    clipped = [saddle_run("dp_sgd", seed=s, sigma1=0.5) for s in range(3)]
+    result = verdict("T2", noisy + clipped)
+    assert result.verdict == "held" and "bitwise-equal outputs in 3/3 runs" in result.evidence()
+    moved = [*clipped[:2], dict(clipped[2], final_loss=-0.98)]
+    assert verdict("T2", noisy + moved).verdict == "contradicted"
+    void = [dict(r, diag_guarantee_void=True, diag_max_per_sample_grad_norm=3.0)
+            for r in noisy]
+    assert verdict("T2", void + moved).verdict == "out of regime"
+    other_c = [dict(r, p_alg_clip=2.414) for r in clipped]
+    result = verdict("T2", noisy + other_c)
+    assert result.verdict == "out of regime"
+    assert "clips at 2.41 vs C = 2.41" in result.settings[0].failed[0].measured
+    alone = verdict("T2", noisy)
+    assert alone.verdict == "out of regime"  # no Algorithm-1 partner to compare with
+
+
+def start(runs: list[dict[str, Any]], lam: float = -1.0) -> list[dict[str, Any]]:
+    """Each run's x₀ (step 0): the saddle, λ_min = ``lam``."""
+    return [{"run_id": f"r{i}", "step": 0, "grad_norm": 0.0, "lambda_min": lam}
+            for i in range(len(runs))]
+
+
+@pytest.mark.known_answer("avdiukhin2024", "T4")
+def test_escape_from_the_exact_saddle_with_a_noise_free_sgd_control() -> None:
+    noisy = [saddle_run(seed=s) for s in range(5)]
+    runs = noisy + noise_free_sgd()
+    result = verdict("T4", runs, start(runs))
+    assert result.verdict == "held"
+    assert {s.setting for s in result.settings} == {"label = noisy_sgd, sigma1 = 0, epsilon = 1"}
+    (control,) = result.controls
+    assert control.outcome == "as expected" and len(control.run_ids) == 5
+    assert all("sgd" not in s.setting.replace("noisy_sgd", "") for s in result.settings)
+    unexpected = verdict("T4", noisy + noise_free_sgd(stays=False), start(runs))
+    assert unexpected.verdict == "held" and unexpected.controls[0].outcome == "unexpected"
+    stuck = [dict(r, final_lambda_min=-1.0) for r in noisy] + [
+        saddle_run(seed=s, final_lambda_min=-1.0) for s in range(5, 10)]
+    assert verdict("T4", stuck, start(stuck)).verdict == "contradicted"  # (2/3)^10 < 2.5 %
+    few = noisy[:3]
+    assert verdict("T4", few, start(few)).verdict == "inconclusive"
+    assert verdict("T4", noisy, start(noisy, lam=0.5)).verdict == "out of regime"
+
+
+def iterates(runs: list[dict[str, Any]], sosp_share: float, points: int = 10, first: int = 0
+             ) -> list[dict[str, Any]]:
+    """For runs r{first}, r{first + 1}, …: x₀ at the saddle, then ``points`` iterates of
+    which the first ``sosp_share`` are α-SOSPs."""
+    rows = [{"run_id": f"r{first + i}", "step": 0, "grad_norm": 0.0, "lambda_min": -1.0}
+            for i in range(len(runs))]
+    for i in range(first, first + len(runs)):
+        for k in range(1, points + 1):
+            sosp = k <= sosp_share * points
+            rows.append({"run_id": f"r{i}", "step": 40 * k, "grad_norm": 0.01 if sosp else 0.5,
+                         "lambda_min": 0.9 if sosp else -0.9})
+    return rows
+
+
+@pytest.mark.known_answer("avdiukhin2024", "T5")
+def test_half_the_iterates_are_sosps_only_past_the_theorem_horizon() -> None:
+    short = [saddle_run(seed=s) for s in range(6)]
+    result = verdict("T5", short + noise_free_sgd(), iterates(short + noise_free_sgd(), 0.7))
+    assert result.verdict == "out of regime"
+    failed = result.settings[0].failed[0].measured
+    assert "T = 400 < T_thm = 64 f_max/(ηα²) = 5.12e+05" in failed
+    long = [dict(r, steps=600_000) for r in short]
+    sgd = [dict(r, steps=600_000) for r in noise_free_sgd()]
+    held = verdict("T5", long + sgd, iterates(long, 0.7) + iterates(sgd, 0.0, first=len(long)))
+    assert held.verdict == "held"
+    assert held.controls[0].outcome == "as expected" and len(held.settings) == 1
+    few = verdict("T5", long, iterates(long, 0.3))
+    assert few.verdict == "contradicted"  # 0/6 runs with ≥ half SOSPs: P < 1/2 shown
+    recorded = [dict(r, prem_steps_taken=300) for r in long]  # stopped early
+    assert verdict("T5", recorded, iterates(recorded, 0.7)).verdict == "out of regime"
+
+
+@pytest.mark.known_answer("avdiukhin2024", "T8")
+def test_private_selection_returns_a_4alpha_sosp() -> None:
+    chosen = [saddle_run(seed=s, label="noisy_sgd+selection", p_alg_select=True,
+                         p_alg_alpha=0.05, diag_selection_passed=True) for s in range(6)]
+    result = verdict("T8", [*chosen, saddle_run(seed=9)])  # no selection: not this claim's
+    assert result.verdict == "held" and result.settings[0].runs == 6
+    none = [dict(r, diag_selection_passed=False) for r in chosen]
+    assert verdict("T8", none).verdict == "contradicted"
+    far = [dict(r, final_grad_norm=0.5) for r in chosen]  # ‖∇F‖ ≥ 4α: not a 4α-SOSP
+    assert verdict("T8", far).verdict == "contradicted"
+    void = [dict(r, diag_guarantee_void=True) for r in chosen]
+    assert verdict("T8", void).verdict == "out of regime"
+
+
+# -- figures name exactly the suites and runs they draw -------------------------------------
+
+def provenance_results() -> tuple[PaperResults, dict[str, set[str]]]:
+    """Five suites: two feeding Figure 1 (one also Figure 3(a)), Figure 3(b)'s, the saddle
+    and a learning-rate sweep no figure draws; with the run ids each figure must name."""
+    runs: list[dict[str, Any]] = []
+    expected: dict[str, set[str]] = {"test": set(), "train": set(), "saddle": set()}
+
+    def add(row: dict[str, Any], *figures: str) -> None:
+        run_id = f"r{len(runs)}"
+        runs.append({"n": 1347, "batch_size": 64, **row})
+        for figure in figures:
+            expected[figure].add(run_id)
+
+    mlp, cnn = f"{KEY}_quick_fig1_digits_mlp", f"{KEY}_quick_fig1_digits_cnn"
+    for s in range(2):
+        for eps in (1.0, 8.0):
+            add(accuracy_run(eps, 0.8, s, suite=mlp), "test", "train")
+            add(accuracy_run(eps, 0.5, s, suite=cnn, problem="digits_cnn"), "test")
+            add(accuracy_run(eps, 0.6, s, role="fig3b", suite=f"{KEY}_quick_fig3b_digits_mlp",
+                             p_alg_bound_rule="lemma_3_2"), "test")
+            add(accuracy_run(eps, 0.7, s, role="lr_sweep", suite=f"{KEY}_quick_lr",
+                             problem="digits_cnn", p_alg_lr=0.3))
+            add(saddle_run(seed=s, eps=eps, suite=f"{KEY}_quick_saddle"), "saddle")
+        add(sgd_run(0.9, s, suite=mlp), "test", "train")
+        add(sgd_run(0.9, s, suite=cnn, problem="digits_cnn"), "test")
+        add(sgd_run(0.9, s, role="lr_sweep", suite=f"{KEY}_quick_lr", problem="digits_cnn"))
+        add(saddle_run("sgd", s, suite=f"{KEY}_quick_saddle"), "saddle")
+    runs[0]["role"] = "fig3a"  # the MLP suite also feeds Figure 3(a)
+    curves = [{"run_id": f"r{i}", "step": step, "loss": 1.0, "test_acc": 0.5,
+               "train_acc": 0.5, "grad_norm": 0.1, "lambda_min": -1.0 + step / 100}
+              for i in range(len(runs)) for step in (0, 50, 100)]
+    return synthetic_results(KEY, runs, curves), expected
+
+
+def test_figures_name_exactly_the_suites_and_runs_they_draw(tmp_path: Path) -> None:
+    results, expected = provenance_results()
+    assert set(results.role_suites("fig3a")) == {f"{KEY}_quick_fig1_digits_mlp"}
+    figures = {f.path: f for f in PAPER.sections(results, tmp_path).figures}
+    stems = {"test": "test_acc_curves.png", "train": "train_acc_curves.png",
+             "saddle": "saddle_lambda_min.png"}
+    assert set(figures) == set(stems.values())
+    suite_of = dict(zip(results.runs["run_id"], results.runs["suite"], strict=True))
+    for figure, stem in stems.items():
+        provenance = figures[stem].provenance
+        assert provenance is not None and (tmp_path / stem).is_file()
+        assert set(provenance.run_ids) == expected[figure], figure
+        assert set(provenance.suites) == {suite_of[i] for i in expected[figure]}, figure
+    assert set(figures["test_acc_curves.png"].provenance.suites) == {  # type: ignore[union-attr]
+        f"{KEY}_quick_fig1_digits_mlp", f"{KEY}_quick_fig1_digits_cnn",
+        f"{KEY}_quick_fig3b_digits_mlp"}

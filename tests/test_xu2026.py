@@ -1,15 +1,16 @@
 """xu2026 (DP RGDA): the minimax oracles' closed forms against autodiff and finite
 differences, the strict saddle of matrix sensing, advanced composition, DP RGDA's
 queries, sensitivities, escape and selection, the ERM schedule, the baselines' ledgers,
-the rates schema and the page."""
+the rates schema, the calibrated Table 2 entries, and the known answers of every declared
+claim (the page itself: tests/tiny/xu2026 and tests/test_paper_pages.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import make_mech, make_setup, run_steps, to_numpy
@@ -21,14 +22,21 @@ from algorithms.lambda_min import lambda_min_lanczos
 from algorithms.minimax import release_pair
 from algorithms.privacy.accounting import advanced_composition, calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
-from bench import cli
 from bench.spec import load_experiment, parse_experiment
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle
+from reports.known_answers import synthetic_results, verdict_of
+from reports.paper import PaperResults
+from reports.papers.xu2026 import PAPER
 from reports.published import PublishedError, load_published, published_for
+from reports.tables import compare
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "xu2026"
+TINY_DIR = Path(__file__).resolve().parent / "tiny" / "xu2026"
+# the tiny experiment files of the page test, by file name (tests/test_browser.py uses them)
+TINY = {p.name: yaml.safe_load(p.read_text()) for p in sorted(TINY_DIR.glob("*.yaml"))
+        if p.name != "expected.yaml"}
 MINIMAX = ("matrix_sensing", "ncsc_double_well")
 F64 = BackendSpec(name="torch", dtype="float64")
 
@@ -374,56 +382,228 @@ def test_experiment_files_are_valid() -> None:
             exp = load_experiment(path)
             assert exp.paper == "xu2026" and exp.scale == scale and exp.specs
             assert not exp.skipped
+            assert exp.roles and set(exp.roles) <= set(PAPER.roles)
 
 
-SMALL_SENSING = {"p": 4, "q": 3, "rank": 2, "n": 40}
-TINY = {
-    "table2_matrix_sensing.yaml": {
-        "suite": "xu2026_quick_table2_matrix_sensing", "paper": "xu2026", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": 2, "delta": 1e-6,
-                                "calibration": ["advanced", "pld"]},
-        "eval": {"points": 3, "metrics": ["loss", "grad_norm", "lambda_min"]},
-        "problems": [{"name": "matrix_sensing", "params": SMALL_SENSING,
-                      "sweep": {"x_star_norm": [20, 100]}}],
-        "algorithms": [
-            {"name": "dp_rgda", "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8}},
-            {"name": "ada_dp_spider", "params": {"steps": 6, "batch_refresh": 20,
-                                                 "batch_diff": 8}},
-            {"name": "dp_spider_at", "label": "sto_spider",
-             "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8}},
-            {"name": "private_diff", "params": {"steps": 6}},
-            {"name": "dp_sgda", "params": {"steps": 6, "batch_size": 8}},
-            {"name": "dp_rgda", "label": "dp_rgda_nonprivate",
-             "params": {"steps": 6, "batch_refresh": 20, "batch_diff": 8},
-             "privacy": {"epsilon": math.inf, "sigma": 1e-9, "calibration": "pld"}}]},
-    "rate_ncsc.yaml": {
-        "suite": "xu2026_quick_rate_ncsc", "paper": "xu2026", "scale": "quick", "seeds": 2,
-        "privacy": {"epsilon": [1, 2], "delta": 1e-6, "calibration": "pld"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "ncsc_double_well", "params": {"d": 3, "d_y": 4, "n": 60}}],
-        "algorithms": [{"name": "dp_rgda", "params": {"schedule": "erm", "theory_alpha": 10.0,
-                                                      "diff_clip_mode": "movement"}}]},
-}
-
-
-def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "experiments" / "xu2026" / "quick"
-    folder.mkdir(parents=True)
+def test_tiny_files_mirror_the_quick_ones() -> None:
+    quick = {p.name: load_experiment(p) for p in sorted((EXPERIMENTS / "quick").glob("*.yaml"))}
+    assert set(TINY) == set(quick)
     for name, doc in TINY.items():
-        (folder / name).write_text(yaml.safe_dump(doc))
-    monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
-    out = tmp_path / "out"
-    assert cli.main(["reproduce", "--no-pdf", "xu2026", "--out", str(out), "--jobs", "2",
-                     "--no-progress"]) == 0
-    page = out / "report" / "xu2026" / "quick"
-    html = (page / "index.html").read_text()
-    status = json.loads((page / "status.json").read_text())
-    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
-    for fragment in ("Second Order Stationary Points", "Table 2: published vs ours",
-                     "Table 2 regenerated, ‖X*‖_F = 100", "The X* scale", "Utility bounds (Table 1",
-                     "Rate check", "Alg. 3 formula std", "A6", "mis-citation"):
-        assert fragment in html, fragment
-    for claim in ("S1", "C1", "C2", "C3", "T2", "R1"):
-        assert f"<td>{claim}</td>" in html, claim
-    assert (page / "figure1_scale100_advanced.png").is_file()
-    assert (page / "xu2026_quick_rate_ncsc.png").is_file()
+        tiny = parse_experiment(doc)
+        assert (tiny.suite, tiny.paper, tiny.scale, tiny.roles) == (
+            quick[name].suite, "xu2026", "quick", quick[name].roles)
+    expected = yaml.safe_load((TINY_DIR / "expected.yaml").read_text())
+    assert set(expected["claims"]) <= {c.id for c in PAPER.claims}
+
+
+# -- the published numbers: calibrated entries and diverged runs -------------------------------
+
+def table2_run(label: str, loss: float, **extra: object) -> dict[str, object]:
+    """One synthetic Table 2 run at ‖X*‖_F = 100 under the paper's calibration."""
+    return {"role": "table2", "label": label, "algorithm": label, "problem": "matrix_sensing",
+            "calibration": "advanced", "epsilon": 2.0, "delta": 1e-6,
+            "p_prob_x_star_norm": 100.0, "final_loss": loss, "final_grad_norm": 1.0,
+            "final_lambda_min": -0.1, **extra}
+
+
+def test_calibrated_entries_never_count_and_diverged_runs_get_no_delta() -> None:
+    published = published_for("xu2026")
+    assert published is not None
+    calibrated = {e.id for e in published.entries if e.calibrated}
+    assert calibrated == {"t2-sto-spider-phi", "t2-sto-spider-lmin"}  # they set ‖X*‖_F = 100
+    runs = [table2_run("sto_spider", 13.7 + 0.01 * s, seed=s) for s in range(3)]
+    runs += [table2_run("private_diff", 6e6, seed=s, status="diverged") for s in range(3)]
+    results = synthetic_results("xu2026", runs)
+    status = {c.entry.id: c for c in compare(published, results.runs)}
+    assert status["t2-sto-spider-phi"].status == "calibrated"
+    assert status["t2-sto-spider-lmin"].status == "calibrated"
+    assert status["t2-sto-spider-grad"].status != "calibrated"
+    pd_phi = status["t2-private-diff-phi"]
+    assert pd_phi.status == "diverged" and pd_phi.delta is None and pd_phi.ours is None
+
+
+# -- known answers of the declared claims --------------------------------------------------------
+
+PHI0 = 13.2  # Φ(x₀) at ‖X*‖_F = 100
+
+
+IN_REGIME = {  # a quiet DP-RGDA calibration on the §5 instance: the noise premise passes
+    "p_prob_p": 20, "p_prob_q": 20, "p_prob_rank": 3, "p_alg_clip": 1.0,
+    "plan_std_refresh": 0.01, "plan_std_increment": 0.04, "sigma": 1.0}
+
+
+def table2_results(phi: dict[str, list[float]], lam: dict[str, list[float]] | None = None,
+                   ref_ratio: float = 0.1, clipped: float = 0.1) -> PaperResults:
+    """Synthetic Table 2 runs: per label, one run per final Φ in ``phi`` (λ_min from
+    ``lam``), each with a trajectory starting at Φ(x₀) = 13.2, plus the σ → 0 DP-RGDA
+    reference ending at ``ref_ratio`` Φ(x₀) and the instance study (a share ``clipped`` of
+    the per-sample y-partials clipped). With the defaults every premise passes."""
+    runs, curves = [], []
+    for label, values in {**phi, "dp_rgda_nonprivate": [ref_ratio * PHI0] * 3}.items():
+        for seed, loss in enumerate(values):
+            extra: dict[str, object] = dict(IN_REGIME)
+            if label.endswith("_nonprivate"):
+                extra.update(calibration="pld", epsilon=math.inf)
+            if lam and label in lam:
+                extra["final_lambda_min"] = lam[label][seed]
+            runs.append(table2_run(label, loss, seed=seed, **extra))
+            curves.append({"run_id": f"r{len(runs) - 1}", "step": 0, "loss": PHI0})
+    study = pd.DataFrame([{"scale": "100", "x_star_norm": 100.0, "data_seed": 0,
+                           "clipped_y": clipped, "clipped_x": 0.0, "median_y": 0.5,
+                           "median_x": 0.1, "saddle_ok": True}])
+    return synthetic_results("xu2026", runs, curves, {"instance": study})
+
+
+SPIDERS_HIGH = {"sto_spider": [13.0, 13.4, 13.7], "ada_dp_spider": [8.0, 8.1, 7.9]}
+
+
+@pytest.mark.known_answer("xu2026", "C1")
+def test_c1_held_contradicted_and_out_of_regime() -> None:
+    held = verdict_of("xu2026", "C1", table2_results({"dp_rgda": [0.9, 1.0, 0.95],
+                                                      **SPIDERS_HIGH}))
+    assert held.verdict == "held" and len(held.settings) == 2  # one per SPIDER baseline
+    assert all(p.passed for s in held.settings for p in s.premises)
+    worse = verdict_of("xu2026", "C1", table2_results({"dp_rgda": [13.0, 13.1, 13.2],
+                                                       "sto_spider": [1.0, 1.1, 0.9],
+                                                       "ada_dp_spider": [1.0, 1.2, 1.1]}))
+    assert worse.verdict == "contradicted"
+    # the σ → 0 reference does not leave the saddle: nothing can be concluded
+    frozen = verdict_of("xu2026", "C1", table2_results({"dp_rgda": [0.9, 1.0, 0.95],
+                                                        **SPIDERS_HIGH}, ref_ratio=0.99))
+    assert frozen.verdict == "out of regime"
+    failed = {p.name: p.measured for s in frozen.settings for p in s.failed}
+    assert "0.99" in failed["the σ → 0 reference leaves the saddle"]
+
+
+@pytest.mark.known_answer("xu2026", "C1")
+def test_c1_clipping_and_noise_premises_take_settings_out_of_regime() -> None:
+    phi = {"dp_rgda": [0.9, 1.0, 0.95], **SPIDERS_HIGH}
+    clipped = verdict_of("xu2026", "C1", table2_results(phi, clipped=0.85))
+    assert clipped.verdict == "out of regime"
+    assert {p.name for s in clipped.settings for p in s.failed} == {"clipping inactive or mild"}
+    recorded = table2_results(phi)  # the runs' own record (increment clip) counts as well
+    recorded.runs["prem_clipped_fraction"] = 0.3
+    recorded.runs["prem_clipped_fraction_diff"] = 0.9
+    result = verdict_of("xu2026", "C1", recorded)
+    assert result.verdict == "out of regime"
+    assert "90% clipped" in result.settings[0].failed[0].measured
+    noisy = table2_results(phi)
+    noisy.runs["plan_std_refresh"] = 12.1  # App. D's calibration: std 12.1 / 48.5
+    noisy.runs["plan_std_increment"] = 48.5
+    loud = verdict_of("xu2026", "C1", noisy)
+    assert loud.verdict == "out of regime"
+    measured = {p.name: p.measured for s in loud.settings for p in s.failed}
+    assert "12.1" in measured["noise-to-signal"] and "48.5" in measured["noise-to-signal"]
+
+
+@pytest.mark.known_answer("xu2026", "C2")
+def test_c2_held_and_a_diverged_private_diff_is_reported_not_scored() -> None:
+    close = verdict_of("xu2026", "C2", table2_results({"dp_rgda": [0.9, 0.92, 0.91],
+                                                       "private_diff": [0.65, 0.66, 0.64]}))
+    assert close.verdict == "held"  # 0.91 < 1.5 × 0.65
+    far = verdict_of("xu2026", "C2", table2_results({"dp_rgda": [3.0, 3.1, 2.9],
+                                                     "private_diff": [0.65, 0.66, 0.64]}))
+    assert far.verdict == "contradicted"
+    phi = {"dp_rgda": [0.9, 0.92, 0.91], "private_diff": [6e6, 5e6, 7e6]}
+    blown = verdict_of("xu2026", "C2", table2_results(phi))
+    (setting,) = blown.settings
+    assert setting.diverged == 3 and setting.verdict == "inconclusive"
+    assert setting.decision is not None and math.isnan(setting.decision.estimate)  # no number
+    assert "3/3 runs diverged (excluded)" in setting.evidence()
+    # a failing premise still takes the setting out of regime when the baseline diverged
+    stuck = verdict_of("xu2026", "C2", table2_results(phi, ref_ratio=0.99))
+    assert stuck.verdict == "out of regime" and stuck.settings[0].diverged == 3
+
+
+@pytest.mark.known_answer("xu2026", "C3")
+def test_c3_held_and_inconclusive() -> None:
+    phi = {"dp_rgda": [0.9, 1.0, 0.95], **SPIDERS_HIGH}
+    milder = verdict_of("xu2026", "C3", table2_results(phi, {
+        "dp_rgda": [-0.05, -0.048, -0.049], "sto_spider": [-0.22, -0.21, -0.23],
+        "ada_dp_spider": [-0.14, -0.15, -0.145]}))
+    assert milder.verdict == "held"
+    spread = verdict_of("xu2026", "C3", table2_results(phi, {
+        "dp_rgda": [-0.3, -0.01, -0.2], "sto_spider": [-0.25, -0.02, -0.15],
+        "ada_dp_spider": [-0.28, -0.01, -0.18]}))
+    assert spread.verdict == "inconclusive"
+    assert all(s.decision is not None and s.decision.needed for s in spread.settings)
+
+
+@pytest.mark.known_answer("xu2026", "P1")
+def test_p1_verdict_and_its_controls_are_reported_apart() -> None:
+    left = table2_results({"dp_rgda": [0.9, 1.0, 0.95]})
+    result = verdict_of("xu2026", "P1", left)
+    assert result.verdict == "held"  # 0.07 of Φ(x₀) < 0.5
+    assert len(result.settings) == 1  # the σ → 0 runs are controls, not settings
+    control = {c.name: c for c in result.controls}["σ → 0 dp_rgda, ‖X*‖_F = 100"]
+    assert control.outcome == "as expected"
+    assert set(control.run_ids).isdisjoint(result.settings[0].run_ids)
+    stuck = verdict_of("xu2026", "P1", table2_results({"dp_rgda": [13.0, 13.1, 13.2]},
+                                                      ref_ratio=0.99))
+    assert stuck.verdict == "out of regime"
+    assert {c.name: c.outcome for c in stuck.controls}["σ → 0 dp_rgda, ‖X*‖_F = 100"] == \
+        "unexpected"
+    # in regime (the reference leaves the saddle) but the private run stays: contradicted
+    stays = verdict_of("xu2026", "P1", table2_results({"dp_rgda": [13.0, 13.3, 13.1]}))
+    assert stays.verdict == "contradicted"
+
+
+@pytest.mark.known_answer("xu2026", "A1")
+def test_a1_ledger_within_the_budget() -> None:
+    runs = [table2_run(label, 1.0, seed=s, eps_advanced=2.0) for label in ("dp_rgda", "dp_sgda")
+            for s in range(2)]
+    runs.append(table2_run("private_diff", 6e6, eps_advanced=2.0, status="diverged"))
+    assert verdict_of("xu2026", "A1", synthetic_results("xu2026", runs)).verdict == "held"
+    runs[0]["eps_advanced"] = 2.3  # one run spent more than planned
+    over = verdict_of("xu2026", "A1", synthetic_results("xu2026", runs))
+    assert over.verdict == "contradicted"
+    assert {s.setting: s.verdict for s in over.settings} == {  # a diverged run's ledger counts
+        "label = dp_rgda": "contradicted", "label = dp_sgda": "held",
+        "label = private_diff": "held"}
+
+
+def rate_results(slope: float, alpha: float = 1.0, certified: int = 1) -> PaperResults:
+    """Rate-check runs whose ‖∇Φ(x_out)‖ = c ε̄^slope (± 5 %), with α = c_α ε̄^{2/3}."""
+    runs = []
+    for bar in (1e-3, 3e-3, 1e-2, 3e-2):
+        for seed, wobble in enumerate((0.95, 1.0, 1.05)):
+            runs.append({"role": "rate", "label": "dp_rgda", "problem": "ncsc_double_well",
+                         "seed": seed, "plan_eps_bar": bar, "p_alg_theory_alpha": alpha,
+                         "steps": math.ceil(bar ** (-4 / 3)), "diag_certificates": certified,
+                         "final_grad_norm": wobble * 0.5 * bar ** slope
+                         * 1e-2 ** (2 / 3 - slope)})
+    return synthetic_results("xu2026", runs)
+
+
+@pytest.mark.known_answer("xu2026", "R1")
+def test_r1_is_one_sided_and_needs_a_binding_bound() -> None:
+    assert verdict_of("xu2026", "R1", rate_results(2 / 3 - 0.3)).verdict == "held"  # shallower
+    assert verdict_of("xu2026", "R1", rate_results(1.2)).verdict == "contradicted"  # steeper
+    loose = verdict_of("xu2026", "R1", rate_results(0.5, alpha=1e3))  # ‖∇Φ‖ ≪ α: vacuous
+    assert loose.verdict == "out of regime"
+    assert [p.name for s in loose.settings for p in s.failed] == ["the bound binds"]
+    short = rate_results(0.5)
+    short.runs["steps"] = 10
+    assert verdict_of("xu2026", "R1", short).verdict == "out of regime"
+
+
+@pytest.mark.known_answer("xu2026", "S1")
+def test_s1_reads_the_instance_study() -> None:
+    rows = pd.DataFrame([{"scale": s, "saddle_ok": True} for s in ("raw", "1", "20", "100")])
+    held = verdict_of("xu2026", "S1", synthetic_results("xu2026", [], studies={"instance": rows}))
+    assert held.verdict == "held" and len(held.settings) == 4
+    rows.loc[2, "saddle_ok"] = False
+    broken = verdict_of("xu2026", "S1", synthetic_results("xu2026", [],
+                                                          studies={"instance": rows}))
+    assert broken.verdict == "contradicted"
+    none = verdict_of("xu2026", "S1", synthetic_results("xu2026", []))
+    assert none.verdict == "not run"
+
+
+def test_the_instance_study_computes_the_saddle_and_the_clipping() -> None:
+    from reports.papers.xu2026 import _instance_row
+
+    row = _instance_row(100.0, 0)
+    assert row["saddle_ok"] and row["multiplicity"] == 3
+    assert row["phi_x0"] == pytest.approx(13.2, rel=0.05)
+    assert row["clipped_y"] > 0.5  # y-partials ≈ ‖X*‖_F/20 = 5 at the start: C = 1 clips them

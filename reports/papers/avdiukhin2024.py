@@ -97,7 +97,7 @@ RESOLUTIONS = (
     ("Thm 3.3", "the guarantee is (ε, 2δ) with δ = 0.01", "δ = 0.01 as the paper; ε reported at δ"),
     ("Output", "theory outputs a selected iterate, experiments the final model",
      "final iterate in the figures; the private selection is run in the synthetic check"),
-    ("Fig. 1 / 4", "'monotone in ε', 'close to SGD' and 'w.h.p.' are not quantified",
+    ("§4 / Figs. 1–3", "'monotone in ε', 'close to SGD' and 'w.h.p.' are not quantified",
      f"declared rules: monotone up to {MONOTONE_TOL_PP:g} pp, a gap to SGD below {GAP_PP:g} pp "
      f"(notes §7), 'w.h.p.' tested as P > {WHP:g}; each decided over seeds, Holm over settings"),
 )
