@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from reports.rules import ALPHA, Decision, Rule, Sample, holm
+from reports.rules import ALPHA, Decision, Rule, Sample, holm, noted
 
 if TYPE_CHECKING:
     from reports.paper import PaperResults, PaperSections
@@ -391,7 +391,8 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
     if usable.empty:
         verdict = "out of regime" if out else "inconclusive" if diverged else "not run"
         return SettingResult(name, verdict, None, checks, len(runs), diverged, ids)
-    decision = claim.rule.decide(claim.statistic.compute(usable, results))
+    sample = claim.statistic.compute(usable, results)
+    decision = noted(claim.rule.decide(sample), sample)
     return SettingResult(name, "out of regime" if out else decision.verdict, decision, checks,
                          len(runs), diverged, ids)
 
@@ -402,7 +403,8 @@ def _control(control: Control, results: PaperResults) -> ControlResult:
     usable = _usable(runs, False)
     if usable.empty:
         return ControlResult(control.name, control.expect, "not run", "no runs", ids)
-    decision = control.rule.decide(control.statistic.compute(usable, results))
+    sample = control.statistic.compute(usable, results)
+    decision = noted(control.rule.decide(sample), sample)
     outcome = {"held": "as expected", "contradicted": "unexpected"}.get(decision.verdict,
                                                                         "inconclusive")
     return ControlResult(control.name, control.expect, outcome, decision.text, ids)

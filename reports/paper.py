@@ -432,11 +432,11 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
             delta = "; ".join(t for t in (delta, ", ".join(
                 f"{c.entry.id} {c.status}" for c in flagged)) if t)
         verdicts = [v for _, v in parts[target]]
-        counts = {v: verdicts.count(v) for v in VERDICTS if v in verdicts}
+        tally = {v: verdicts.count(v) for v in VERDICTS if v in verdicts}
         verdict = aggregate(verdicts)
-        out.append({"target": target, "verdict": verdict, "delta": delta, "counts": counts,
-                    "mixed": "" if list(counts) == [verdict] else
-                    ", ".join(f"{n} {v}" for v, n in counts.items()),
+        out.append({"target": target, "verdict": verdict, "delta": delta, "counts": tally,
+                    "mixed": "" if list(tally) == [verdict] else
+                    ", ".join(f"{n} {v}" for v, n in tally.items()),
                     "parts": [{"name": n, "verdict": v} for n, v in parts[target]]})
     return out
 

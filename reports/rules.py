@@ -52,12 +52,14 @@ class Sample:
     reference: np.ndarray | None = None
     groups: Mapping[float, np.ndarray] = field(default_factory=dict)
     unit: str = ""  # how the estimate reads, e.g. "pp", "%"
+    note: str = ""  # what else the evidence should say (e.g. the worst value seen)
 
     @classmethod
     def of(cls, values: Sequence[float] | np.ndarray,
-           reference: Sequence[float] | np.ndarray | None = None, unit: str = "") -> Sample:
+           reference: Sequence[float] | np.ndarray | None = None, unit: str = "",
+           note: str = "") -> Sample:
         ref = None if reference is None else np.asarray(reference, dtype=float)
-        return cls(np.asarray(values, dtype=float), ref, unit=unit)
+        return cls(np.asarray(values, dtype=float), ref, unit=unit, note=note)
 
     @classmethod
     def along(cls, groups: Mapping[float, Sequence[float] | np.ndarray] | Mapping[
@@ -89,6 +91,14 @@ class Decision:
         from dataclasses import replace
 
         return replace(self, verdict=verdict)
+
+
+def noted(decision: Decision, sample: Sample) -> Decision:
+    """``decision`` with the sample's note appended to its text."""
+    from dataclasses import replace
+
+    return replace(decision, text=f"{decision.text}; {sample.note}") if sample.note \
+        else decision
 
 
 class Rule(Protocol):

@@ -1,17 +1,17 @@
 """liu2024: the tree mechanism (nodes, noise, exact ledger against dp-accounting), Alg 3-R's
 structural claims (single use, escape windows, drift, sensitivity targets, privacy), the
-paper's calibration, Algorithm 2 alone, the studies and the page."""
+paper's calibration, Algorithm 2 alone, the studies, and known-answer tests of every
+declared claim of the page (the page itself: tests/test_paper_pages.py on tests/tiny/liu2024)."""
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
-import yaml
 from conftest import make_mech
 
 from algorithms import PrivacyTarget
@@ -19,11 +19,21 @@ from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Mechanism, Pool
 from algorithms.privacy.tree import GaussianSums, TreeSums, leaf_node_counts, tree_depth, tree_nodes
 from algorithms.spider_sosp import SpiderSOSP, _Run, escape
-from bench import cli
 from bench.spec import load_experiment
-from bench.studies.liu2024 import escape_study, lam_for_ratio, noise_growth_study
+from bench.studies.liu2024 import (
+    TRIALS,
+    escape_summary,
+    escape_trials,
+    lam_for_ratio,
+    noise_summary,
+    noise_trials,
+    quarter_growth,
+)
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
+from reports.known_answers import synthetic_results, verdict_of
+from reports.paper import PaperResults
+from reports.papers.liu2024 import PAPER
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "liu2024"
 NUMPY = get_backend(BackendSpec(name="numpy"))
@@ -98,9 +108,13 @@ def test_gaussian_sums_accumulate_one_release_per_leaf() -> None:
 
 
 def test_noise_growth_study_tree_flat_gaussian_sqrt() -> None:
-    growth = noise_growth_study(leaves=64, trials=40)
+    trials = noise_trials(leaves=64, trials=40)
+    assert len(trials) == 64 * 40 and set(trials["trial"]) == set(range(40))
+    growth = noise_summary(trials)
     assert growth["gaussian"].iloc[-1] / growth["gaussian"].iloc[0] == pytest.approx(8, rel=0.25)
     assert growth["tree"].max() < 3 * growth["tree"].min()
+    assert quarter_growth(trials, "tree").shape == (40,)
+    assert quarter_growth(trials, "tree").mean() < 1.5 < quarter_growth(trials, "gaussian").mean()
 
 
 # -- Alg 3-R ---------------------------------------------------------------------------------------
@@ -236,7 +250,10 @@ def test_algorithm_2_escapes_a_saddle_not_a_minimum() -> None:
 
 
 def test_escape_study_matches_theorem_3_4_on_a_small_grid() -> None:
-    study = escape_study(ratios=(0.0, 2.0), dims=(10,), trials=40)
+    trials = escape_trials(ratios=(0.0, 2.0), dims=(10,), trials=40)
+    assert len(trials) == 2 * 2 * 40  # one row per trial
+    assert (trials.loc[~trials["escaped"], "decrease"] == 0).all()  # failed: back at the anchor
+    study = escape_summary(trials)
     strict = study[(study["anchor"] == "saddle") & (study["ratio"] == 2.0)].iloc[0]
     assert strict["escape_rate"] >= 0.95 and strict["decrease_min"] >= strict["phi"]
     strict_minimum = study[(study["anchor"] == "minimum") & (study["ratio"] == 2.0)]
@@ -256,67 +273,246 @@ def test_experiment_files_are_valid() -> None:
             exp = load_experiment(path)
             assert exp.paper == "liu2024" and exp.scale == scale and exp.specs
             assert not exp.skipped
+            assert exp.roles == (path.stem.split("_")[0],)
+            assert set(exp.roles) <= set(PAPER.roles)
 
 
-SADDLE = {"d": 5, "n": 40000, "lam": 1.0}
-TINY = {
-    "e2_sosp_vs_fosp.yaml": {
-        "suite": "liu2024_quick_e2_sosp_vs_fosp", "paper": "liu2024", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": 4, "delta": 1e-6, "calibration": "pld"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "strict_saddle", "params": {"d": 5, "n": 40000},
-                      "sweep": {"lam": [0.8, 1.4]}}],
-        "algorithms": [
-            {"name": "spider_sosp", "params": {"alpha": 0.6, "steps": 30}},
-            {"name": "spider_sosp", "label": "spider_boost_fosp",
-             "params": {"alpha": 0.6, "steps": 30, "escape": False}},
-            {"name": "dp_sgd", "params": {"steps": 30, "lr": 0.5, "batch_size": 200}}]},
-    "e3_sample_complexity.yaml": {
-        "suite": "liu2024_quick_e3_sample_complexity", "paper": "liu2024", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": [2, 4], "delta": 1e-6, "calibration": "pld"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "strict_saddle", "params": {**SADDLE, "n": 200000}}],
-        "algorithms": [{"name": "spider_sosp", "params": {"early_stop": True},
-                        "sweep": {"alpha": [0.45, 0.6]}}]},
-    "e4_ablations.yaml": {
-        "suite": "liu2024_quick_e4_ablations", "paper": "liu2024", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": 2, "delta": 1e-6, "calibration": "pld"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "strict_saddle", "params": {**SADDLE, "n": 200000}}],
-        "algorithms": [
-            {"name": "spider_sosp", "params": {"alpha": 0.6, "early_stop": True}},
-            {"name": "spider_sosp", "label": "fixed_batches",
-             "params": {"alpha": 0.6, "early_stop": True, "batch": "fixed"}},
-            {"name": "spider_sosp", "label": "paper_parameters",
-             "params": {"alpha": 0.6, "early_stop": True, "parameters": "paper"},
-             "privacy": {"calibration": ["paper", "pld"]}}]},
-}
+def test_studies_are_declared_and_run_at_the_quick_trial_counts() -> None:
+    assert set(PAPER.studies) == {"e1_escape", "e4_noise_growth"}
+    assert TRIALS == {"quick": 100, "paper": 500}  # quick: the page's trial count before
 
 
-def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "experiments" / "liu2024" / "quick"
-    folder.mkdir(parents=True)
-    for name, doc in TINY.items():
-        (folder / name).write_text(yaml.safe_dump(doc))
-    monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
-    monkeypatch.setattr("reports.papers.liu2024.TRIALS", 10)
-    out = tmp_path / "out"
-    assert cli.main(["reproduce", "--no-pdf", "liu2024", "--out", str(out), "--jobs", "2",
-                     "--no-progress"]) == 0
-    page = out / "report" / "liu2024" / "quick"
-    html = (page / "index.html").read_text()
-    status = json.loads((page / "status.json").read_text())
-    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
-    for fragment in ("Adaptive Batch Size", "E1: Algorithm 2 alone", "E2: who ends at a saddle",
-                     "E3: samples to the first certified SOSP", "E4: ablations",
-                     "Utility bounds", "Ganesh et al. 2023 (claimed)", "A13"):
-        assert fragment in html, fragment
-    for claim in ("7", "8", "S1", "E2a", "E2b", "E3", "4", "11", "1"):
-        assert f"<td>{claim}</td>" in html, claim
-    for figure in ("e1_escape.png", "e3_sample_complexity.png", "e4_noise_growth.png"):
-        assert (page / figure).is_file()
-    # the front page links the paper with its claims' statuses; the wall time is recorded
-    front = (out / "report" / "index.html").read_text()
-    assert 'href="liu2024/quick/index.html"' in front and "E2a" in front
-    (timing,) = (out / "reproduce_times.jsonl").read_text().splitlines()
-    assert json.loads(timing)["papers"] == ["liu2024"]
+# -- known answers of every declared claim -------------------------------------------------------
+
+def e1_rows(anchor: str, escaped: list[bool], ratio: float = 2.0, d: int = 10,
+            decrease: float = 0.05, phi: float = 0.003) -> pd.DataFrame:
+    return pd.DataFrame({"d": d, "ratio": ratio, "anchor": anchor, "trial": range(len(escaped)),
+                         "escaped": escaped,
+                         "decrease": [decrease if e else 0.0 for e in escaped], "phi": phi})
+
+
+def e1(*frames: pd.DataFrame) -> PaperResults:
+    return synthetic_results("liu2024", [], studies={"e1_escape": pd.concat(frames)})
+
+
+@pytest.mark.known_answer("liu2024", "7")
+def test_claim_7_escape_probability_is_a_binomial_test_per_setting() -> None:
+    flat = e1_rows("saddle", [False] * 100, ratio=0.5)  # below √(ρα): not a setting
+    held = verdict_of("liu2024", "7", e1(e1_rows("saddle", [True] * 100), flat))
+    assert held.verdict == "held" and [s.setting for s in held.settings] == ["d = 10, ratio = 2"]
+    few = verdict_of("liu2024", "7", e1(e1_rows("saddle", [True] * 20)))
+    assert few.verdict == "inconclusive" and few.settings[0].decision.needed == 72
+    stuck = verdict_of("liu2024", "7", e1(e1_rows("saddle", [True] * 80 + [False] * 20),
+                                          e1_rows("saddle", [True] * 100, ratio=4.0)))
+    assert stuck.verdict == "contradicted"
+    assert {s.setting: s.verdict for s in stuck.settings} == {
+        "d = 10, ratio = 2": "contradicted", "d = 10, ratio = 4": "held"}
+
+
+@pytest.mark.known_answer("liu2024", "8")
+def test_claim_8_counts_escaped_trials_with_a_decrease_of_phi() -> None:
+    ok = e1_rows("saddle", [True] * 90 + [False] * 10)  # failed escapes are not counted
+    assert verdict_of("liu2024", "8", e1(ok)).verdict == "held"
+    small = e1_rows("saddle", [True] * 100, decrease=0.001)
+    assert verdict_of("liu2024", "8", e1(small)).verdict == "contradicted"
+
+
+@pytest.mark.known_answer("liu2024", "S1")
+def test_claim_s1_false_escapes_from_minima_stay_below_iota() -> None:
+    flat = e1_rows("minimum", [True] * 50 + [False] * 50, ratio=0.0)  # λ = 0 left out
+    assert verdict_of("liu2024", "S1", e1(e1_rows("minimum", [False] * 100), flat)
+                      ).verdict == "held"
+    assert verdict_of("liu2024", "S1", e1(e1_rows("minimum", [True] * 2 + [False] * 18))
+                      ).verdict == "inconclusive"
+    assert verdict_of("liu2024", "S1", e1(e1_rows("minimum", [True] * 20 + [False] * 80))
+                      ).verdict == "contradicted"
+
+
+def noise(tree_growth: float, trials: int = 30, leaves: int = 64) -> PaperResults:
+    k = np.arange(1, leaves + 1)
+    rows = pd.DataFrame({"trial": np.repeat(np.arange(trials), leaves),
+                         "leaf": np.tile(k, trials)})
+    wobble = 1 + 0.05 * np.sin(rows["trial"] + rows["leaf"])
+    rows["tree"] = (1 + (tree_growth - 1) * rows["leaf"] / leaves) * wobble
+    rows["gaussian"] = np.sqrt(rows["leaf"]) * wobble
+    return synthetic_results("liu2024", [], studies={"e4_noise_growth": rows})
+
+
+@pytest.mark.known_answer("liu2024", "4")
+def test_claim_4_tree_noise_is_flat_and_the_gaussian_control_is_reported_apart() -> None:
+    flat = verdict_of("liu2024", "4", noise(1.1))
+    assert flat.verdict == "held" and len(flat.settings) == 1  # the control is no setting
+    (control,) = flat.controls
+    assert control.outcome == "as expected" and "mean growth" in control.evidence
+    grows = verdict_of("liu2024", "4", noise(3.0))
+    assert grows.verdict == "contradicted" and grows.controls[0].outcome == "as expected"
+    assert verdict_of("liu2024", "4", synthetic_results("liu2024", [])).verdict == "not run"
+
+
+SADDLE_RUN = {"problem": "strict_saddle", "epsilon": 4.0, "p_prob_mu": 1.0,
+              "p_prob_sigma2": 0.5, "final_grad_norm": 0.05}
+
+
+def e2_run(label: str, lam: float, lam_min: float, seed: int, **extra: object) -> dict:
+    algorithm = label if label == "dp_sgd" else "spider_sosp"
+    alpha = {} if label == "dp_sgd" else {
+        "p_alg_alpha": 0.2, "diag_escapes": 2, "diag_output": "certificate",
+        "plan_c_steps": 150, "p_alg_c_steps": 32.0, "p_alg_gap": 2.0, "plan_c_M": 1.5}
+    return {**SADDLE_RUN, "role": "e2", "label": label, "algorithm": algorithm,
+            "p_prob_lam": lam, "final_lambda_min": lam_min, "seed": seed, **alpha, **extra}
+
+
+def e2(ours: list[float], fosp: dict[str, list[float]] | None = None, lam: float = 0.8,
+       **extra: object) -> PaperResults:
+    rows = [e2_run("spider_sosp", lam, v, i, **extra) for i, v in enumerate(ours)]
+    for label, values in (fosp or {}).items():
+        rows += [e2_run(label, lam, v, i) for i, v in enumerate(values)]
+    return synthetic_results("liu2024", rows)
+
+
+@pytest.mark.known_answer("liu2024", "E2a")
+def test_claim_e2a_sosp_outputs_with_probability_one_minus_iota() -> None:
+    assert verdict_of("liu2024", "E2a", e2([0.9] * 80)).verdict == "held"
+    few = verdict_of("liu2024", "E2a", e2([0.9] * 10))
+    assert few.verdict == "inconclusive" and few.settings[0].decision.needed == 72
+    # −√(ρα) ≈ −0.62 at λ = 0.8: half the outputs still at the saddle
+    assert verdict_of("liu2024", "E2a", e2([0.9] * 5 + [-0.8] * 5)).verdict == "contradicted"
+    # the gradient side: ‖∇F‖ = 0.3 > 1.25α
+    assert verdict_of("liu2024", "E2a", e2([0.9] * 10, final_grad_norm=0.3)
+                      ).verdict == "contradicted"
+    never = verdict_of("liu2024", "E2a", e2([0.9] * 80, diag_escapes=0))
+    assert never.verdict == "out of regime"
+    (failed,) = never.settings[0].failed
+    assert "no escape triggered (line 11 never fired) in 80/80 runs" in failed.measured
+    # no certificate within 150 steps, while Prop. 3.10 needs T_thm = 2400
+    short = verdict_of("liu2024", "E2a", e2([0.9] * 80, diag_output="last"))
+    assert short.verdict == "out of regime"
+    (failed,) = short.settings[0].failed
+    assert "no certificate within T = 150 < T_thm = 2400 steps in 80/80 runs" in failed.measured
+    long = e2([0.9] * 80, diag_output="last", plan_c_steps=2400)
+    assert verdict_of("liu2024", "E2a", long).verdict == "held"
+
+
+@pytest.mark.known_answer("liu2024", "E2b")
+def test_claim_e2b_separation_is_one_sided_and_needs_a_saddle_that_holds() -> None:
+    half = [-0.8, 0.9] * 15
+    held = verdict_of("liu2024", "E2b", e2([0.9] * 30, {"dp_sgd": half,
+                                                       "spider_boost_fosp": half}))
+    assert held.verdict == "held" and len(held.settings) == 2  # one per FOSP method and λ
+    worse = verdict_of("liu2024", "E2b", e2([-0.8] * 25 + [0.9] * 5, {"dp_sgd": half}))
+    assert worse.verdict == "contradicted"
+    escaped = verdict_of("liu2024", "E2b", e2([0.9] * 30, {"dp_sgd": [0.9] * 30}))
+    assert escaped.verdict == "out of regime"
+    (failed,) = escaped.settings[0].failed
+    assert "0/30 outputs of this method are not Õ(α)-SOSPs" in failed.measured
+
+
+def e3_run(alpha: float, eps: float, seed: int, samples: float, **extra: object) -> dict:
+    return {"role": "e3", "label": "spider_sosp", "algorithm": "spider_sosp",
+            "p_alg_alpha": alpha, "epsilon": eps, "seed": seed, "p_prob_d": 400,
+            "plan_c_G": 2.414, "plan_c_M": 1.5, "p_alg_gap": 2.0, "p_alg_c_steps": 32.0,
+            "diag_first_certificate_t": 0.7 * 96 / alpha**2, "diag_output": "certificate",
+            "diag_stopped": "steps", "diag_samples_used": samples, **extra}
+
+
+def e3(exponent_alpha: float, exponent_eps: float = -1.0, **extra: object) -> PaperResults:
+    rows = [e3_run(a, e, s, 1e4 * a**exponent_alpha * e**exponent_eps * (1 + 0.05 * (s - 1)),
+                   **extra)
+            for a in (0.1, 0.2, 0.4) for e in (0.5, 1.0, 2.0) for s in range(3)]
+    return synthetic_results("liu2024", rows)
+
+
+@pytest.mark.known_answer("liu2024", "E3")
+def test_claim_e3_is_an_upper_bound_on_the_alpha_slope() -> None:
+    shallow = verdict_of("liu2024", "E3", e3(-1.0))
+    assert shallow.verdict == "held" and len(shallow.settings) == 3  # one slope per ε
+    assert verdict_of("liu2024", "E3", e3(-3.0)).verdict == "contradicted"
+    benign = verdict_of("liu2024", "E3", e3(-1.0, diag_first_certificate_t=24.0))
+    assert benign.verdict == "out of regime"
+    (failed,) = benign.settings[0].failed
+    assert "first certificate at 0.25–4 % of T_thm = 600–9600 steps" in failed.measured
+    floor = verdict_of("liu2024", "E3", e3(-1.0, p_prob_d=10))
+    assert floor.verdict == "out of regime"
+    assert {p.name for s in floor.settings for p in s.failed} == {
+        "privacy term dominates (κ = α√d/ε ≥ (BGM)^(1/3), Thm 3.17 / Lemma 3.15)"}
+
+
+@pytest.mark.known_answer("liu2024", "E3ε")
+def test_claim_e3_eps_is_an_upper_bound_on_the_eps_slope() -> None:
+    held = verdict_of("liu2024", "E3ε", e3(-2.0, exponent_eps=-0.5))
+    assert held.verdict == "held" and len(held.settings) == 3  # one slope per α
+    assert verdict_of("liu2024", "E3ε", e3(-2.0, exponent_eps=-2.0)).verdict == "contradicted"
+    censored = verdict_of("liu2024", "E3ε", e3(-2.0, diag_output="last"))
+    assert censored.verdict == "out of regime"
+
+
+def e4_run(label: str, seed: int, samples: float, **extra: object) -> dict:
+    return {"role": "e4", "label": label, "algorithm": "spider_sosp", "epsilon": 2.0,
+            "seed": seed, "diag_output": "certificate", "diag_stopped": "steps",
+            "diag_samples_used": samples, "p_alg_parameters": "resolved", "eps_pld": 0.6,
+            **extra}
+
+
+@pytest.mark.known_answer("liu2024", "11")
+def test_claim_11_adaptive_uses_fewer_samples_and_a_diverged_run_is_excluded() -> None:
+    rows = [e4_run("spider_sosp", s, 3e4 + 1e3 * s) for s in range(5)]
+    rows += [e4_run("fixed_batches", s, 1.5e5 + 1e3 * s) for s in range(5)]
+    blown = e4_run("fixed_batches", 9, 1.0, status="diverged")
+    result = verdict_of("liu2024", "11", synthetic_results("liu2024", [*rows, blown]))
+    setting = result.settings[0]
+    assert result.verdict == "held" and setting.diverged == 1 and setting.runs == 6
+    assert setting.decision is not None and setting.decision.runs == 10  # 5 + 5, not 11
+    same = [e4_run(r["label"], r["seed"] + 10, 3e4 + 1e3 * (r["seed"] % 2)) for r in rows]
+    assert verdict_of("liu2024", "11", synthetic_results("liu2024", same)
+                      ).verdict == "inconclusive"
+    more = [{**r, "diag_samples_used": 5e5} if r["label"] == "spider_sosp" else r for r in rows]
+    assert verdict_of("liu2024", "11", synthetic_results("liu2024", more)
+                      ).verdict == "contradicted"
+    # fixed batches that run out of data count their samples, a lower bound: still held
+    capped = [{**r, "diag_output": "last", "diag_stopped": "data"}
+              if r["label"] == "fixed_batches" else r for r in rows]
+    assert verdict_of("liu2024", "11", synthetic_results("liu2024", capped)).verdict == "held"
+    # an adaptive run without a certificate has no observed N: out of regime
+    uncertified = [{**r, "diag_output": "last"} for r in rows]
+    result = verdict_of("liu2024", "11", synthetic_results("liu2024", uncertified))
+    assert result.verdict == "out of regime"
+    (failed,) = result.settings[0].failed
+    assert "adaptive batches: first certificate reached in 0/5 runs" in failed.measured
+
+
+@pytest.mark.known_answer("liu2024", "1")
+def test_claim_1_the_papers_sigma_against_its_target_is_deterministic() -> None:
+    def paper(spent: float) -> PaperResults:
+        return synthetic_results("liu2024", [
+            e4_run("paper_parameters", s, 1e4, p_alg_parameters="paper", calibration="paper",
+                   eps_pld=spent + 0.01 * s) for s in range(2)])
+    over = verdict_of("liu2024", "1", paper(10.6))
+    assert over.verdict == "contradicted" and "in 0/2 runs" in over.evidence()
+    assert verdict_of("liu2024", "1", paper(1.5)).verdict == "held"
+    pld = synthetic_results("liu2024", [e4_run("paper_parameters", 0, 1e4,
+                                               p_alg_parameters="paper", eps_pld=1.1)])
+    assert verdict_of("liu2024", "1", pld).verdict == "not run"  # PLD runs are claim 1R's
+
+
+@pytest.mark.known_answer("liu2024", "1R")
+def test_claim_1r_no_realised_ledger_exceeds_its_target() -> None:
+    rows = [e4_run(label, s, 1e4) for label in ("spider_sosp", "fixed_batches")
+            for s in range(3)]
+    rows.append(e4_run("paper_parameters", 0, 1e4, calibration="paper", eps_pld=10.6))
+    held = verdict_of("liu2024", "1R", synthetic_results("liu2024", rows))
+    assert held.verdict == "held" and len(held.settings) == 2  # paper calibration left out
+    rows[0] = {**rows[0], "eps_pld": 2.5}
+    over = verdict_of("liu2024", "1R", synthetic_results("liu2024", rows))
+    assert over.verdict == "contradicted"
+    # Assumption 3.1 broken (a per-sample gradient above G): the guarantee does not apply
+    bound = {"prem_clip_bound": 2.414, "prem_max_per_sample_norm_diff": 1.4,
+             "prem_clip_bound_diff": 1.5}
+    rows = [{**r, **bound, "prem_max_per_sample_norm": 3.0 if r["label"] == "spider_sosp"
+             else 1.8} for r in rows[1:]]
+    broken = verdict_of("liu2024", "1R", synthetic_results("liu2024", rows))
+    assert {s.setting: s.verdict for s in broken.settings} == {
+        "label = fixed_batches": "held", "label = spider_sosp": "out of regime"}
+    (failed,) = broken.settings[1].failed
+    assert failed.measured == "largest per-sample ‖∇f‖ max 3 vs ≤ 2.41: exceeded in 2/2 runs"
+
+

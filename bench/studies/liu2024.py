@@ -1,6 +1,10 @@
 """liu2024 studies on the cosine saddle's population (notes §5): E1, Algorithm 2 alone, and
 E4(i), the noise of tree-aggregated against per-step Gaussian prefix sums at equal privacy.
 
+Both are simulations outside the run grid: ``saddlebench reproduce`` runs them through
+``reports.papers.liu2024.PAPER.studies`` (:func:`e1_escape` and :func:`e4_noise_growth`,
+one row per trial) and stores them; the page only reads them.
+
 Testbed A's population at an anchor on the u-axis (u = e₁ by rotation invariance):
 F(x) = λ cos x₁ + μ h(x₂..x_d), h(w) = √(1 + ‖w‖²) − 1; at the saddle x = 0, ∇F = 0 and
 ∇²F = diag(−λ, μ, …, μ); at the minimum x₁ = π, ∇²F = diag(λ, μ, …, μ).
@@ -93,17 +97,25 @@ def _perturbed(s: Saddle, trials: int, minimum: bool, rng: np.random.Generator
     g *= s.gamma / np.linalg.norm(g, axis=1, keepdims=True)
     e = rng.standard_normal((trials, s.d, s.d))
     e = e + e.transpose(0, 2, 1)
-    e *= (math.sqrt(s.rho * s.alpha) / s.c_hess) / np.linalg.norm(e, ord=2, axis=(1, 2))[
-        :, None, None]
+    norm = np.abs(np.linalg.eigvalsh(e)).max(axis=1)  # ‖E‖₂ of a symmetric E, without an SVD
+    e *= (math.sqrt(s.rho * s.alpha) / s.c_hess) / norm[:, None, None]
     true = np.diag([s.lam if minimum else -s.lam] + [s.mu] * (s.d - 1))
     return g, true + e
 
 
-def escape_study(ratios: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0),
-                 dims: tuple[int, ...] = (10, 100), alpha: float = 0.1, trials: int = 200,
-                 seed: int = 0) -> pd.DataFrame:
-    """E1: Algorithm 2 alone from saddles of curvature λ = ratio·√(ρα) and from minima."""
-    rows = []
+TRIALS = {"quick": 100, "paper": 500}  # trials per setting (notes §5, E1: 500 seeds)
+
+
+def trials_for(scale: str) -> int:
+    return TRIALS.get(scale, TRIALS["quick"])
+
+
+def escape_trials(ratios: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0),
+                  dims: tuple[int, ...] = (10, 100), alpha: float = 0.1, trials: int = 200,
+                  seed: int = 0) -> pd.DataFrame:
+    """E1: Algorithm 2 alone from saddles of curvature λ = ratio·√(ρα) and from minima; one
+    row per trial: escaped (moved Ξ within Γ), steps taken, the decrease F(x_a) − F(y)."""
+    frames = []
     rng = np.random.default_rng(seed)
     for d in dims:
         for ratio in ratios:
@@ -112,29 +124,41 @@ def escape_study(ratios: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0),
                 g, hess = _perturbed(s, trials, minimum, rng)
                 y, taken = escape(g, hess, steps=s.steps, radius=s.xi, lr=1 / s.M,
                                   std=s.noise, rng=rng)
-                escaped = np.linalg.norm(y, axis=1) >= s.xi
-                change = s.loss_change(y, minimum)
-                rows.append({
-                    "d": d, "ratio": ratio, "lam": s.lam, "anchor": "minimum" if minimum
-                    else "saddle", "alpha": alpha, "trials": trials,
-                    "escape_rate": float(escaped.mean()),
-                    "steps_mean": float(taken[escaped].mean()) if escaped.any() else math.nan,
+                frames.append(pd.DataFrame({
+                    "d": d, "ratio": ratio, "lam": s.lam,
+                    "anchor": "minimum" if minimum else "saddle", "alpha": alpha,
+                    "trial": np.arange(trials), "escaped": np.linalg.norm(y, axis=1) >= s.xi,
+                    "steps": taken, "decrease": -s.loss_change(y, minimum),
                     "steps_predicted": s.predicted_steps() if ratio > 0 else math.inf,
-                    "horizon": s.steps, "radius": s.xi,
-                    "decrease_mean": float(-change[escaped].mean()) if escaped.any()
-                    else math.nan,
-                    "decrease_min": float(-change[escaped].min()) if escaped.any() else math.nan,
-                    "phi": s.decrease})
+                    "horizon": s.steps, "radius": s.xi, "phi": s.decrease}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def escape_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per (d, ratio, anchor): P(escape), mean steps and the mean and smallest decrease of
+    the escaped trials, beside the prediction, Γ and Φ."""
+    rows = []
+    for (d, ratio, anchor), part in trials.groupby(["d", "ratio", "anchor"], sort=False):
+        hit = part[part["escaped"]]
+        first = part.iloc[0]
+        rows.append({"d": d, "ratio": ratio, "anchor": anchor, "trials": len(part),
+                     "escape_rate": float(part["escaped"].mean()),
+                     "steps_mean": float(hit["steps"].mean()) if len(hit) else math.nan,
+                     "steps_predicted": float(first["steps_predicted"]),
+                     "horizon": int(first["horizon"]),
+                     "decrease_mean": float(hit["decrease"].mean()) if len(hit) else math.nan,
+                     "decrease_min": float(hit["decrease"].min()) if len(hit) else math.nan,
+                     "phi": float(first["phi"])})
     return pd.DataFrame(rows)
 
 
-def noise_growth_study(leaves: int = 256, d: int = 10, sigma: float = 1.0, trials: int = 200,
-                       seed: int = 0) -> pd.DataFrame:
+def noise_trials(leaves: int = 256, d: int = 10, sigma: float = 1.0, trials: int = 200,
+                 seed: int = 0) -> pd.DataFrame:
     """E4(i): ‖noise_k‖ of prefix sums after k leaves, tree (node std σ) against per-leaf
-    Gaussian noise at equal privacy (std σ/√L), mean over trials; the data are zero."""
+    Gaussian noise at equal privacy (std σ/√L); the data are zero. One row per (trial, leaf)."""
     backend = get_backend(BackendSpec(name="numpy"))
     depth = tree_depth(leaves)
-    norms = {"tree": np.zeros(leaves), "gaussian": np.zeros(leaves)}
+    norms = {"tree": np.zeros((trials, leaves)), "gaussian": np.zeros((trials, leaves))}
     for trial in range(trials):
         mech = Mechanism(backend.noise_source(seed + trial), np.random.default_rng(trial))
         pool = mech.pool(2 * leaves, epochs=1)
@@ -144,7 +168,31 @@ def noise_growth_study(leaves: int = 256, d: int = 10, sigma: float = 1.0, trial
             for kind, agg in sums.items():
                 batch = pool.take(1)
                 assert batch is not None
-                norms[kind][k] += np.linalg.norm(agg.add(np.zeros(d), sensitivity=1.0,
-                                                         batch=batch))
-    return pd.DataFrame({"leaf": np.arange(1, leaves + 1), "depth": depth,
-                         **{kind: v / trials for kind, v in norms.items()}})
+                norms[kind][trial, k] = np.linalg.norm(agg.add(np.zeros(d), sensitivity=1.0,
+                                                               batch=batch))
+    return pd.DataFrame({"trial": np.repeat(np.arange(trials), leaves),
+                         "leaf": np.tile(np.arange(1, leaves + 1), trials), "depth": depth,
+                         **{kind: v.ravel() for kind, v in norms.items()}})
+
+
+def noise_summary(trials: pd.DataFrame) -> pd.DataFrame:
+    """Mean ‖noise‖ per leaf over trials."""
+    return trials.groupby("leaf", as_index=False)[["tree", "gaussian"]].mean()
+
+
+def quarter_growth(trials: pd.DataFrame, kind: str) -> np.ndarray:
+    """Per trial: mean ‖noise‖ over the last quarter of the leaves / over the first."""
+    leaves = int(trials["leaf"].max())
+    quarter = max(leaves // 4, 1)
+    wide = trials.pivot(index="trial", columns="leaf", values=kind).to_numpy(float)
+    return wide[:, -quarter:].mean(axis=1) / wide[:, :quarter].mean(axis=1)
+
+
+def e1_escape(scale: str) -> pd.DataFrame:
+    """The E1 study at ``scale`` (``PAPER.studies``)."""
+    return escape_trials(trials=trials_for(scale))
+
+
+def e4_noise_growth(scale: str) -> pd.DataFrame:
+    """The E4(i) study at ``scale`` (``PAPER.studies``)."""
+    return noise_trials(trials=trials_for(scale))

@@ -345,11 +345,14 @@ def _gap_at(runs: pd.DataFrame) -> np.ndarray:
 
 
 def _widening(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """The per-seed accuracy gap at this m against the gap at m = 1 (same ε, calibration)."""
+    """The per-seed accuracy gap at this m against the gap at m = 1 (same problem, ε and
+    calibration)."""
     every = results.role_runs(FIGURES)
+    first = runs.iloc[0]
     ref = every[(every["p_prob_clients"] == 1) & (every["status"] == "done")
-                & (every["calibration"] == runs["calibration"].iloc[0])
-                & np.isclose(every["epsilon"], float(runs["epsilon"].iloc[0]))]
+                & (every["problem"] == first["problem"])
+                & (every["calibration"] == first["calibration"])
+                & np.isclose(every["epsilon"], float(first["epsilon"]))]
     if "diverged" in ref:
         ref = ref[~ref["diverged"].astype(bool)]
     return Sample.of(_gap_at(runs), _gap_at(ref).tolist(), unit="pp")
@@ -388,7 +391,7 @@ def _selection_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 # -- claims -------------------------------------------------------------------------------
 
-PER_CELL = ("calibration", "epsilon", "p_prob_clients")
+PER_CELL = ("problem", "calibration", "epsilon", "p_prob_clients")
 BOTH = {"label": [OURS, BASELINE]}
 FIG = "Figures 1–2"
 
@@ -401,7 +404,7 @@ CLAIMS = (
           AtMost(0.0, "loss gap"), COMPARE),
     Claim("E3", "Gauss-PSGD's test accuracy increases with ε at every m (strictly: every "
           "adjacent ε pair shown to rise)", FIG,
-          Runs((FIGURES,), {"label": OURS}, ("calibration", "p_prob_clients")),
+          Runs((FIGURES,), {"label": OURS}, ("problem", "calibration", "p_prob_clients")),
           along("test_acc", "epsilon", 100, "%"), Monotone(0.0, True, "ε"),
           (LEARNS_P, *ENGAGED)),
     Claim("E4", "the accuracy gap Gauss-PSGD − baseline is larger at every m > 1 than at "
@@ -416,7 +419,7 @@ CLAIMS = (
     Claim("E6", "with n per client fixed, Gauss-PSGD's accuracy does not fall as m grows "
           f"(inferred from 'collaborative synergy'; a fall < {E6_TOLERANCE_PP:g} pp between "
           "adjacent m counts as not falling)", FIG,
-          Runs((FIGURES,), {"label": OURS}, ("calibration", "epsilon")),
+          Runs((FIGURES,), {"label": OURS}, ("problem", "calibration", "epsilon")),
           along("test_acc", "p_prob_clients", 100, "%"),
           Monotone(E6_TOLERANCE_PP, True, "m"), (LEARNS_P, *ENGAGED, OPTION_A_P)),
     Claim("T4", "started at a strict saddle, Gauss-PSGD outputs an α-SOSP with α = 4χ "
