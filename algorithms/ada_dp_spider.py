@@ -44,10 +44,10 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
+from algorithms.premises import NormTracker, clip_keys, clip_premises
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
-from problems.clipping import clip_rows
-from problems.oracles import Oracle
+from problems.oracles import Oracle, clip_rows_and_norms
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,11 @@ class SpiderOracle:
         self.drift = params.kappa  # line 1: the first call is an O1
         self.refreshes = 0
         self.differences = 0
+        self.drift_triggers = 0  # refreshes the drift test (drift ≥ κ) asked for
+        self.exhausted = False  # a call found a client's data spent
+        #: per-sample norms against G (O1) and, divided by the move, against M (O2)
+        self.norms = {"": NormTracker(oracle.backend, params.grad_clip),
+                      "diff": NormTracker(oracle.backend, params.diff_clip)}
 
     @property
     def progress(self) -> float:
@@ -146,7 +151,10 @@ class SpiderOracle:
 
     def estimate(self, x: Any, x_prev: Any, refresh: bool = False) -> Any | None:
         """ĝ_t at x = x_{t−1} (x_prev = x_{t−2}); None once a client's data are spent."""
-        if refresh or self.g is None or x_prev is None or self.drift >= self.p.kappa:
+        forced = refresh or self.g is None or x_prev is None
+        if forced or self.drift >= self.p.kappa:
+            if not forced:
+                self.drift_triggers += 1
             ok = self._refresh(x)
         else:
             ok = self._difference(x, x_prev)
@@ -163,10 +171,17 @@ class SpiderOracle:
         p, oracle, xp = self.p, self.oracle, self.oracle.xp
         batches = [pool.take(p.batch_refresh) for pool in self.pools]  # line 4
         if any(b is None for b in batches):
+            self.exhausted = True
             return False
         taken = [b for b in batches if b is not None]
-        means = per_client_mean(oracle, taken, lambda idx: clip_rows(
-            xp, oracle.per_sample_grads(x, idx), p.grad_clip))
+
+        def rows(idx: np.ndarray) -> Any:
+            clipped, norms = clip_rows_and_norms(xp, oracle.per_sample_grads(x, idx),
+                                                 p.grad_clip)
+            self.norms[""].add(norms)
+            return clipped
+
+        means = per_client_mean(oracle, taken, rows)
         self.g = self.mech.gaussian(means, sensitivity=2 * p.grad_clip / p.batch_refresh,
                                     sigma=self.plan.sigma, tag="O1", batch=taken)  # lines 5-6
         self.drift = 0.0  # line 7
@@ -180,11 +195,19 @@ class SpiderOracle:
             return True  # the difference query is exactly zero: nothing to release
         batches = [pool.take(p.batch_diff) for pool in self.pools]  # line 9
         if any(b is None for b in batches):
+            self.exhausted = True
             return False
         taken = [b for b in batches if b is not None]
         bound = p.diff_clip * step
-        means = per_client_mean(oracle, taken, lambda idx: clip_rows(
-            xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx), bound))
+
+        def rows(idx: np.ndarray) -> Any:
+            clipped, norms = clip_rows_and_norms(
+                xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx),
+                bound)
+            self.norms["diff"].add(norms, scale=step)
+            return clipped
+
+        means = per_client_mean(oracle, taken, rows)
         self.g = self.g + self.mech.gaussian(means, sensitivity=2 * bound / p.batch_diff,
                                              sigma=self.plan.sigma, tag="O2",
                                              batch=taken)  # lines 10-11
@@ -197,6 +220,13 @@ class SpiderAlgorithm(Algorithm):
 
     Params: ClassVar[type] = SpiderParams
     data_limited = True
+    #: O1's clip at G is the main clip, O2's at M‖Δx‖ the ``diff`` clip
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "data_exhausted_at", *clip_keys(),
+                                           *clip_keys("diff"))
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self.spider: SpiderOracle | None = None
 
     @property
     def budget(self) -> SpiderBudget:
@@ -221,6 +251,15 @@ class SpiderAlgorithm(Algorithm):
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
         return self.budget.paper_epsilon(sigma, delta)
 
+    def premise_data(self) -> dict[str, Any]:
+        """Steps taken, where the data ran out and the norms of O1 and O2."""
+        spider = self.spider
+        exhausted = spider is not None and spider.exhausted
+        return {**super().premise_data(),
+                "data_exhausted_at": self.steps_taken if exhausted else None,
+                **clip_premises(spider.norms if spider is not None
+                                else dict.fromkeys(("", "diff")))}
+
     def spider_diagnostics(self, spider: SpiderOracle | None) -> dict[str, Any]:
         if spider is None:
             return {}
@@ -242,10 +281,8 @@ class AdaDPSpider(SpiderAlgorithm):
                 note="Theorem 2 bounds Gauss-PSGD run with this oracle: α = Õ(n^{-1/3} + "
                      "(√d/(nε))^{2/5}); run as plain descent without the escape loop only its "
                      "first-order part is claimed here; m clients: (mn)^{-1/3}, √m·nε")
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.spider: SpiderOracle | None = None
+    #: its only test is the drift test: ``triggers`` counts the refreshes it asked for
+    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         self.spider = spider = SpiderOracle(self.params, oracle, plan, mech)
@@ -259,6 +296,11 @@ class AdaDPSpider(SpiderAlgorithm):
             spider.moved(x, x_prev)
             self._x = x
             yield Step(t + 1, x, epoch=spider.progress)
+
+    def premise_data(self) -> dict[str, Any]:
+        spider = self.spider
+        return {**super().premise_data(),
+                "triggers": spider.drift_triggers if spider is not None else None}
 
     def diagnostics(self) -> dict[str, Any]:
         return self.spider_diagnostics(self.spider)

@@ -11,9 +11,10 @@ Metrics never flow back into an algorithm.
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -149,7 +150,15 @@ class Algorithm(ABC):
     small: ClassVar[dict[str, Any]] = {}
     #: the utility rate the paper's theorem claims (None: the algorithm declares none)
     rate: ClassVar[Rate | None] = None
+    #: the :data:`~algorithms.premises.PREMISES` keys :meth:`premise_data` always records
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken",)
     Params: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "iterate" in cls.__dict__ and not getattr(cls.__dict__["iterate"], "_counted",
+                                                     False):
+            cls.iterate = _counted(cls.__dict__["iterate"])  # type: ignore[method-assign]
 
     @classmethod
     def small_params(cls, settings: Mapping[str, Any], **overrides: Any) -> Any:
@@ -162,6 +171,7 @@ class Algorithm(ABC):
     def __init__(self, params: Any = None) -> None:
         self.params = params if params is not None else self.Params()
         self._x: Any = None
+        self._steps_taken = 0
 
     # -- hooks ------------------------------------------------------------------------
     @abstractmethod
@@ -251,6 +261,33 @@ class Algorithm(ABC):
     def diagnostics(self) -> dict[str, Any]:
         """Per-run facts worth reporting (e.g. voided guarantees); JSON-serialisable."""
         return {}
+
+    @property
+    def steps_taken(self) -> int:
+        """Iterations of the latest run so far (the t of its last yielded iterate)."""
+        return self._steps_taken
+
+    def premise_data(self) -> dict[str, Any]:
+        """The run's :data:`~algorithms.premises.PREMISES` entries (JSON-serialisable): every
+        key of :attr:`premises`, the value None only where nothing was measured. Valid
+        mid-run too (a diverged run records what was gathered). Subclasses extend it."""
+        return {"steps_taken": self._steps_taken}
+
+
+def _counted(iterate: Callable[..., Iterator[Step]]) -> Callable[..., Iterator[Step]]:
+    """``iterate`` that also keeps the t of the last yielded step in ``_steps_taken`` (for
+    :meth:`Algorithm.premise_data`); an ``iterate`` that delegates to its parent's sets the
+    same value twice."""
+    @functools.wraps(iterate)
+    def counted(self: Algorithm, oracle: Oracle, plan: Plan, mech: Mechanism
+                ) -> Iterator[Step]:
+        self._steps_taken = 0
+        for step in iterate(self, oracle, plan, mech):
+            self._steps_taken = step.t
+            yield step
+
+    counted._counted = True  # type: ignore[attr-defined]
+    return counted
 
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")

@@ -88,6 +88,7 @@ from algorithms.minimax import (
     private_partial_diffs,
     private_partials,
 )
+from algorithms.premises import NormTracker, clip_keys, clip_premises
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
@@ -196,6 +197,11 @@ class DPRGDA(Algorithm):
                      "(√(d log(1/δ))/(nε))^{1/2})")
     Params: ClassVar[type] = DPRGDAParams
     minimax = True
+    #: the refresh clip C is the main clip, the increments' C_u (× ‖Δw‖ under ``movement``)
+    #: the ``diff`` clip; ``triggers``: escape phases entered (‖v_t‖ < α, line 8). No
+    #: ``horizon``: Theorem 1's T needs L, F₀ and M, which the problems do not supply
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "triggers", *clip_keys(),
+                                           *clip_keys("diff"))
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -204,6 +210,7 @@ class DPRGDA(Algorithm):
         self._escapes = self._triggers = 0
         self._output: Any = None
         self._stopped_at: int | None = None
+        self._clips: dict[str, NormTracker | None] = dict.fromkeys(("", "diff"))
 
     # -- schedule and privacy --------------------------------------------------------------
     def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
@@ -294,7 +301,7 @@ class DPRGDA(Algorithm):
         if t % p.period == 0 or state is None:  # lines 4-8
             batch = draw_batch(mech, oracle.n, p.batch_refresh)
             v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=plan.sigma,
-                                    tag="refresh")
+                                    tag="refresh", norms=self._clips[""])
             if not p.refresh_increment:  # A3
                 vs, us, start = [v], [u], 1
                 ys.append(oracle.project_y(y + p.lr_y * u))
@@ -319,16 +326,17 @@ class DPRGDA(Algorithm):
                    point: tuple[Any, Any], previous: tuple[Any, Any], v: Any, u: Any
                    ) -> tuple[Any, Any]:
         p, xp = self.run, oracle.xp
-        bound = p.diff_clip
+        bound, scale = p.diff_clip, 1.0
         if p.diff_clip_mode == "movement":  # A13
             moved = xp.concat([point[0] - previous[0], point[1] - previous[1]])
-            bound *= float(oracle.backend.to_numpy(xp.linalg.vector_norm(moved)))
+            scale = float(oracle.backend.to_numpy(xp.linalg.vector_norm(moved)))
+            bound *= scale
             if bound == 0.0:
                 return v, u  # the difference query is exactly zero: nothing to release
         batch = draw_batch(mech, oracle.n, p.batch_diff)
         dv, du = private_partial_diffs(mech, oracle, point, previous, batch, clip=bound,
                                        sigma=plan.sigma * self.increment_ratio(oracle.n),
-                                       tag="increment")
+                                       tag="increment", norms=self._clips["diff"], scale=scale)
         return v + dv, u + du
 
     # -- Algorithm 2 -----------------------------------------------------------------------
@@ -337,6 +345,7 @@ class DPRGDA(Algorithm):
         p, xp, backend = self.run, mm.xp, mm.backend
         self._certificates, self._escapes, self._triggers = [], 0, 0
         self._output, self._stopped_at = None, None
+        self._clips = {"": NormTracker(backend, p.clip), "diff": NormTracker(backend, p.diff_clip)}
         x = x_prev = mm.x0  # A5
         y, state = mm.y0, None
         escape, anchor_t, anchor, esc, moved_sq = False, 0, x, 0, 0.0
@@ -385,6 +394,10 @@ class DPRGDA(Algorithm):
     def output(self) -> Any:
         """The first certified anchor x_{m_s} (Algorithm 2's return), else x_T (A8)."""
         return self._output if self._output is not None else super().output()
+
+    def premise_data(self) -> dict[str, Any]:
+        return {**super().premise_data(), "triggers": self._triggers,
+                **clip_premises(self._clips)}
 
     def diagnostics(self) -> dict[str, Any]:
         return {"escape_triggers": self._triggers, "escapes": self._escapes,

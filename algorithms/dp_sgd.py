@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.premises import NormTracker, clip_keys, unmeasured
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from algorithms.sgd import SGD, SGDParams
@@ -61,6 +62,11 @@ class DPSGD(SGD):
                      "bounded variance only, clipping bias gives (√d/(nε))^{1/3} "
                      "(Koloskova et al. 2023, huang2025 §1)")
     Params: ClassVar[type] = DPSGDParams
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self._norms: NormTracker | None = None
 
     def bound(self, data: DataInfo) -> float:
         """C: the per-sample norm bound the noise is scaled to."""
@@ -89,8 +95,12 @@ class DPSGD(SGD):
         return epsilon(self.planned_ledger(data, sigma), delta, "rdp")
 
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
-        """Σ_{i∈B_t} of the clipped per-sample gradients (line 3)."""
-        return oracle.clipped_grad_sum(x, batch.indices, self.params.clip)
+        """Σ_{i∈B_t} of the clipped per-sample gradients (line 3); their norms go to the
+        premise data."""
+        total, norms = oracle.clipped_grad_sum_and_norms(x, batch.indices, self.params.clip)
+        if self._norms is not None:
+            self._norms.add(norms)
+        return total
 
     def plan_extra(self, data: DataInfo) -> dict[str, Any]:
         return {"bound": self.bound(data), "sensitivity": self.sensitivity(data)}
@@ -99,9 +109,20 @@ class DPSGD(SGD):
         """Sensitivity of the noisy sum in this run (fixed at plan time here)."""
         return float(plan.extra["sensitivity"])
 
+    def run_bound(self, plan: Plan) -> float:
+        """C of this run, the bound the per-sample norms are compared with (after
+        :meth:`run_sensitivity`)."""
+        return float(plan.extra["bound"])
+
+    def premise_data(self) -> dict[str, Any]:
+        """Steps taken and the per-sample norms against C."""
+        norms = self._norms.premises() if self._norms is not None else unmeasured(None)
+        return {**super().premise_data(), **norms}
+
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         xp, p = oracle.xp, self.params
         sensitivity = self.run_sensitivity(oracle, plan)
+        self._norms = NormTracker(oracle.backend, self.run_bound(plan))
         x = oracle.x0
         for t in range(plan.steps):
             batch = self.sample(mech, oracle.n)  # line 2

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle, private_partials
+from algorithms.premises import NormTracker, clip_keys, unmeasured
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
@@ -66,6 +67,16 @@ class DPSGDA(Algorithm):
                      "not a stationarity bound")
     Params: ClassVar[type] = DPSGDAParams
     minimax = True
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self._norms: NormTracker | None = None
+
+    def premise_data(self) -> dict[str, Any]:
+        """Steps taken and the per-sample x- and y-partial norms against C."""
+        norms = self._norms.premises() if self._norms is not None else unmeasured(None)
+        return {**super().premise_data(), **norms}
 
     def steps(self, data: DataInfo) -> int:
         return self.params.steps
@@ -93,10 +104,11 @@ class DPSGDA(Algorithm):
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), self.params
         x, y = mm.x0, mm.y0
+        self._norms = norms = NormTracker(mm.backend, p.clip)
         for t in range(p.steps):
             batch = draw_batch(mech, mm.n, p.batch_size)
             gx, gy = private_partials(mech, mm, x, y, batch, clip=p.clip, sigma=plan.sigma,
-                                      tag="grad")
+                                      tag="grad", norms=norms)
             x, y = x - p.lr * gx, mm.project_y(y + p.lr_y * gy)
             self._x = x
             yield Step(t + 1, x)

@@ -105,6 +105,8 @@ class DPSpiderAT(SpiderAlgorithm):
                      "only an (α, α^{2/5})-SOSP; liu2024 (Thm 3.17) reaches 1/2 with a "
                      "Hessian-based escape and says the idea would also rescue 3/7")
     Params: ClassVar[type] = DPSpiderATParams
+    #: ``triggers``: escape-noise injections (‖ĝ‖ ≤ γ_small, not frozen)
+    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -267,6 +269,9 @@ class DPSpiderAT(SpiderAlgorithm):
     def output(self) -> Any:
         """The selected candidate (the last iterate without selection or if none passed)."""
         return self._output if self._output is not None else super().output()
+
+    def premise_data(self) -> dict[str, Any]:
+        return {**super().premise_data(), "triggers": self._escapes}
 
     def diagnostics(self) -> dict[str, Any]:
         out = {**self.spider_diagnostics(self.spider), "escape_injections": self._escapes}

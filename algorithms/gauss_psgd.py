@@ -87,6 +87,8 @@ class GaussPSGD(SpiderAlgorithm):
                 note="α = Õ(n^{-1/3} + (√d/(nε))^{2/5}), output directly (no selection); "
                      "with m clients of n records each: Õ((mn)^{-1/3} + (√d/(√m·nε))^{2/5})")
     Params: ClassVar[type] = GaussPSGDParams
+    #: ``triggers``: the escape test ‖ĝ‖ ≤ 3χ fired (step 5)
+    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -150,6 +152,9 @@ class GaussPSGD(SpiderAlgorithm):
     def output(self) -> Any:
         """x̃ when the escape test failed (an approximate SOSP), else the current iterate."""
         return self._output if self._output is not None else super().output()
+
+    def premise_data(self) -> dict[str, Any]:
+        return {**super().premise_data(), "triggers": self.stats.triggers}
 
     def diagnostics(self) -> dict[str, Any]:
         s = self.stats

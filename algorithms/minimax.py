@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch, Mechanism, Sampling
-from problems.clipping import clip_rows
 from problems.minimax import MinimaxOracle
-from problems.oracles import Oracle
+from problems.oracles import Oracle, clip_rows_and_norms
 
 
 def minimax_oracle(oracle: Oracle, algorithm: str) -> MinimaxOracle:
@@ -42,11 +42,17 @@ def draw_batch(mech: Mechanism, n: int, size: int) -> Batch:
 
 
 def release_pair(mech: Mechanism, xp: Any, gx: Any, gy: Any, *, bound: float, batch: Batch,
-                 sigma: float, tag: str) -> tuple[Any, Any]:
-    """Clip each row of the per-sample (gx, gy) at ``bound``, average, add Gaussian noise."""
+                 sigma: float, tag: str, norms: NormTracker | None = None,
+                 scale: float = 1.0) -> tuple[Any, Any]:
+    """Clip each row of the per-sample (gx, gy) at ``bound``, average, add Gaussian noise;
+    the rows' norms (x and y together) go to ``norms`` (a clip at C·``scale``)."""
     sensitivity = 2.0 * bound / len(batch)
-    mean_x = xp.mean(clip_rows(xp, gx, bound), axis=0)
-    mean_y = xp.mean(clip_rows(xp, gy, bound), axis=0)
+    clipped_x, norms_x = clip_rows_and_norms(xp, gx, bound)
+    clipped_y, norms_y = clip_rows_and_norms(xp, gy, bound)
+    if norms is not None:
+        norms.add(xp.concat([norms_x, norms_y]), scale=scale)
+    mean_x = xp.mean(clipped_x, axis=0)
+    mean_y = xp.mean(clipped_y, axis=0)
     return (mech.gaussian(mean_x, sensitivity=sensitivity, sigma=sigma, tag=f"{tag}_x",
                           batch=batch),
             mech.gaussian(mean_y, sensitivity=sensitivity, sigma=sigma, tag=f"{tag}_y",
@@ -54,17 +60,20 @@ def release_pair(mech: Mechanism, xp: Any, gx: Any, gy: Any, *, bound: float, ba
 
 
 def private_partials(mech: Mechanism, oracle: MinimaxOracle, x: Any, y: Any, batch: Batch, *,
-                     clip: float, sigma: float, tag: str) -> tuple[Any, Any]:
+                     clip: float, sigma: float, tag: str, norms: NormTracker | None = None
+                     ) -> tuple[Any, Any]:
     """Noisy means of clipped (∇_x F(x, y; ξ), ∇_y F(x, y; ξ)) over ``batch``."""
     gx, gy = oracle.per_sample_partials(x, y, batch.indices)
-    return release_pair(mech, oracle.xp, gx, gy, bound=clip, batch=batch, sigma=sigma, tag=tag)
+    return release_pair(mech, oracle.xp, gx, gy, bound=clip, batch=batch, sigma=sigma, tag=tag,
+                        norms=norms)
 
 
 def private_partial_diffs(mech: Mechanism, oracle: MinimaxOracle, point: tuple[Any, Any],
                           previous: tuple[Any, Any], batch: Batch, *, clip: float,
-                          sigma: float, tag: str) -> tuple[Any, Any]:
+                          sigma: float, tag: str, norms: NormTracker | None = None,
+                          scale: float = 1.0) -> tuple[Any, Any]:
     """Noisy means of clipped per-sample differences ∇F(point; ξ) − ∇F(previous; ξ)."""
     gx, gy = oracle.per_sample_partials(*point, batch.indices)
     px, py = oracle.per_sample_partials(*previous, batch.indices)
     return release_pair(mech, oracle.xp, gx - px, gy - py, bound=clip, batch=batch,
-                        sigma=sigma, tag=tag)
+                        sigma=sigma, tag=tag, norms=norms, scale=scale)

@@ -45,6 +45,7 @@ from typing import Any, ClassVar
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
+from algorithms.premises import unmeasured
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism
 from algorithms.sgd import SGDParams
 from algorithms.sosp_selection import (
@@ -118,8 +119,6 @@ class NoisySGD(DPSGD):
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
-        self._max_norm = 0.0
-        self._violations = 0
         self._bound = math.inf
         self._selected: int | None = None
         self._output: Any = None
@@ -187,15 +186,27 @@ class NoisySGD(DPSGD):
             self._bound = float(plan.extra["bound"])
         return (2.0 if p.sampling == "fixed" else 1.0) * self._bound
 
+    def run_bound(self, plan: Plan) -> float:
+        return self._bound
+
     def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
-        """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked."""
+        """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked (on
+        the device: :class:`~algorithms.premises.NormTracker`)."""
         if not self.params.check_bound:
             return oracle.grad(x, batch.indices) * len(batch)
         total, norms = oracle.grad_sum_and_norms(x, batch.indices)
-        norms = oracle.backend.to_numpy(norms)
-        self._max_norm = max(self._max_norm, float(norms.max()))
-        self._violations += int((norms > self._bound).sum())
+        if self._norms is not None:
+            self._norms.add(norms)
         return total
+
+    def premise_data(self) -> dict[str, Any]:
+        """As dp_sgd's, with C the assumed bound: ``clipped_fraction`` is the fraction of
+        per-sample gradients over C (each voids the guarantee); unmeasured without
+        ``check_bound``."""
+        out = super().premise_data()
+        if not self.params.check_bound:
+            out.update(unmeasured(self._bound))
+        return out
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         if not self.params.select:
@@ -220,9 +231,11 @@ class NoisySGD(DPSGD):
         out: dict[str, Any] = {"bound": self._bound, "bound_checked": self.params.check_bound,
                                **self._lemma}
         if self.params.check_bound:
-            out.update(max_per_sample_grad_norm=self._max_norm,
-                       bound_violations=self._violations,
-                       guarantee_void=self._violations > 0)
+            seen = self._norms.summary() if self._norms is not None else {}
+            violations = int(seen.get("over") or 0)
+            out.update(max_per_sample_grad_norm=seen.get("max") or 0.0,
+                       bound_violations=violations,
+                       guarantee_void=violations > 0)
         if self.params.select:
             out.update(selected_step=self._selected, selection_passed=self._selected is not None)
         return out

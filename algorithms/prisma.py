@@ -49,10 +49,10 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
+from algorithms.premises import NormTracker, clip_keys, clip_premises
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
-from problems.clipping import clip_rows
-from problems.oracles import Oracle
+from problems.oracles import Oracle, clip_rows_and_norms
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,17 @@ class PriSMA(Algorithm):
                      "records each (local DP); eq. 108 prints the exponent as 1/δ and the "
                      "conclusion as 2/3, both typos for 1/5 of d·log(1/δ)/(MN²ε²), i.e. 2/5")
     Params: ClassVar[type] = PriSMAParams
+    #: C₁ (per-sample gradients) is the main clip; C₃ (eq. 20) and the server's C₂ are
+    #: recorded with the suffixes c3 and c2 (None where the run does not apply them)
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys(), *clip_keys("c3"),
+                                           *clip_keys("c2"))
+    clip_suffixes: ClassVar[tuple[str, ...]] = ("", "c3", "c2")
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self.cfg: PriSMAParams = self.params
         self._max_step = 0.0
+        self._clips: dict[str, NormTracker | None] = dict.fromkeys(self.clip_suffixes)
 
     # -- sizes and sensitivities ------------------------------------------------------------
     def steps(self, data: DataInfo) -> int:
@@ -202,8 +208,14 @@ class PriSMA(Algorithm):
         """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff)."""
         xp, p = oracle.xp, self.cfg
 
+        def clip(rows: Any, bound: float, suffix: str) -> Any:
+            clipped, norms = clip_rows_and_norms(xp, rows, bound)
+            if (tracker := self._clips.get(suffix)) is not None:
+                tracker.add(norms)
+            return clipped
+
         def clipped(point: Any, idx: np.ndarray) -> Any:
-            return clip_rows(xp, oracle.per_sample_grads(point, idx), p.clip1)
+            return clip(oracle.per_sample_grads(point, idx), p.clip1, "")
 
         def rows(idx: np.ndarray) -> Any:
             grads = clipped(x, idx)  # line 8 at t = 0
@@ -211,7 +223,7 @@ class PriSMA(Algorithm):
                 return grads
             diff = grads - clipped(x_prev, idx)  # line 10
             if p.clip3 is not None:
-                diff = clip_rows(xp, diff, p.clip3)  # eq. (20)
+                diff = clip(diff, p.clip3, "c3")  # eq. (20)
             return p.gamma * grads + (1 - p.gamma) * diff
 
         return per_client_mean(oracle, batches, rows)
@@ -219,6 +231,9 @@ class PriSMA(Algorithm):
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         xp, p = oracle.xp, self.cfg
         c2, b = plan.extra["server_clip"], int(plan.batch_size)
+        bounds = {"": p.clip1, "c3": p.clip3, "c2": c2}
+        self._clips = {s: None if bounds[s] is None else NormTracker(oracle.backend, bounds[s])
+                       for s in self.clip_suffixes}
         x, x_prev, v = oracle.x0, None, None
         for t in range(plan.steps):
             batches = [mech.sample(client, scheme="fixed", size=b, party=i)
@@ -230,12 +245,19 @@ class PriSMA(Algorithm):
             v = noisy if v is None else noisy + (1 - p.gamma) * v
             direction = xp.mean(v, axis=0)  # line 17
             if c2 is not None:
-                direction = clip_rows(xp, direction[None, :], c2)[0]
+                clipped, norm = clip_rows_and_norms(xp, direction[None, :], c2)
+                direction = clipped[0]
+                if (server := self._clips.get("c2")) is not None:
+                    server.add(norm)
             x_prev, x = x, x - p.lr * direction
             self._max_step = max(self._max_step, p.lr * float(
                 oracle.backend.to_numpy(xp.linalg.vector_norm(direction))))
             self._x = x
             yield Step(t + 1, x)
+
+    def premise_data(self) -> dict[str, Any]:
+        """Steps taken and the norms against each clip (:attr:`clip_suffixes`)."""
+        return {**super().premise_data(), **clip_premises(self._clips)}
 
     def diagnostics(self) -> dict[str, Any]:
         """The largest step ‖xᵗ⁺¹ − xᵗ‖; with server clipping it is at most ηC₂ (§3)."""
@@ -273,6 +295,8 @@ class DPSGDGC(PriSMA):
                      "variance, no bounded gradients): the rate the paper cites for this "
                      "baseline, not proved in it (§4.3 misprints √(MN)ε for √M·N·ε)")
     Params: ClassVar[type] = DPSGDGCParams
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
+    clip_suffixes: ClassVar[tuple[str, ...]] = ("",)
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)

@@ -33,12 +33,12 @@ from typing import Any, ClassVar
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
+from algorithms.premises import NormTracker, clip_keys, clip_premises
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
-from problems.clipping import clip_rows
 from problems.minimax import MinimaxOracle
-from problems.oracles import Oracle
+from problems.oracles import Oracle, clip_rows_and_norms
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,24 @@ class PrivateDiff(Algorithm):
                      "NC-SC ERM); xu2026 itself states no rate for this baseline")
     Params: ClassVar[type] = PrivateDiffParams
     minimax = True
+    #: the refresh clip c₁ of the x-partials is the main clip; the movement-proportional
+    #: difference clip c₂‖Δx‖ is ``diff``, the inner ascent's c_y is ``y``
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys(), *clip_keys("diff"),
+                                           *clip_keys("y"))
+
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        self._clips: dict[str, NormTracker | None] = dict.fromkeys(("", "diff", "y"))
+
+    def _clip(self, xp: Any, rows: Any, bound: float, suffix: str, scale: float = 1.0) -> Any:
+        """``clip_rows`` whose row norms go to the premise data of clip ``suffix``."""
+        clipped, norms = clip_rows_and_norms(xp, rows, bound)
+        if (tracker := self._clips[suffix]) is not None:
+            tracker.add(norms, scale=scale)
+        return clipped
+
+    def premise_data(self) -> dict[str, Any]:
+        return {**super().premise_data(), **clip_premises(self._clips)}
 
     def size(self, n: int) -> int:
         b = self.params.batch_size
@@ -118,7 +136,7 @@ class PrivateDiff(Algorithm):
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         for _ in range(p.inner_steps):
             gy = mm.per_sample_partials(x, y, batch.indices)[1]
-            y = mm.project_y(y + p.lr_y * xp.mean(clip_rows(xp, gy, p.clip_y), axis=0))
+            y = mm.project_y(y + p.lr_y * xp.mean(self._clip(xp, gy, p.clip_y, "y"), axis=0))
         return mm.project_y(mech.gaussian(y, sensitivity=self.y_sensitivity(mm.n),
                                           sigma=plan.sigma, tag="y_output", batch=batch))
 
@@ -129,22 +147,25 @@ class PrivateDiff(Algorithm):
         if r % p.period == 0 or previous is None:
             batch = draw_batch(mech, mm.n, self.size(mm.n))
             g = mm.per_sample_partials(*point, batch.indices)[0]
-            mean = xp.mean(clip_rows(xp, g, p.clip), axis=0)
+            mean = xp.mean(self._clip(xp, g, p.clip, ""), axis=0)
             return mech.gaussian(mean, sensitivity=2 * p.clip / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
-        bound = p.diff_clip * float(mm.backend.to_numpy(
-            xp.linalg.vector_norm(point[0] - previous[0])))
+        moved = float(mm.backend.to_numpy(xp.linalg.vector_norm(point[0] - previous[0])))
+        bound = p.diff_clip * moved
         if bound == 0.0:
             return v  # the difference query is exactly zero: nothing to release
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         diff = (mm.per_sample_partials(*point, batch.indices)[0]
                 - mm.per_sample_partials(*previous, batch.indices)[0])
-        mean = xp.mean(clip_rows(xp, diff, bound), axis=0)
+        mean = xp.mean(self._clip(xp, diff, bound, "diff", scale=moved), axis=0)
         return v + mech.gaussian(mean, sensitivity=2 * bound / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), self.params
+        self._clips = {"": NormTracker(mm.backend, p.clip),
+                       "diff": NormTracker(mm.backend, p.diff_clip),
+                       "y": NormTracker(mm.backend, p.clip_y)}
         x, y, v = mm.x0, mm.y0, None
         previous: tuple[Any, Any] | None = None
         for r in range(p.steps):

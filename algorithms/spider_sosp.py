@@ -76,6 +76,7 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.lambda_min import hessian
+from algorithms.premises import NormTracker, clip_keys, clip_premises
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Pool, Release, Sampling
 from algorithms.privacy.tree import GaussianSums, TreeSums, tree_depth
 from problems.base import DataInfo
@@ -152,6 +153,12 @@ class Constants:
         return self.escape_steps * self.tau
 
 
+def theorem_steps(p: SpiderSOSPParams, M: float) -> int:
+    """T = ⌈c_T·B·M/α²⌉ (§2.7: Lemma 3.2's ≤ 16BM/α² descent steps plus the escapes, c_T =
+    ``c_steps``, B = ``gap``): the horizon of Theorem 3.17's guarantee."""
+    return math.ceil(p.c_steps * p.gap * M / p.alpha**2)
+
+
 def derive(p: SpiderSOSPParams, data: DataInfo, epsilon: float) -> Constants:
     """The constants of Alg 3-R from the problem's G, M, ρ (or the params') and α."""
     def constant(given: float | None, key: str) -> float:
@@ -168,7 +175,7 @@ def derive(p: SpiderSOSPParams, data: DataInfo, epsilon: float) -> Constants:
                          f"got d = {d}")
     gamma, xi = a / p.c_gamma, p.c_xi * math.sqrt(a / rho)
     escape_steps = math.ceil(p.c_escape * M / math.sqrt(rho * a) * math.log(d / p.iota))
-    steps = p.steps or math.ceil(p.c_steps * p.gap * M / a**2)
+    steps = p.steps or theorem_steps(p, M)
     privacy = a * math.sqrt(d) / epsilon if math.isfinite(epsilon) else 0.0
     kappa = p.c_kappa * max(privacy, (p.gap * G * M) ** (1 / 3))
     tau = 1 if p.tau == "paper" else math.ceil(kappa * math.sqrt(rho) / (M * math.sqrt(a)))
@@ -265,6 +272,11 @@ class SpiderSOSP(Algorithm):
     rate = Rate(objective="population", stationarity="second", privacy_exponent=1 / 2,
                 sample_exponent=1 / 3, source="Theorem 3.17 (Remark 3.18), liu2024",
                 note="with the paper's τ the proof supports only 2/5 and n^{-2/7} (notes G2)")
+    #: O1's clip at G is the main clip, O2's at M‖Δx‖ the ``diff`` clip (the Hessian
+    #: estimates are not clipped: their bounds M, ρ are assumed); ``horizon``: ⌈c_T·B·M/α²⌉;
+    #: ``triggers``: escapes started (line 11)
+    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "horizon", "data_exhausted_at",
+                                           "triggers", *clip_keys(), *clip_keys("diff"))
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -273,6 +285,7 @@ class SpiderSOSP(Algorithm):
         self.escape_log: list[tuple[int, int, bool]] = []
         self._diag: dict[str, Any] = {}
         self._certificate: Any = None
+        self._run: _Run | None = None
 
     # -- plan -----------------------------------------------------------------------------
     def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
@@ -348,7 +361,7 @@ class SpiderSOSP(Algorithm):
 
     # -- Algorithm 3 ----------------------------------------------------------------------
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        run = _Run(self, oracle, plan, mech)
+        run = self._run = _Run(self, oracle, plan, mech)
         self._certificate = None
         self._x = oracle.x0
         for t in range(plan.steps):
@@ -367,6 +380,16 @@ class SpiderSOSP(Algorithm):
     def output(self) -> Any:
         """S1: the anchor of the first failed escape, else the last iterate."""
         return self._certificate if self._certificate is not None else super().output()
+
+    def premise_data(self) -> dict[str, Any]:
+        run = self._run
+        c = self.constants
+        return {**super().premise_data(),
+                "horizon": None if c is None else theorem_steps(self.params, c.M),
+                "data_exhausted_at": (self.steps_taken if run is not None
+                                      and run.stopped == "data" else None),
+                "triggers": None if run is None else run.counts["escapes"],
+                **clip_premises(run.norms if run is not None else dict.fromkeys(("", "diff")))}
 
     def diagnostics(self) -> dict[str, Any]:
         return {**self._diag, "output": "certificate" if self._certificate is not None
@@ -399,6 +422,9 @@ class _Run:
         self.escape_log: list[tuple[int, int, bool]] = []  # (start t, end t, moved Ξ)
         self.escape_start = 0
         self.stopped = "steps"
+        #: per-sample norms against G (O1) and, divided by the move, against M (O2)
+        self.norms = {"": NormTracker(oracle.backend, self.c.G),
+                      "diff": NormTracker(oracle.backend, self.c.M)}
 
     def _norm(self, v: Any) -> float:
         return float(self.oracle.backend.to_numpy(self.xp.linalg.vector_norm(v)))
@@ -424,7 +450,9 @@ class _Run:
         if taken is None:
             return None
         grad_batch, hess_batch = taken
-        total = self.oracle.clipped_grad_sum(self.x, grad_batch.indices, self.c.G)
+        total, norms = self.oracle.clipped_grad_sum_and_norms(self.x, grad_batch.indices,
+                                                              self.c.G)
+        self.norms[""].add(norms)
         self.hess = hessian(self.oracle, self.x, hess_batch.indices)
         self.lifetime = [(hess_batch, 2 * self.c.M / self.b)]
         self.tree = self._new_sums()
@@ -442,8 +470,10 @@ class _Run:
             return None
         grad_batch, hess_batch = taken
         step = self._norm(self.x - self.x_prev)
-        delta = self.oracle.clipped_grad_diff_sum(self.x, self.x_prev, grad_batch.indices,
-                                                  self.c.M * step) / size
+        delta, norms = self.oracle.clipped_grad_diff_sum_and_norms(
+            self.x, self.x_prev, grad_batch.indices, self.c.M * step)
+        delta = delta / size
+        self.norms["diff"].add(norms, scale=step)
         self.hess = self.hess + (hessian(self.oracle, self.x, hess_batch.indices)
                                  - hessian(self.oracle, self.x_prev, hess_batch.indices))
         self.lifetime.append((hess_batch, 2 * self.c.rho * step / size))

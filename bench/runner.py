@@ -39,6 +39,8 @@ class RunRecord:
     eps: dict[str, Any] | None = None
     ledger: list[dict[str, Any]] = field(default_factory=list)
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    #: the algorithm's premise data (algorithms/premises.py), also for diverged runs
+    premises: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class RunRecord:
             "eps": self.eps,
             "ledger": self.ledger,
             "diagnostics": self.diagnostics,
+            "premises": self.premises,
             "timings": self.timings,
             "info": self.info,
             "environment": self.environment,
@@ -156,4 +159,5 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     record.eps = {**spent.to_dict(), "paper": plan.eps_paper,
                   "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon}
     record.diagnostics = algorithm.diagnostics()
+    record.premises = algorithm.premise_data()
     record.timings.update(iterate_s=iterate_s, eval_s=eval_s)

@@ -219,6 +219,7 @@ class Store:
             "description": experiment.description,
             "paper": experiment.paper,
             "scale": experiment.scale,
+            "roles": list(experiment.roles),
             "source": str(experiment.path) if experiment.path else None,
             "run_ids": [s.digest for s in [*experiment.specs, *(tuned or [])]],
             "skipped": experiment.skipped,
@@ -396,6 +397,8 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
     out.update({f"p_prob_{k}": v for k, v in spec["problem"]["params"].items()})
     out.update({f"p_alg_{k}": v for k, v in spec["algorithm"]["params"].items()})
     out.update({f"diag_{k}": v for k, v in (side.get("diagnostics") or {}).items()})
+    out.update({f"prem_{k}": _number(v) for k, v in (side.get("premises") or {}).items()
+                if not isinstance(v, (dict, list))})
     out.update({f"plan_{k}": _number(v) for k, v in (plan.get("extra") or {}).items()
                 if not isinstance(v, (dict, list))})
     final = side.get("final") or {}

@@ -182,8 +182,11 @@ def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) 
         flat[site.bias] += gc.sum(reduce)
 
 
-def _factors(sq_norms: torch.Tensor, clip: float) -> torch.Tensor:
-    return 1.0 / torch.clamp(torch.sqrt(torch.clamp(sq_norms, min=0.0)) / clip, min=1.0)
+def _factors_and_norms(sq_norms: torch.Tensor, clip: float
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Clip factors min(1, C/‖G_i‖) and the norms ‖G_i‖ they are computed from."""
+    norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
+    return 1.0 / torch.clamp(norms / clip, min=1.0), norms
 
 
 # -- tracing ----------------------------------------------------------------------------------
@@ -217,11 +220,16 @@ class BookkeepingOracle(TorchOracle):
         return flat
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
+        return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
+
+    def clipped_grad_sum_and_norms(self, x: Any, idx: np.ndarray, clip: float
+                                   ) -> tuple[Any, Any]:
         if len(idx) == 0:
-            return torch.zeros_like(x)
+            return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
         book = self._book(x, idx)
         with torch.no_grad():
-            return self._sum(book, _factors(_sq_norms(book), clip), torch.zeros_like(x))
+            c, norms = _factors_and_norms(_sq_norms(book), clip)
+            return self._sum(book, c, torch.zeros_like(x)), norms
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
         book = self._book(x, idx)
@@ -231,13 +239,17 @@ class BookkeepingOracle(TorchOracle):
                     torch.sqrt(torch.clamp(_sq_norms(book), min=0.0)))
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
+        return self.clipped_grad_diff_sum_and_norms(x, x_prev, idx, clip)[0]
+
+    def clipped_grad_diff_sum_and_norms(self, x: Any, x_prev: Any, idx: np.ndarray,
+                                        clip: float) -> tuple[Any, Any]:
         if len(idx) == 0:
-            return torch.zeros_like(x)
+            return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
         now, before = self._book(x, idx), self._book(x_prev, idx)
         with torch.no_grad():
-            c = _factors(_diff_sq_norms(now, before), clip)
-            return self._sum(now, c, torch.zeros_like(x)) - self._sum(before, c,
-                                                                      torch.zeros_like(x))
+            c, norms = _factors_and_norms(_diff_sq_norms(now, before), clip)
+            return (self._sum(now, c, torch.zeros_like(x))
+                    - self._sum(before, c, torch.zeros_like(x)), norms)
 
 
 # -- torch modules ----------------------------------------------------------------------------

@@ -33,6 +33,15 @@ BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
 
 
+def clip_rows_and_norms(xp: Any, rows: Any, clip: float) -> tuple[Any, Any]:
+    """(:func:`~problems.clipping.clip_rows`, the row norms it computes): the same operations
+    in the same order, so the clipped rows are bitwise those of ``clip_rows``, with the
+    per-sample norms kept for premise data (tests/test_premises.py checks the identity)."""
+    norms = row_norms(xp, rows)
+    factors = 1.0 / xp.clip(norms / clip, min=1.0)
+    return rows * factors[:, None], norms
+
+
 class Oracle:
     """Access to a finite-sum objective F(x) = (1/n) Σ_i f_i(x) on one backend."""
 
@@ -78,6 +87,18 @@ class Oracle:
         override it with book-keeping clipping (no per-sample gradients materialised)."""
         return self.xp.sum(clip_rows(self.xp, self.per_sample_grads(x, idx), clip), axis=0)
 
+    def clipped_grad_sum_and_norms(self, x: Any, idx: np.ndarray, clip: float
+                                   ) -> tuple[Any, Any]:
+        """(:meth:`clipped_grad_sum`, (‖∇f_i(x)‖)_i): the clipped sum (the same numbers) and
+        the per-sample norms the clipping computed anyway (premise data). An oracle that
+        overrides only :meth:`clipped_grad_sum` keeps its sum; the norms then cost a
+        per-sample pass."""
+        if type(self).clipped_grad_sum is not Oracle.clipped_grad_sum:
+            return (self.clipped_grad_sum(x, idx, clip),
+                    row_norms(self.xp, self.per_sample_grads(x, idx)))
+        rows, norms = clip_rows_and_norms(self.xp, self.per_sample_grads(x, idx), clip)
+        return self.xp.sum(rows, axis=0), norms
+
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
         """(Σ_i ∇f_i(x), (‖∇f_i(x)‖)_i) over ``idx``: an unclipped sum whose per-sample norms
         are checked against an assumed bound (noisy SGD)."""
@@ -88,6 +109,17 @@ class Oracle:
         """Σ_i of the per-sample differences ∇f_i(x) − ∇f_i(x_prev), each clipped at C."""
         return self.xp.sum(
             clip_rows(self.xp, self.per_sample_grad_diffs(x, x_prev, idx), clip), axis=0)
+
+    def clipped_grad_diff_sum_and_norms(self, x: Any, x_prev: Any, idx: np.ndarray,
+                                        clip: float) -> tuple[Any, Any]:
+        """(:meth:`clipped_grad_diff_sum`, (‖∇f_i(x) − ∇f_i(x_prev)‖)_i), as
+        :meth:`clipped_grad_sum_and_norms`."""
+        if type(self).clipped_grad_diff_sum is not Oracle.clipped_grad_diff_sum:
+            return (self.clipped_grad_diff_sum(x, x_prev, idx, clip),
+                    row_norms(self.xp, self.per_sample_grad_diffs(x, x_prev, idx)))
+        rows, norms = clip_rows_and_norms(self.xp, self.per_sample_grad_diffs(x, x_prev, idx),
+                                          clip)
+        return self.xp.sum(rows, axis=0), norms
 
     def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
         """Mean loss over ``idx`` (all samples if None)."""

@@ -6,13 +6,17 @@ each problem's ``backends``), so a newly registered component is covered automat
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
 from conftest import (
     DELTA,
     FAKE_DATA,
+    SMALL_ALGO,
+    SMALL_PARAMS,
     array_type,
     default_target,
     make_algorithm,
@@ -24,8 +28,13 @@ from conftest import (
 )
 
 from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step, get_algorithm
+from algorithms.premises import CLIP_SUFFIXES, PREMISES, clip_keys
 from algorithms.privacy.accounting import Epsilons
+from bench.runner import run_one
+from bench.spec import ComponentSpec, EvalSpec, RunSpec
+from bench.store import flatten
 from problems import PROBLEMS, get_problem
+from problems.backend import BackendSpec
 
 STEPS = 4
 
@@ -169,3 +178,96 @@ def test_plan_to_dict_is_json_serialisable() -> None:
     assert d["sigma"] == 1.0
     assert d["steps"] == plan.steps
     assert d["eps"]["headline"] == pytest.approx(plan.eps.headline)
+
+
+# -- premise data -----------------------------------------------------------------------------
+
+def premise_spec(alg_name: str, **overrides: object) -> RunSpec:
+    """A small numpy run of ``alg_name`` (its :meth:`small_params`) on a problem with the
+    constants every algorithm needs, evaluated at two points only (σ = 5: quick to account;
+    spider_sosp's batches grow with σ, so it keeps σ = 1 and still takes O2 steps)."""
+    cls = ALGORITHMS[alg_name]
+    sigma = 1.0 if alg_name == "spider_sosp" else 5.0
+    problem = "ncsc_double_well" if cls.minimax else "strict_saddle"
+    params = cls.small_params(SMALL_ALGO, **overrides)
+    return RunSpec(ComponentSpec(problem, SMALL_PARAMS[problem]),
+                   ComponentSpec(alg_name, {f.name: getattr(params, f.name)
+                                            for f in fields(params)}),
+                   default_target(cls, sigma=sigma), BackendSpec(name="numpy"), seed=0,
+                   eval=EvalSpec(points=2, metrics=("loss",)))
+
+
+def check_clip(premises: dict, suffix: str) -> None:
+    """A clip's entries agree: fraction in [0, 1], median ≤ max, max ≤ C ⇒ nothing clipped
+    (and, for the main clip, max > C ⇒ something clipped)."""
+    top, median, bound, fraction = (premises[k] for k in clip_keys(suffix))
+    assert 0.0 <= fraction <= 1.0
+    assert 0.0 <= median <= top
+    assert bound > 0
+    if top <= bound * (1 - 1e-12):
+        assert fraction == 0.0, (suffix, premises)
+    if not suffix:
+        assert (fraction > 0) == (top > bound), premises
+
+
+@pytest.mark.parametrize("alg_name", sorted(ALGORITHMS))
+def test_premise_data_in_the_sidecar(alg_name: str) -> None:
+    cls = ALGORITHMS[alg_name]
+    assert set(cls.premises) <= set(PREMISES), "declared keys must be in the vocabulary"
+    assert "steps_taken" in cls.premises
+    record = run_one(premise_spec(alg_name))
+    assert record.status == "done", record.error
+    json.dumps(record.premises, allow_nan=False)  # plain JSON types, finite here
+    premises = json.loads(json.dumps(record.sidecar(), default=str))["premises"]
+    assert not set(premises) - set(PREMISES), "keys outside the vocabulary"
+    assert not set(cls.premises) - set(premises), "declared, not recorded"
+    for key in cls.premises:
+        assert key == "data_exhausted_at" or premises[key] is not None, key
+    last = max(r["step"] for r in record.rows if r["point"] == "iterate")
+    assert premises["steps_taken"] == last >= 1
+    if "data_exhausted_at" in cls.premises:
+        assert cls.data_limited
+        assert premises["data_exhausted_at"] in (None, premises["steps_taken"])
+    if "horizon" in cls.premises:
+        assert premises["horizon"] >= 1
+    if "triggers" in cls.premises:
+        assert isinstance(premises["triggers"], int) and premises["triggers"] >= 0
+    for suffix in ("", *CLIP_SUFFIXES):
+        if clip_keys(suffix)[-1] in cls.premises:
+            check_clip(premises, suffix)
+    row = flatten(json.loads(json.dumps(record.sidecar(), default=str)))
+    for key, value in premises.items():
+        assert row[f"prem_{key}"] == value
+
+
+def test_premise_data_of_clipped_and_diverged_runs() -> None:
+    # a clip far below the gradients' norms: every per-sample gradient clipped
+    record = run_one(premise_spec("dp_sgd", clip=1e-3))
+    assert record.premises["clipped_fraction"] == 1.0
+    assert record.premises["max_per_sample_norm"] > record.premises["clip_bound"] == 1e-3
+    # noisy SGD's fraction over its assumed bound is the diagnostics' violation count
+    record = run_one(premise_spec("noisy_sgd", bound=0.3))
+    seen = record.premises
+    assert seen["clip_bound"] == record.diagnostics["bound"] == 0.3
+    assert seen["max_per_sample_norm"] == record.diagnostics["max_per_sample_grad_norm"]
+    assert (seen["clipped_fraction"] > 0) == record.diagnostics["guarantee_void"] is True
+    # a diverging run still records what it gathered
+    spec = premise_spec("noisy_sgd", lr=1e6, steps=100, bound=5.0)
+    spec = RunSpec(ComponentSpec("nc_least_squares", SMALL_PARAMS["nc_least_squares"]),
+                   spec.algorithm, spec.privacy, spec.backend, seed=0,
+                   eval=EvalSpec(points=4, metrics=("loss",)))
+    record = run_one(spec)
+    assert record.status == "diverged", record.error
+    assert record.premises["steps_taken"] >= 1
+    assert record.premises["clipped_fraction"] > 0
+    assert json.loads(json.dumps(record.sidecar(), default=str))["premises"]["clip_bound"] == 5.0
+
+
+def test_data_exhaustion_is_recorded() -> None:
+    # ada_dp_spider without a step cap on 200 samples, refreshes of 64: the data run out
+    record = run_one(premise_spec("ada_dp_spider", steps=None, batch_refresh=64, batch_diff=8,
+                                  kappa=1e-12))
+    assert record.status == "done", record.error
+    seen = record.premises
+    assert seen["data_exhausted_at"] == seen["steps_taken"] >= 1
+    assert seen["triggers"] >= 1  # the tiny κ makes the drift test refresh
