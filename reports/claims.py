@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -326,15 +326,22 @@ class ClaimResult:
         return prefix + head.evidence()
 
     def premise_summary(self) -> list[PremiseCheck]:
-        """Each premise once: failed where it failed in some setting (with that value),
-        else passed, else not recorded."""
+        """Each premise once: failed if it failed in some setting (with how many and the
+        first such value), else passed, else not recorded."""
         out: dict[str, PremiseCheck] = {}
+        rank = {False: 2, True: 1, None: 0}
         for s in self.settings:
             for p in s.premises:
                 seen = out.get(p.name)
-                rank = {False: 2, True: 1, None: 0}
                 if seen is None or rank[p.passed] > rank[seen.passed]:
                     out[p.name] = p
+        for name, p in out.items():
+            failing = [s.setting for s in self.settings for q in s.premises
+                       if q.name == name and q.passed is False]
+            if len(self.settings) > 1 and failing:
+                out[name] = replace(p, measured=f"failed in {len(failing)}/"
+                                    f"{len(self.settings)} settings; e.g. {failing[0]}: "
+                                    f"{p.measured}")
         return list(out.values())
 
     def to_dict(self) -> dict[str, Any]:

@@ -487,13 +487,14 @@ def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
     paper = runs[runs["calibration"].isin(["paper", "advanced"])
                  & runs["epsilon"].apply(math.isfinite)]
     out = []
-    for (label, cal, eps), part in paper.groupby(["label", "calibration", "epsilon"]):
+    for (suite, label, cal, eps), part in paper.groupby(["suite", "label", "calibration",
+                                                         "epsilon"]):
         spent = part["eps_pld"].astype(float)
         ratio = float(spent.max()) / float(eps)
         if ratio > overspend or float(spent.min()) / float(eps) < underspend:
             kind = "overspends" if ratio > overspend else "underspends"
             out.append({"kind": f"calibration {kind} its target",
-                        "what": f"{label}, calibration {cal}, target ε = {eps:g}",
+                        "what": f"{suite}: {label}, calibration {cal}, target ε = {eps:g}",
                         "numbers": f"ε spent (PLD) {float(spent.min()):.4g}–"
                                    f"{float(spent.max()):.4g} = {ratio:.3g}× the target "
                                    f"over {len(part)} runs"})

@@ -220,6 +220,7 @@ class Fraction:
     at_least: float
     below: bool = False
     event: str = "event"
+    unit: str = "runs"  # what is counted (runs, escape rounds, trials)
 
     def describe(self) -> str:
         sign = "<" if self.below else ">"
@@ -240,7 +241,7 @@ class Fraction:
         hi = 1.0 if k == n else float(stats.beta.ppf(1 - ALPHA, k + 1, n - k))
         verdict = _verdict(p_held, p_contra)
         needed = self._needed(k / n, n) if verdict == "inconclusive" else None
-        text = (f"{self.event} in {k}/{n} runs ({100 * k / n:.0f} %), 95 % CI "
+        text = (f"{self.event} in {k}/{n} {self.unit} ({100 * k / n:.0f} %), 95 % CI "
                 f"[{100 * lo:.0f} %, {100 * hi:.0f} %] vs {'<' if self.below else '>'} "
                 f"{100 * p0:.3g} %")
         return Decision(verdict, k / n, (lo, hi), p_held, p_contra, n, needed, text)

@@ -1,10 +1,10 @@
 """tao2025 (Gauss-PSGD): single-use sampling and its accounting, the Ada-DP-SPIDER oracle's
 noise and estimation error, the escape logic, the reconstructed baseline and its selections,
-the experiment files and the page."""
+the experiment files, and known-answer tests of every declared claim (the page itself is
+checked by tests/test_paper_pages.py on tests/tiny/tao2025)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,14 @@ from algorithms.ada_dp_spider import SpiderOracle, per_pass_budget
 from algorithms.dp_spider_at import HELD_OUT
 from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Ledger, Mechanism, Pool, Release, Sampling
-from bench import cli
 from bench.runner import run_one
 from bench.spec import load_experiment, parse_experiment
+from reports.known_answers import synthetic_results, verdict_of
+from reports.papers import get_paper
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "tao2025"
+TINY = ROOT / "tests" / "tiny" / "tao2025"
 SADDLE = {"d": 6, "n": 4000, "sigma1": 0.0, "sigma2": 0.0}  # no per-sample noise: ∇f_i(0) = 0
 
 
@@ -251,12 +253,26 @@ def test_algorithm_4_releases_and_accounts_per_client() -> None:
 # -- experiment files and the page ----------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
+    roles = get_paper("tao2025").roles
     for scale, count in (("quick", 3), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
             exp = load_experiment(path)
             assert exp.paper == "tao2025" and exp.scale == scale and exp.specs
+            assert exp.roles and set(exp.roles) <= set(roles), path.name
+
+
+def test_tiny_files_mirror_the_quick_ones() -> None:
+    """The page test's tiny experiments play the quick files' roles under the same suites."""
+    for path in sorted(TINY.glob("*.yaml")):
+        if path.name == "expected.yaml":
+            continue
+        tiny, quick = load_experiment(path), load_experiment(EXPERIMENTS / "quick" / path.name)
+        assert (tiny.suite, tiny.paper, tiny.scale, tiny.roles) == (
+            quick.suite, quick.paper, quick.scale, quick.roles)
+    expected = yaml.safe_load((TINY / "expected.yaml").read_text())
+    assert len(expected["claims"]) >= 3 and expected["html"]
 
 
 def test_paper_scale_experiments_run_a_few_steps(tmp_path: Path) -> None:
@@ -282,62 +298,219 @@ def test_paper_scale_experiments_run_a_few_steps(tmp_path: Path) -> None:
             assert record.rows[-1].get("epoch") is not None
 
 
-TINY = {
-    "fig1_digits_mlp.yaml": {
-        "suite": "tao2025_quick_fig1_digits_mlp", "paper": "tao2025", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": [1, 2], "delta": 1e-5, "calibration": "pld"},
-        "eval": {"points": 2, "metrics": ["loss", "test"]}, "backend": {"name": "torch"},
-        "problems": [{"name": "digits_mlp", "params": {"hidden": 8, "activation": "relu",
-                                                       "init": "kaiming"},
-                      "sweep": {"clients": [1, 2]}}],
-        "algorithms": [
-            {"name": "gauss_psgd", "params": {"lr": 0.01, "batch_refresh": 64,
-                                              "batch_diff": 32, "epochs": 2}},
-            {"name": "dp_spider_at", "params": {"lr": 0.01, "batch_refresh": 64,
-                                                "batch_diff": 32, "epochs": 2}}]},
-    "saddle.yaml": {
-        "suite": "tao2025_quick_saddle", "paper": "tao2025", "scale": "quick", "seeds": 2,
-        "privacy": {"epsilon": 1, "delta": 1e-5, "calibration": "paper"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "strict_saddle", "params": SADDLE}],
-        "algorithms": [
-            {"name": "gauss_psgd", "params": {"lr": 0.1, "batch_refresh": 100, "batch_diff": 25,
-                                              "grad_clip": 1.5, "chi": 0.05,
-                                              "escape_steps": 50, "radius": 0.3}},
-            {"name": "dp_spider_at", "params": {"lr": 0.1, "batch_refresh": 100,
-                                                "batch_diff": 25, "grad_clip": 1.5}}]},
-    "selection_dimension.yaml": {
-        "suite": "tao2025_quick_selection_dimension", "paper": "tao2025", "scale": "quick",
-        "seeds": 2, "privacy": {"epsilon": 1, "delta": 1e-5, "calibration": "paper"},
-        "eval": {"points": 2, "metrics": ["grad_norm", "lambda_min"]},
-        "problems": [{"name": "strict_saddle", "params": {**SADDLE, "clients": 2},
-                      "sweep": {"d": [4, 64, 256]}}],
-        "algorithms": [
-            {"name": "gauss_psgd", "params": {"lr": 0.1, "batch_refresh": 100, "batch_diff": 25,
-                                              "grad_clip": 1.5, "chi": 0.05,
-                                              "escape_steps": 50, "radius": 0.3}},
-            {"name": "dp_spider_at", "label": "dp_spider_at+alg4",
-             "params": {"lr": 0.1, "batch_refresh": 100, "batch_diff": 25, "grad_clip": 1.5,
-                        "selection": "distributed", "alpha": 0.1, "candidates": 3}}]},
-}
+# -- known-answer tests of the declared claims ----------------------------------------------
+
+OURS, BASE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"
+ENGAGED = {"diag_noise_norm_o1": 0.01, "diag_trigger_threshold": 0.03, "diag_triggers": 4,
+           "p_alg_escape_steps": 10, "p_alg_escape_rounds": 3}
+IDLE = {"diag_noise_norm_o1": 4.0, "diag_trigger_threshold": 0.03, "diag_triggers": 0,
+        "p_alg_escape_steps": 10, "p_alg_escape_rounds": 3}
 
 
-def test_reproduce_writes_the_paper_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "experiments" / "tao2025" / "quick"
-    folder.mkdir(parents=True)
-    for name, doc in TINY.items():
-        (folder / name).write_text(yaml.safe_dump(doc))
-    monkeypatch.setattr(cli, "EXPERIMENTS", tmp_path / "experiments")
-    out = tmp_path / "out"
-    assert cli.main(["reproduce", "--no-pdf", "tao2025", "--out", str(out), "--jobs", "2",
-                     "--no-progress"]) == 0
-    page = out / "report" / "tao2025" / "quick"
-    html = (page / "index.html").read_text()
-    status = json.loads((page / "status.json").read_text())
-    assert status["artefacts"] and all(a["target"] != "other claims" for a in status["artefacts"])
-    for fragment in ("Second-Order Convergence", "Escape statistics", "O1 noise norm",
-                     "ε as the paper computes it", "reconstruction"):
-        assert fragment in html, fragment
-    for claim in ("E1", "E2", "E3", "E4", "E5", "E6", "T4", "T9"):
-        assert f"<td>{claim}</td>" in html, claim
-    assert (page / "tao2025_quick_selection_dimension.png").is_file()
+def fig_run(label: str, seed: int, acc: float, loss: float = 0.5, eps: float = 1.0,
+            m: int = 1, n: int = 6000, mode: dict[str, Any] | None = None,
+            **extra: Any) -> dict[str, Any]:
+    """One classification run: final test accuracy/loss, m clients holding n records in all,
+    with Gauss-PSGD's escape diagnostics (``mode``) on its own runs."""
+    row = {"role": "figures", "label": label, "algorithm": label.split("+")[0], "seed": seed,
+           "epsilon": eps, "p_prob_clients": m, "n": n, "final_test_acc": acc,
+           "final_test_loss": loss, "diag_refreshes": 20, "diag_differences": 80, **extra}
+    if label == OURS:
+        row.update(mode if mode is not None else ENGAGED)
+    return row
+
+
+def pair(seed: int, ours: float, base: float, **kw: Any) -> list[dict[str, Any]]:
+    return [fig_run(OURS, seed, ours, 1 - ours, **kw), fig_run(BASE, seed, base, 1 - base, **kw)]
+
+
+def figure_runs(gap: float, spread: float = 0.005, seeds: int = 5, **kw: Any
+                ) -> list[dict[str, Any]]:
+    """Paired runs with Gauss-PSGD ``gap`` above the baseline in accuracy."""
+    rng = np.random.default_rng(0)
+    return [r for s in range(seeds) for r in pair(
+        s, 0.8 + gap + spread * rng.standard_normal(), 0.8 + spread * rng.standard_normal(),
+        **kw)]
+
+
+def verdict(claim: str, runs: list[dict[str, Any]], **kw: Any) -> Any:
+    return verdict_of("tao2025", claim, synthetic_results("tao2025", runs, **kw))
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+@pytest.mark.known_answer("tao2025", "E2")
+def test_e1_e2_decide_on_the_gap_over_seeds() -> None:
+    assert verdict("E1", figure_runs(0.03)).verdict == "held"
+    assert verdict("E2", figure_runs(0.03)).verdict == "held"  # loss = 1 − accuracy
+    assert verdict("E1", figure_runs(-0.03)).verdict == "contradicted"
+    assert verdict("E2", figure_runs(-0.03)).verdict == "contradicted"
+    assert verdict("E1", figure_runs(0.002, spread=0.02, seeds=3)).verdict == "inconclusive"
+    result = verdict("E1", figure_runs(0.03) + figure_runs(-0.03, eps=2.0))
+    assert result.verdict == "contradicted"  # one setting per ε, never pooled
+    assert [s.verdict for s in result.settings] == ["held", "contradicted"]
+    both = verdict("E1", figure_runs(0.03, problem="cifar10_mlp")
+                   + figure_runs(0.03, problem="mnist_mlp"))  # Figures 1 and 2 apart
+    assert [s.setting.split(",")[0] for s in both.settings] == ["problem = cifar10_mlp",
+                                                                "problem = mnist_mlp"]
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+@pytest.mark.known_answer("tao2025", "E2")
+def test_e1_e2_are_out_of_regime_where_the_quick_runs_are() -> None:
+    """The quick stand-in: nothing learned, noise far above 3χ, identical methods, every
+    step an O1 refresh, 10 steps: each premise fails and is named with its value."""
+    for mode, name in ((IDLE, "trigger can fire"), (ENGAGED, "models learn")):
+        runs = figure_runs(0.03, mode=mode)
+        if name == "models learn":
+            runs = [{**r, "final_test_acc": r["final_test_acc"] - 0.7} for r in runs]
+        result = verdict("E1", runs)
+        assert result.verdict == "out of regime"
+        (failed,) = result.settings[0].failed
+        assert name in failed.name and failed.measured
+    same = [r for s in range(4) for r in pair(s, 0.8 + 0.01 * s, 0.8 + 0.01 * s)]
+    failed = verdict("E2", same).settings[0].failed
+    assert [p.name for p in failed] == ["the two methods' runs differ (final metrics not "
+                                        "identical)"]
+    assert "4/4 seed pairs" in failed[0].measured
+    stuck = figure_runs(0.03, diag_differences=0, diag_refreshes=10)
+    failed = verdict("E1", stuck).settings[0].failed
+    assert {p.name for p in failed} == {"the SPIDER recursion runs (some O2 steps)",
+                                        "room for one escape episode (steps taken ≥ Q·Γ)"}
+    assert "10–10 vs ≥ Q·Γ = 30" in next(p.measured for p in failed if "room" in p.name)
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+def test_e1_excludes_diverged_runs() -> None:
+    runs = [*figure_runs(0.03), {**fig_run(OURS, 9, 0.1), "status": "diverged"}]
+    (setting,) = verdict("E1", runs).settings
+    assert setting.verdict == "held" and setting.diverged == 1
+    assert setting.runs == 11 and setting.decision is not None and setting.decision.runs == 10
+
+
+@pytest.mark.known_answer("tao2025", "E3")
+def test_e3_needs_every_epsilon_step_to_raise_accuracy() -> None:
+    def runs(accs: list[float]) -> list[dict[str, Any]]:
+        return [fig_run(OURS, s, a + 0.002 * s, eps=e)
+                for e, a in zip((0.5, 1.0, 2.0), accs, strict=True) for s in range(4)]
+
+    assert verdict("E3", runs([0.6, 0.7, 0.8])).verdict == "held"
+    assert verdict("E3", runs([0.8, 0.7, 0.6])).verdict == "contradicted"
+    assert verdict("E3", runs([0.7, 0.7, 0.8])).verdict == "inconclusive"
+    assert verdict("E3", runs([0.1, 0.11, 0.12])).verdict == "out of regime"  # chance level
+
+
+@pytest.mark.known_answer("tao2025", "E4")
+def test_e4_compares_the_gap_at_m_with_the_gap_at_one_client() -> None:
+    one = figure_runs(0.01, m=1)
+    assert verdict("E4", one + figure_runs(0.05, m=2)).verdict == "held"
+    assert verdict("E4", one + figure_runs(-0.03, m=5)).verdict == "contradicted"
+    result = verdict("E4", one + figure_runs(0.05, m=2) + figure_runs(0.05, m=10))
+    assert [s.setting for s in result.settings] == [  # m = 1 is the reference, not a setting
+        "problem = p, calibration = pld, epsilon = 1, clients = 2",
+        "problem = p, calibration = pld, epsilon = 1, clients = 10"]
+    assert verdict("E4", one + figure_runs(0.05, m=2, mode=IDLE)).verdict == "out of regime"
+
+
+def first_pass(runs: list[dict[str, Any]], loss: dict[str, float]) -> list[dict[str, Any]]:
+    """Trajectory rows: each run's test loss after the first pass (ours vs baseline)."""
+    rng = np.random.default_rng(1)
+    return [{"run_id": f"r{i}", "step": 5, "epoch": 1.02, "loss": 1.0,
+             "test_loss": loss[r["label"]] + 0.01 * rng.standard_normal()}
+            for i, r in enumerate(runs)]
+
+
+@pytest.mark.known_answer("tao2025", "E5")
+def test_e5_reads_the_loss_after_the_first_pass() -> None:
+    runs = figure_runs(0.0)
+    faster = first_pass(runs, {OURS: 0.6, BASE: 0.9})
+    assert verdict("E5", runs, curves=faster).verdict == "held"
+    slower = first_pass(runs, {OURS: 0.9, BASE: 0.6})
+    assert verdict("E5", runs, curves=slower).verdict == "contradicted"
+    idle = figure_runs(0.0, mode=IDLE)
+    assert verdict("E5", idle, curves=faster).verdict == "out of regime"
+
+
+@pytest.mark.known_answer("tao2025", "E6")
+def test_e6_needs_fixed_records_per_client() -> None:
+    def runs(accs: list[float], per_client: bool) -> list[dict[str, Any]]:
+        return [fig_run(OURS, s, a + 0.001 * s, m=m, n=6000 * m if per_client else 1347)
+                for m, a in zip((1, 2, 5), accs, strict=True) for s in range(4)]
+
+    assert verdict("E6", runs([0.70, 0.72, 0.75], True)).verdict == "held"
+    assert verdict("E6", runs([0.80, 0.70, 0.60], True)).verdict == "contradicted"
+    result = verdict("E6", runs([0.70, 0.72, 0.75], False))  # Option B: data split
+    assert result.verdict == "out of regime"
+    assert "n per client 1347 (m = 1), 674 (m = 2), 269 (m = 5)" in result.settings[0].failed[
+        0].measured
+
+
+def saddle_run(seed: int, grad: float, lam: float, chi: float = 0.05,
+               termination: str = "sosp", **extra: Any) -> dict[str, Any]:
+    return {"role": "saddle", "label": OURS, "algorithm": OURS, "seed": seed, "p_prob_d": 10,
+            "p_prob_lam": 1.0, "p_prob_mu": 1.0, "p_prob_sigma2": 0.0, "p_alg_chi": chi,
+            "p_alg_escape_rounds": 3, "diag_noise_norm_o1": 0.05,
+            "diag_trigger_threshold": 3 * chi, "diag_termination": termination,
+            "diag_triggers": 2, "diag_escapes": 1 if termination == "sosp" else 2,
+            "diag_escape_rounds": 4, "final_grad_norm": grad, "final_lambda_min": lam, **extra}
+
+
+@pytest.mark.known_answer("tao2025", "T4")
+def test_t4_judges_theorem_1s_alpha_from_chi() -> None:
+    # ‖∇F‖ = 0.15 > 0.1 (the old α) but ≤ 4χ = 0.2 and λ_min ≥ −√(ρ·0.2) = −0.83
+    sosp = [saddle_run(s, 0.15, -0.5) for s in range(12)]
+    assert verdict("T4", sosp).verdict == "held"
+    assert verdict("T4", [saddle_run(s, 0.15, -0.5, chi=0.025) for s in range(12)]
+                   ).verdict == "contradicted"  # α = 0.1: ‖∇F‖ too large everywhere
+    assert verdict("T4", sosp[:2]).verdict == "inconclusive"
+    budget = verdict("T4", [saddle_run(s, 0.15, -0.5, termination="budget", diag_triggers=3)
+                            for s in range(12)])  # the third episode was cut by the data
+    assert budget.verdict == "out of regime"
+    assert {p.name for p in budget.settings[0].failed} == {
+        "the output is Theorem 1's x̃ (runs end on the SOSP exit)",
+        "no run ran out of data inside an escape episode"}
+    noisy = [{**r, "diag_noise_norm_o1": 0.6} for r in sosp]
+    assert verdict("T4", noisy).verdict == "out of regime"
+
+
+@pytest.mark.known_answer("tao2025", "T5")
+def test_t5_counts_escape_rounds() -> None:
+    def runs(rounds: int, escapes: int) -> list[dict[str, Any]]:
+        return [saddle_run(s, 0.1, 0.5, diag_escape_rounds=rounds, diag_escapes=escapes)
+                for s in range(5)]
+
+    assert verdict("T5", runs(4, 3)).verdict == "held"  # 15/20 ≫ 1/8
+    assert verdict("T5", runs(20, 0)).verdict == "contradicted"  # 0/100
+    assert verdict("T5", runs(1, 0)[:1]).verdict == "inconclusive"
+    result = verdict("T5", runs(0, 0))
+    assert result.verdict == "out of regime"
+    assert "0 escape rounds" in result.settings[0].failed[0].measured
+    anchor = {p.name: p.passed for p in result.settings[0].premises}
+    assert anchor["the escape anchors are strict saddles (Lemma 1)"] is None  # not recorded
+
+
+def selection_run(label: str, seed: int, d: int, grad: float, lam: float) -> dict[str, Any]:
+    return {"role": "selection", "label": label, "algorithm": label.split("+")[0],
+            "seed": seed, "p_prob_d": d, "p_prob_n": 20000, "p_prob_clients": 4,
+            "p_prob_lam": 1.0, "p_prob_mu": 1.0, "p_prob_sigma2": 0.0, "p_alg_chi": 0.05,
+            "final_grad_norm": grad, "final_lambda_min": lam}
+
+
+@pytest.mark.known_answer("tao2025", "T9")
+def test_t9_compares_above_remark_4s_threshold_only() -> None:
+    def runs(d: int, alg4: float, ours: float) -> list[dict[str, Any]]:
+        return [selection_run(label, s, d, g + 0.01 * s, 0.5)
+                for s in range(5) for label, g in ((ALG4, alg4), (OURS, ours))]
+
+    # threshold (√4 · 5000 · 1)^(6/13) ≈ 70
+    assert verdict("T9", runs(128, 1.0, 0.1)).verdict == "held"
+    assert verdict("T9", runs(128, 0.1, 1.0)).verdict == "contradicted"
+    below = verdict("T9", runs(16, 0.1, 1.0))
+    assert below.verdict == "out of regime"
+    assert "d = 16 vs (√m n ε)^(6/13) = 70" in below.settings[0].failed[0].measured
+    both = verdict("T9", runs(16, 0.1, 1.0) + runs(128, 1.0, 0.1))
+    assert both.verdict == "held" and [s.verdict for s in both.settings] == [
+        "out of regime", "held"]
+    # α̂ counts curvature: λ_min = −1 at the saddle gives α̂ = 1/ρ = 1/1.859
+    saddle = [selection_run(ALG4, s, 128, 0.01, -1.0) for s in range(3)] + [
+        selection_run(OURS, s, 128, 0.01 + 0.001 * s, 0.5) for s in range(3)]
+    assert verdict("T9", saddle).verdict == "held"

@@ -11,6 +11,7 @@ direct output over d).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +138,8 @@ def _pairs(runs: pd.DataFrame, column: str) -> pd.DataFrame:
 
 # -- premises -----------------------------------------------------------------------------
 
+Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
+
 
 
 def _learns(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -254,15 +257,22 @@ def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None,
     return bool((lam < 0).all()), f"λ_min at the anchors {lam.min():.3g}–{lam.max():.3g}"
 
 
-def _per_sample_bound(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    if "prem_max_per_sample_norm" not in runs or runs["prem_max_per_sample_norm"].isna().all():
-        return None, "largest per-sample gradient norm not recorded"
-    worst = runs["prem_max_per_sample_norm"].astype(float)
-    bound = _col(runs, "prem_clip_bound").fillna(_col(runs, "p_alg_grad_clip"))
-    over = worst > bound * (1 + 1e-9)
-    return not bool(over.any()), (f"largest per-sample norm {worst.max():.3g} vs G = "
-                                  f"{bound.max():.3g}: above in {int(over.sum())}/{len(runs)} "
-                                  "runs")
+def _within(suffix: str, bound: str) -> Check:
+    """Per-sample norms within a clip's bound (the clip never acted): ``suffix`` "" for
+    O1's per-sample gradients against G, "_diff" for O2's differences ÷ ‖Δx‖ against M."""
+
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        column = f"prem_max_per_sample_norm{suffix}"
+        if column not in runs or runs[column].isna().all():
+            return None, f"largest per-sample norm against {bound} not recorded"
+        worst = runs[column].astype(float)
+        limit = _col(runs, f"prem_clip_bound{suffix}")
+        over = worst > limit * (1 + 1e-6)
+        return not bool(over.any()), (f"largest per-sample norm {worst.max():.3g} vs {bound} = "
+                                      f"{limit.max():.3g}: above in {int(over.sum())}/"
+                                      f"{len(runs)} runs")
+
+    return check
 
 
 def _above_remark4(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -312,8 +322,12 @@ ANCHOR_P = Premise(
     "the escape anchors are strict saddles (Lemma 1)", _anchor_is_saddle,
     "record λ_min at each anchor x̃")
 BOUND_P = Premise(
-    "per-sample gradients within G (Assumption 1; clipping inactive)", _per_sample_bound,
-    "a clip bound G at or above the problem's Lipschitz constant")
+    "per-sample gradients within G (Assumption 1; O1's clip inactive)", _within("", "G"),
+    "a clip bound G at or above the problem's per-sample Lipschitz constant")
+SMOOTH_P = Premise(
+    "per-sample differences within M‖Δx‖ (Assumption 1; O2's clip inactive)",
+    _within("_diff", "M"),
+    "a difference clip M at or above the problem's per-sample smoothness constant")
 REMARK4_P = Premise(
     "d above Remark 4's threshold (√m n ε)^(6/13)", _above_remark4,
     "none needed: Remark 4 predicts no harm from selection below the threshold; those "
@@ -381,7 +395,9 @@ def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
     ours = _of(runs, OURS)
     rounds = int(_col(ours, "diag_escape_rounds").fillna(0).sum())
     escapes = int(_col(ours, "diag_escapes").fillna(0).sum())
-    return Sample.of([1.0] * escapes + [0.0] * (rounds - escapes))
+    return Sample.of([1.0] * escapes + [0.0] * (rounds - escapes),
+                     note=f"each 'run' above is one escape round: {rounds} rounds from "
+                          f"{len(ours)} runs")
 
 
 def _selection_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -428,20 +444,20 @@ CLAIMS = (
           Runs((SADDLE,), {"label": OURS}, ("epsilon", "p_prob_d")),
           Statistic("output is an α-SOSP, α = 4χ", _sosp_flag),
           Fraction(SOSP_PROBABILITY, event="output is an α-SOSP (α = 4χ)"),
-          (SOSP_EXIT_P, MID_ESCAPE_P, TRIGGER_P, ROUNDS_P, BOUND_P)),
+          (SOSP_EXIT_P, MID_ESCAPE_P, TRIGGER_P, ROUNDS_P, BOUND_P, SMOOTH_P)),
     Claim("T5", "one Γ-descent from a strict saddle reaches ‖x − x̃‖ ≥ R with probability "
           "≥ 1/8 (Corollary 1)", "Lemma 1 / Corollary 1 (escape)",
           Runs((SADDLE,), {"label": OURS}, ("epsilon", "p_prob_d")),
           Statistic("escape rounds that escape", _escape_rounds),
           Fraction(ESCAPE_PROBABILITY, event="a Γ-descent escapes"),
-          (RAN_P, ANCHOR_P, BOUND_P)),
+          (RAN_P, ANCHOR_P, BOUND_P, SMOOTH_P)),
     Claim("T9", "above d = (√m n ε)^(6/13), private selection (Algorithm 4) outputs a worse "
           "point (larger SOSP violation α̂ = max(‖∇F‖, max(0, −λ_min)²/ρ)) than Gauss-PSGD's "
           "direct output", "Remark 4 (selection)",
           Runs((SELECTION,), {"label": [OURS, ALG4]}, ("epsilon", "p_prob_clients",
                                                        "p_prob_d")),
           Statistic("α̂ of Algorithm 4's output − α̂ of Gauss-PSGD's", _selection_cost),
-          AtLeast(0.0, "α̂ difference"), (REMARK4_P, BOUND_P)),
+          AtLeast(0.0, "α̂ difference"), (REMARK4_P, BOUND_P, SMOOTH_P)),
 )
 
 
