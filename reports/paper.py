@@ -424,9 +424,13 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
         if measured:
             far = max(measured,
                       key=lambda c: abs(c.delta or 0.0) / max(abs(c.entry.value), 1e-12))
-            delta = (f"{sum(c.status == 'held' for c in measured)}/{len(measured)} published "
-                     f"numbers held; largest Δ {far.delta:+.3g} ({far.entry.id}: "
-                     f"{far.entry.value:g} published)")
+            settled = [c.status for c in measured if c.status != "out of regime"]
+            outside = len(measured) - len(settled)
+            delta = "; ".join(t for t in (
+                settled and f"{settled.count('held')}/{len(settled)} published numbers held",
+                outside and f"{outside} out of regime",
+                f"largest Δ {far.delta:+.3g} ({far.entry.id}: {far.entry.value:g} published)")
+                if t)
         flagged = [c for c in numbers.get(target, []) if c.status in ("calibrated", "diverged")]
         if flagged:
             delta = "; ".join(t for t in (delta, ", ".join(
