@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -131,13 +132,8 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
         if metric == "grad_norm":
             ax.set_yscale("log")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+    save_figure(fig, out_dir, stem)
+    return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
 
 
 
@@ -174,10 +170,19 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=6, ncol=2)
+    save_figure(fig, out_dir, stem)
+    return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
+
+
+def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
+    """The one way every figure is written: ``out/stem.png`` (for the HTML, at ``dpi``)
+    and ``out/stem.pdf`` (for LaTeX), after ``tight_layout``; closes the figure and returns
+    the PNG's name."""
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
     plt.close(fig)
-    return paths
+    return f"{stem}.png"

@@ -214,17 +214,6 @@ def format_mean_se(mean: float, se: float | None) -> str:
     return f"{mean:.4g}" + ("" if se is None or not math.isfinite(se) else f" ± {se:.2g}")
 
 
-def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
-    """Write ``fig`` as ``out/stem.png`` and ``.pdf``, close it, return the PNG's name."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
-    plt.close(fig)
-    return f"{stem}.png"
-
-
 def settings(results: PaperResults) -> list[tuple[str, str]]:
     """Each suite's description with what actually ran (algorithms, ε, δ, seeds)."""
     out = []

@@ -23,7 +23,7 @@ import pandas as pd
 from algorithms import PrivacyTarget, get_algorithm
 from problems import DataSize
 from reports.claims import Claim, Paper, Premise, Runs, Statistic, along
-from reports.figures import colours, style
+from reports.figures import colours, save_figure, style
 from reports.paper import (
     Figure,
     PaperResults,
@@ -33,7 +33,6 @@ from reports.paper import (
     deviations,
     final_stats,
     format_mean_se,
-    save_figure,
     settings,
 )
 from reports.rules import Always, AtLeast, AtMost, Monotone, Sample

@@ -44,7 +44,7 @@ from bench.studies.liu2024 import (
     trials_for,
 )
 from reports.claims import Claim, Control, Paper, Premise, Runs, Statistic, at_most, flag
-from reports.figures import colours
+from reports.figures import colours, save_figure
 from reports.paper import (
     Figure,
     PaperResults,
@@ -55,7 +55,6 @@ from reports.paper import (
     format_mean_se,
     mean_se,
     rates_table,
-    save_figure,
     settings,
 )
 from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, SlopeAtMost

@@ -19,14 +19,13 @@ import numpy as np
 import pandas as pd
 
 from reports.claims import Claim, Paper, Premise, Runs, Statistic, along
-from reports.figures import colours, style
+from reports.figures import colours, save_figure, style
 from reports.paper import (
     Figure,
     PaperResults,
     PaperSections,
     calibration_table,
     deviations,
-    save_figure,
     settings,
 )
 from reports.rules import AtLeast, AtMost, Fraction, Monotone, Sample

@@ -22,7 +22,7 @@ import pandas as pd
 from algorithms.dp_rgda import DPRGDA
 from bench.scaling import fit_slope
 from reports.claims import Claim, Control, Paper, Premise, Runs, Statistic
-from reports.figures import colours
+from reports.figures import colours, save_figure
 from reports.paper import (
     Figure,
     PaperResults,
@@ -32,7 +32,6 @@ from reports.paper import (
     format_mean_se,
     mean_se,
     rates_table,
-    save_figure,
     settings,
 )
 from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost
