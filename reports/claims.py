@@ -381,11 +381,27 @@ def diverged_mask(runs: pd.DataFrame) -> pd.Series:
                                                                             index=runs.index)
 
 
-def _usable(runs: pd.DataFrame, include_diverged: bool) -> pd.DataFrame:
-    if "status" not in runs:  # study rows
+def finished(runs: pd.DataFrame, include_diverged: bool = False) -> pd.DataFrame:
+    """The runs a statistic may use: finished and (unless ``include_diverged``) not
+    diverged; study rows (no ``status``) are all usable."""
+    if "status" not in runs:
         return runs
     ok = runs["status"].isin(["done", "diverged"] if include_diverged else ["done"])
     return runs[ok & (include_diverged | ~diverged_mask(runs))]
+
+
+def numeric(runs: pd.DataFrame, column: str, default: float = math.nan) -> pd.Series:
+    """A run column as floats (``default`` where it is missing or null)."""
+    if column not in runs:
+        return pd.Series(default, index=runs.index, dtype=float)
+    return pd.to_numeric(runs[column], errors="coerce").fillna(default).astype(float)
+
+
+def truthy(runs: pd.DataFrame, column: str) -> pd.Series:
+    """A run column as booleans: True only where it is True (missing: False)."""
+    if column not in runs:
+        return pd.Series(False, index=runs.index, dtype=bool)
+    return runs[column].astype(object).eq(True)
 
 
 def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
@@ -393,7 +409,7 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
     ids = tuple(sorted(str(r) for r in runs["run_id"])) if "run_id" in runs else ()
     checks = tuple(p(runs, results) for p in claim.premises)
     diverged = int(diverged_mask(runs).sum())
-    usable = _usable(runs, claim.include_diverged)
+    usable = finished(runs, claim.include_diverged)
     out = any(c.passed is False for c in checks)
     if usable.empty:
         verdict = "out of regime" if out else "inconclusive" if diverged else "not run"
@@ -407,7 +423,7 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
 def _control(control: Control, results: PaperResults) -> ControlResult:
     runs = control.runs.select(results)
     ids = tuple(sorted(str(r) for r in runs["run_id"])) if "run_id" in runs else ()
-    usable = _usable(runs, False)
+    usable = finished(runs)
     if usable.empty:
         return ControlResult(control.name, control.expect, "not run", "no runs", ids)
     sample = control.statistic.compute(usable, results)

@@ -26,6 +26,9 @@ from reports.claims import (
     Runs,
     Statistic,
     along,
+    finished,
+    numeric,
+    truthy,
 )
 from reports.figures import curves_with_band
 from reports.paper import (
@@ -105,33 +108,13 @@ RESOLUTIONS = (
 
 # -- run columns ---------------------------------------------------------------------------
 
-def _col(runs: pd.DataFrame, name: str, default: float = math.nan) -> pd.Series:
-    """A numeric column (``default`` where missing or null)."""
-    if name not in runs:
-        return pd.Series(default, index=runs.index, dtype=float)
-    return pd.to_numeric(runs[name], errors="coerce").fillna(default).astype(float)
-
-
-def _flag(runs: pd.DataFrame, name: str) -> pd.Series:
-    if name not in runs:
-        return pd.Series(False, index=runs.index, dtype=bool)
-    return runs[name].astype(object).eq(True)
-
-
-def _usable(runs: pd.DataFrame) -> pd.DataFrame:
-    """Finished, non-diverged runs."""
-    if runs.empty:
-        return runs
-    return runs[runs["status"].eq("done") & ~_flag(runs, "diverged")]
-
-
 def _norms(runs: pd.DataFrame) -> pd.DataFrame:
     """Per run: the largest per-sample norm seen, C, whether some norm exceeded C and
     whether the norms were measured at all (premise columns, else noisy_sgd's diagnostics)."""
-    largest = _col(runs, "prem_max_per_sample_norm").combine_first(
-        _col(runs, "diag_max_per_sample_grad_norm"))
-    bound = _col(runs, "prem_clip_bound").combine_first(_col(runs, "diag_bound"))
-    fraction = _col(runs, "prem_clipped_fraction")
+    largest = numeric(runs, "prem_max_per_sample_norm").combine_first(
+        numeric(runs, "diag_max_per_sample_grad_norm"))
+    bound = numeric(runs, "prem_clip_bound").combine_first(numeric(runs, "diag_bound"))
+    fraction = numeric(runs, "prem_clipped_fraction")
     void = runs["diag_guarantee_void"].astype(object) if "diag_guarantee_void" in runs else \
         pd.Series(None, index=runs.index, dtype=object)
     over = (fraction > 0).where(fraction.notna(), void.eq(True).where(void.notna(),
@@ -170,7 +153,7 @@ WITHIN_BOUND = Premise(
 def _reference(runs: pd.DataFrame, candidates: pd.DataFrame, keys: tuple[str, ...]
                ) -> pd.DataFrame:
     """The finished ``candidates`` alike ``runs`` in ``keys`` and every problem parameter."""
-    pool = _usable(candidates)
+    pool = finished(candidates)
     if pool.empty or runs.empty:
         return pool
     mask = pd.Series(True, index=pool.index)
@@ -183,7 +166,7 @@ def _reference(runs: pd.DataFrame, candidates: pd.DataFrame, keys: tuple[str, ..
 
 
 def _accuracy(runs: pd.DataFrame) -> np.ndarray:
-    return _col(runs, "final_test_acc").to_numpy(float) * 100
+    return numeric(runs, "final_test_acc").to_numpy(float) * 100
 
 
 def _gap_to_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
@@ -214,8 +197,8 @@ def _within_bound(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 def _failed_to_converge(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """Diverged, or the final training loss not below the initial one."""
-    grew = _col(runs, "loss_growth") >= 1.0
-    return Sample.of((_flag(runs, "diverged") | grew).to_numpy(float))
+    grew = numeric(runs, "loss_growth") >= 1.0
+    return Sample.of((truthy(runs, "diverged") | grew).to_numpy(float))
 
 
 NOISY = {"algorithm": "noisy_sgd"}
@@ -272,17 +255,18 @@ def _accuracy_claims() -> tuple[Claim, ...]:
 
 def _theorem_3_3(runs: pd.DataFrame) -> pd.Series:
     """c₂ B √(T ln(1/δ)) / n: σ·ε of the training part under Theorem 3.3."""
-    return (_col(runs, "p_alg_c2", 1.0) * _col(runs, "batch_size")
-            * np.sqrt(_col(runs, "steps") * np.log(1 / _col(runs, "delta"))) / _col(runs, "n"))
+    steps, delta = numeric(runs, "steps"), numeric(runs, "delta")
+    return (numeric(runs, "p_alg_c2", 1.0) * numeric(runs, "batch_size")
+            * np.sqrt(steps * np.log(1 / delta)) / numeric(runs, "n"))
 
 
 def _calibrated(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """σ·(ε − ε_s) = Theorem 3.3's constant recomputed from the run's n, B, T, δ, c₂, and
     the realised ledger spends the planned ε (PLD)."""
-    select_eps = _col(runs, "p_alg_select_epsilon", 0.0).where(_flag(runs, "p_alg_select"), 0.0)
-    product = _col(runs, "sigma") * (_col(runs, "epsilon") - select_eps)
+    select_eps = numeric(runs, "p_alg_select_epsilon", 0.0).where(truthy(runs, "p_alg_select"), 0.0)
+    product = numeric(runs, "sigma") * (numeric(runs, "epsilon") - select_eps)
     formula = np.isclose(product, _theorem_3_3(runs), rtol=T1_RTOL, atol=0)
-    planned, spent = _col(runs, "eps_planned"), _col(runs, "eps_pld")
+    planned, spent = numeric(runs, "eps_planned"), numeric(runs, "eps_pld")
     ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
     return Sample.of((formula & ledger).to_numpy(float))
 
@@ -296,22 +280,22 @@ def _strict_defaults() -> Any:
 def _rho(runs: pd.DataFrame) -> pd.Series:
     """ρ of strict_saddle: λ + 0.859μ + 0.770σ₂ (the problem's constant)."""
     p = _strict_defaults()
-    formula = (_col(runs, "p_prob_lam", p.lam) + 0.859 * _col(runs, "p_prob_mu", p.mu)
-               + 0.770 * _col(runs, "p_prob_sigma2", p.sigma2))
-    return _col(runs, "plan_rho").combine_first(formula)
+    formula = (numeric(runs, "p_prob_lam", p.lam) + 0.859 * numeric(runs, "p_prob_mu", p.mu)
+               + 0.770 * numeric(runs, "p_prob_sigma2", p.sigma2))
+    return numeric(runs, "plan_rho").combine_first(formula)
 
 
 def _alpha(results: PaperResults) -> float:
     """α of the synthetic check: its selection runs' α, else :data:`SADDLE_ALPHA`."""
     runs = results.role_runs("saddle")
-    chosen = runs[_flag(runs, "p_alg_select")] if len(runs) else runs
-    alphas = _col(chosen, "p_alg_alpha").dropna()
+    chosen = runs[truthy(runs, "p_alg_select")] if len(runs) else runs
+    alphas = numeric(chosen, "p_alg_alpha").dropna()
     return float(alphas.iloc[0]) if len(alphas) else SADDLE_ALPHA
 
 
 def _escaped(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
     """The output's λ_min > −√(ρα): it is not at the strict saddle any more."""
-    return _col(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * _alpha(results))
+    return numeric(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * _alpha(results))
 
 
 def _escape(runs: pd.DataFrame, results: PaperResults) -> Sample:
@@ -371,14 +355,14 @@ def _at_saddle(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, 
 def _horizon(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
     """T ≥ T_thm = 64 f_max/(ηα²) (Theorem 3.4), f_max = F(x₀) − F* = 2λ at the saddle."""
     alpha = _alpha(results)
-    lam = _col(runs, "p_prob_lam", _strict_defaults().lam)
-    lr = _col(runs, "p_alg_lr")
+    lam = numeric(runs, "p_prob_lam", _strict_defaults().lam)
+    lr = numeric(runs, "p_alg_lr")
     needed = 64 * 2 * lam / (lr * alpha**2)
-    steps = _col(runs, "prem_steps_taken").combine_first(_col(runs, "steps"))
+    steps = numeric(runs, "prem_steps_taken").combine_first(numeric(runs, "steps"))
     if needed.isna().all() or steps.isna().all():
         return None, "T or η not recorded"
     short = steps < needed
-    recorded = _col(runs, "prem_horizon").dropna()
+    recorded = numeric(runs, "prem_horizon").dropna()
     note = f"; the runs record T_thm = {_span(recorded)}" if len(recorded) else ""
     sign = "<" if short.any() else "≥"
     return not bool(short.any()), (
@@ -389,10 +373,10 @@ def _horizon(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, st
 
 def _selected_sosp(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """The selection passed and returned a 4α-SOSP: ‖∇F‖ < 4α, λ_min > −√(4ρα)."""
-    alpha = _col(runs, "p_alg_alpha", SADDLE_ALPHA)
-    four = (_col(runs, "final_grad_norm") < 4 * alpha) & (
-        _col(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * 4 * alpha))
-    return Sample.of((_flag(runs, "diag_selection_passed") & four).to_numpy(float))
+    alpha = numeric(runs, "p_alg_alpha", SADDLE_ALPHA)
+    four = (numeric(runs, "final_grad_norm") < 4 * alpha) & (
+        numeric(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * 4 * alpha))
+    return Sample.of((truthy(runs, "diag_selection_passed") & four).to_numpy(float))
 
 
 PAIR_KEYS = ("seed", "epsilon", "calibration", "steps", "batch_size", "p_alg_lr")
@@ -402,13 +386,13 @@ def _partners(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     """Each noisy SGD run beside its Algorithm-1 partner (dp_sgd with the same seed, ε,
     problem and schedule); ``clip`` and ``C`` for the premise."""
     pool = results.role_runs("saddle")
-    clipped = _usable(pool[pool["algorithm"] == "dp_sgd"]) if len(pool) else pool
+    clipped = finished(pool[pool["algorithm"] == "dp_sgd"]) if len(pool) else pool
     if clipped.empty or runs.empty:
         return pd.DataFrame()
     keys = [k for k in (*PAIR_KEYS, *(c for c in runs if str(c).startswith("p_prob_")))
             if k in clipped and k in runs]
     left = runs.assign(C=_norms(runs)["bound"])
-    right = clipped.assign(clip=_col(clipped, "p_alg_clip"),
+    right = clipped.assign(clip=numeric(clipped, "p_alg_clip"),
                            clip_over=_norms(clipped)["over"] & _norms(clipped)["measured"])
     return left.merge(right, on=keys, suffixes=("", "_clip"))
 
@@ -512,7 +496,7 @@ CURVE_COLUMNS = ("run_id", "suite", "problem", "algorithm", "label", "epsilon", 
 
 def _curves(results: PaperResults, runs: pd.DataFrame) -> pd.DataFrame:
     """The iterates of the finished ``runs``, with their settings and the epoch as ``x``."""
-    runs = _usable(runs)
+    runs = finished(runs)
     traj = results.trajectories
     if runs.empty or traj.empty:
         return pd.DataFrame()

@@ -22,7 +22,7 @@ import pandas as pd
 
 from algorithms import PrivacyTarget, get_algorithm
 from problems import DataSize
-from reports.claims import Claim, Paper, Premise, Runs, Statistic, along
+from reports.claims import Claim, Paper, Premise, Runs, Statistic, along, finished
 from reports.figures import colours, save_figure, style
 from reports.paper import (
     Figure,
@@ -130,13 +130,6 @@ def gap(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:
                      "seeds differ)", compute)
 
 
-def _usable(runs: pd.DataFrame) -> pd.DataFrame:
-    ok = runs["status"].eq("done") if "status" in runs else pd.Series(True, index=runs.index)
-    if "diverged" in runs:
-        ok &= ~runs["diverged"].astype(object).eq(True)
-    return runs[ok]
-
-
 def _strictest(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     """The Table 1 runs at the smallest ε of the problems of ``runs``."""
     table = results.role_runs("table1")
@@ -159,7 +152,7 @@ def gain_at_strictest() -> Statistic:
     gains; Welch over seeds, the two ε being separate runs)."""
 
     def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
-        strict = _gains(_usable(_strictest(runs, results)))
+        strict = _gains(finished(_strictest(runs, results)))
         return Sample.of(strict.to_numpy(float), reference=_gains(runs).to_numpy(float),
                          unit="pp")
 
@@ -500,7 +493,7 @@ def _table1_row(runs: pd.DataFrame, eps: float) -> list[str]:
             row.append(format_mean_se(scale * float(s["mean"].iloc[0]),
                                       scale * float(s["se"].iloc[0])) if len(s) else "–")
     for metric, scale in (("test_acc", 100), ("test_loss", 1)):
-        sample = paired(*(_by_seed(_usable(at), m, f"final_{metric}") * scale
+        sample = paired(*(_by_seed(finished(at), m, f"final_{metric}") * scale
                           for m in METHODS))
         ref = 0.0 if sample.reference is None else float(np.nanmean(sample.reference))
         diff = float(np.nanmean(sample.values)) - ref if len(sample.values) else math.nan

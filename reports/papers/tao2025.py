@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.claims import Claim, Paper, Premise, Runs, Statistic, along
+from reports.claims import Claim, Paper, Premise, Runs, Statistic, along, numeric
 from reports.figures import colours, save_figure, style
 from reports.paper import (
     Figure,
@@ -85,38 +85,33 @@ def _of(runs: pd.DataFrame, label: str) -> pd.DataFrame:
     return runs[runs["label"] == label] if "label" in runs else runs.iloc[0:0]
 
 
-def _col(runs: pd.DataFrame, column: str) -> pd.Series:
-    return runs[column].astype(float) if column in runs else pd.Series(math.nan,
-                                                                       index=runs.index)
-
-
 def _rho(runs: pd.DataFrame) -> pd.Series:
     """The cosine saddle's Hessian-Lipschitz constant ρ ≤ λ + 0.859μ + 0.770σ₂."""
-    return _col(runs, "p_prob_lam") + 0.859 * _col(runs, "p_prob_mu") \
-        + 0.770 * _col(runs, "p_prob_sigma2").fillna(0.0)
+    return numeric(runs, "p_prob_lam") + 0.859 * numeric(runs, "p_prob_mu") \
+        + 0.770 * numeric(runs, "p_prob_sigma2").fillna(0.0)
 
 
 def theorem_alpha(runs: pd.DataFrame) -> pd.Series:
     """Theorem 1's accuracy α = 4χ, from each run's χ."""
-    return 4 * _col(runs, "p_alg_chi")
+    return 4 * numeric(runs, "p_alg_chi")
 
 
 def is_sosp(runs: pd.DataFrame, alpha: pd.Series | float) -> pd.Series:
     """‖∇F(x)‖ ≤ α and λ_min(∇²F(x)) ≥ −√(ρα) (Definition 2)."""
-    return (_col(runs, "final_grad_norm") <= alpha) & (
-        _col(runs, "final_lambda_min") >= -np.sqrt(_rho(runs) * alpha))
+    return (numeric(runs, "final_grad_norm") <= alpha) & (
+        numeric(runs, "final_lambda_min") >= -np.sqrt(_rho(runs) * alpha))
 
 
 def violation(runs: pd.DataFrame) -> pd.Series:
     """α̂(x) = max(‖∇F‖, max(0, −λ_min)²/ρ): x is an α-SOSP iff α̂ ≤ α (liu2024 notes §5)."""
-    curvature = np.maximum(0.0, -_col(runs, "final_lambda_min")) ** 2 / _rho(runs)
-    return np.maximum(_col(runs, "final_grad_norm"), curvature)
+    curvature = np.maximum(0.0, -numeric(runs, "final_lambda_min")) ** 2 / _rho(runs)
+    return np.maximum(numeric(runs, "final_grad_norm"), curvature)
 
 
 def remark4_threshold(runs: pd.DataFrame) -> pd.Series:
     """(√m n ε)^(6/13) per run, n the records per client."""
-    m = _col(runs, "p_prob_clients").fillna(1.0)
-    return (np.sqrt(m) * _col(runs, "p_prob_n") / m * runs["epsilon"].astype(float)
+    m = numeric(runs, "p_prob_clients").fillna(1.0)
+    return (np.sqrt(m) * numeric(runs, "p_prob_n") / m * runs["epsilon"].astype(float)
             ) ** REMARK4_EXPONENT
 
 
@@ -124,7 +119,7 @@ def steps_taken(runs: pd.DataFrame) -> pd.Series:
     """Steps a run took: ``prem_steps_taken`` where recorded, else its oracle calls."""
     if "prem_steps_taken" in runs and runs["prem_steps_taken"].notna().any():
         return runs["prem_steps_taken"].astype(float)
-    return _col(runs, "diag_refreshes") + _col(runs, "diag_differences")
+    return numeric(runs, "diag_refreshes") + numeric(runs, "diag_differences")
 
 
 def _pairs(runs: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -142,7 +137,7 @@ Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
 
 
 def _learns(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    acc = _col(runs, "final_test_acc").dropna()
+    acc = numeric(runs, "final_test_acc").dropna()
     if acc.empty:
         return None, "final test accuracy not recorded"
     mean = float(acc.mean())
@@ -153,11 +148,11 @@ def _learns(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
 
 def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ours = _of(runs, OURS)
-    noise, limit = _col(ours, "diag_noise_norm_o1"), _col(ours, "diag_trigger_threshold")
+    noise, limit = numeric(ours, "diag_noise_norm_o1"), numeric(ours, "diag_trigger_threshold")
     if noise.isna().all() or limit.isna().all():
         return None, "O1 noise norm or trigger threshold not recorded"
     above = noise >= limit
-    fired = int(_col(ours, "diag_triggers").fillna(0).sum())
+    fired = int(numeric(ours, "diag_triggers").fillna(0).sum())
     return not bool(above.any()), (
         f"O1 noise norm {noise.min():.3g}–{noise.max():.3g} vs trigger ‖ĝ‖ ≤ 3χ = "
         f"{limit.max():.3g}: noise above it in {int(above.sum())}/{len(ours)} runs; "
@@ -165,7 +160,7 @@ def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None,
 
 
 def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    diff, refresh = _col(runs, "diag_differences"), _col(runs, "diag_refreshes")
+    diff, refresh = numeric(runs, "diag_differences"), numeric(runs, "diag_refreshes")
     if diff.isna().all():
         return None, "O1/O2 counts not recorded"
     never = diff.fillna(0) == 0
@@ -185,7 +180,7 @@ def _methods_differ(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, s
 
 def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ours = _of(runs, OURS)
-    episode = _col(ours, "p_alg_escape_steps") * _col(ours, "p_alg_escape_rounds")
+    episode = numeric(ours, "p_alg_escape_steps") * numeric(ours, "p_alg_escape_rounds")
     steps = steps_taken(runs)
     if steps.isna().all() or episode.isna().all():
         return None, "steps taken not recorded"
@@ -199,10 +194,10 @@ def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, s
 
 
 def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    per = (_col(runs, "n") / _col(runs, "p_prob_clients").fillna(1.0)).dropna()
+    per = (numeric(runs, "n") / numeric(runs, "p_prob_clients").fillna(1.0)).dropna()
     if per.empty:
         return None, "n per client not recorded"
-    by_m = per.groupby(_col(runs, "p_prob_clients")).mean()
+    by_m = per.groupby(numeric(runs, "p_prob_clients")).mean()
     fixed = float(per.max()) <= 1.01 * float(per.min())
     return fixed, "n per client " + ", ".join(f"{v:.0f} (m = {m:g})" for m, v in
                                               by_m.items()) + ("" if fixed else ": Option B")
@@ -225,14 +220,14 @@ def _not_mid_escape(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, s
     if "diag_termination" not in ours or ours["diag_termination"].isna().all():
         return None, "escape episodes not recorded"
     sosp = ours["diag_termination"].eq("sosp").astype(float)
-    open_ = (_col(ours, "diag_triggers") - _col(ours, "diag_escapes") - sosp) > 0
+    open_ = (numeric(ours, "diag_triggers") - numeric(ours, "diag_escapes") - sosp) > 0
     return not bool(open_.any()), (f"data ran out inside an escape episode (output the "
                                    f"perturbed iterate, not x̃) in {int(open_.sum())}/"
                                    f"{len(ours)} runs")
 
 
 def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    q = _col(_of(runs, OURS), "p_alg_escape_rounds").dropna()
+    q = numeric(_of(runs, OURS), "p_alg_escape_rounds").dropna()
     if q.empty:
         return None, "Q not recorded"
     return bool((q == Q_PAPER).all()), (f"Q = {', '.join(f'{v:g}' for v in sorted(set(q)))} "
@@ -241,11 +236,11 @@ def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str
 
 def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ours = _of(runs, OURS)
-    rounds = _col(ours, "diag_escape_rounds")
+    rounds = numeric(ours, "diag_escape_rounds")
     if rounds.isna().all():
         return None, "escape rounds not recorded"
     return bool(rounds.sum() > 0), (f"{int(rounds.sum())} escape rounds after "
-                                    f"{int(_col(ours, 'diag_triggers').sum())} triggers in "
+                                    f"{int(numeric(ours, 'diag_triggers').sum())} triggers in "
                                     f"{len(ours)} runs")
 
 
@@ -265,7 +260,7 @@ def _within(suffix: str, bound: str) -> Check:
         if column not in runs or runs[column].isna().all():
             return None, f"largest per-sample norm against {bound} not recorded"
         worst = runs[column].astype(float)
-        limit = _col(runs, f"prem_clip_bound{suffix}")
+        limit = numeric(runs, f"prem_clip_bound{suffix}")
         over = worst > limit * (1 + 1e-6)
         return not bool(over.any()), (f"largest per-sample norm {worst.max():.3g} vs {bound} = "
                                       f"{limit.max():.3g}: above in {int(over.sum())}/"
@@ -343,8 +338,8 @@ def versus(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:
     column = f"final_{metric}"
 
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        return Sample.of(_col(_of(runs, OURS), column).dropna() * scale,
-                         (_col(_of(runs, BASELINE), column).dropna() * scale).tolist(),
+        return Sample.of(numeric(_of(runs, OURS), column).dropna() * scale,
+                         (numeric(_of(runs, BASELINE), column).dropna() * scale).tolist(),
                          unit=unit)
 
     return Statistic(f"final {metric.replace('_', ' ')}, Gauss-PSGD − baseline"
@@ -392,8 +387,8 @@ def _sosp_flag(runs: pd.DataFrame, _: PaperResults) -> Sample:
 def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """One value per escape round: 1 if it reached ‖x − x̃‖ ≥ R."""
     ours = _of(runs, OURS)
-    rounds = int(_col(ours, "diag_escape_rounds").fillna(0).sum())
-    escapes = int(_col(ours, "diag_escapes").fillna(0).sum())
+    rounds = int(numeric(ours, "diag_escape_rounds").fillna(0).sum())
+    escapes = int(numeric(ours, "diag_escapes").fillna(0).sum())
     return Sample.of([1.0] * escapes + [0.0] * (rounds - escapes),
                      note=f"each 'run' above is one escape round: {rounds} rounds from "
                           f"{len(ours)} runs")
@@ -512,7 +507,7 @@ def _dimension_figure(results: PaperResults, suite: str, out: Path) -> list[Figu
     runs = runs[runs["status"] == "done"]
     if runs.empty or "p_prob_d" not in runs:
         return []
-    runs = runs.assign(sosp=is_sosp(runs, 4 * _col(runs, "p_alg_chi").max()))
+    runs = runs.assign(sosp=is_sosp(runs, 4 * numeric(runs, "p_alg_chi").max()))
     table = runs.groupby(["p_prob_d", "label"])["sosp"].mean().unstack()
     style()
     fig, ax = plt.subplots(figsize=(4.6, 3.4))
@@ -567,7 +562,7 @@ def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
     runs = runs[runs["status"] == "done"] if not runs.empty else runs
     if runs.empty or "final_lambda_min" not in runs:
         return None
-    alpha = 4 * _col(_of(runs, OURS), "p_alg_chi").max()
+    alpha = 4 * numeric(_of(runs, OURS), "p_alg_chi").max()
     runs = runs.assign(sosp=is_sosp(runs, alpha), violation=violation(runs))
     rows = [[label, str(len(part)), f"{int(part['sosp'].sum())}/{len(part)}",
              f"{part['final_grad_norm'].mean():.3g}", f"{part['final_lambda_min'].mean():.3g}",
