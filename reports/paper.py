@@ -459,9 +459,7 @@ def findings(claims: Sequence[ClaimResult], runs: pd.DataFrame,
     paper calibration whose accountant ε (PLD) is above ``overspend`` or below
     ``underspend`` times its target."""
     out = [{"kind": "contradicted claim", "what": f"{r.id} ({r.claim.checks}): "
-            f"{r.claim.statement}", "numbers": "; ".join(
-                f"{s.setting}: {s.evidence()}" for s in r.settings
-                if s.verdict == "contradicted")}
+            f"{r.claim.statement}", "numbers": _contradicting(r)}
            for r in claims if r.verdict == "contradicted"]
     out += [{"kind": "contradicted published number",
              "what": f"{c.entry.id} ({c.entry.where}, {c.entry.row}, {c.entry.column})",
@@ -470,6 +468,16 @@ def findings(claims: Sequence[ClaimResult], runs: pd.DataFrame,
             for c in comparisons if c.status == "contradicted" and c.ours is not None]
     out += calibration_findings(runs, overspend, underspend)
     return out
+
+
+def _contradicting(result: ClaimResult, shown: int = 3) -> str:
+    """The evidence of the first ``shown`` contradicted settings of a claim, and how many
+    more there are."""
+    settings = [s for s in result.settings if s.verdict == "contradicted"]
+    text = "; ".join(f"{s.setting}: {s.evidence()}" for s in settings[:shown])
+    more = len(settings) - shown
+    return text + (f"; and {more} more contradicted settings (see {result.id} below)"
+                   if more > 0 else "")
 
 
 def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
