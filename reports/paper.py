@@ -515,9 +515,16 @@ def out_of_regime(claims: Sequence[ClaimResult]) -> list[dict[str, str]]:
                     row["claims"].append(r.id)
                 row["measured"].setdefault(p.measured, []).append(s.setting)
     return [{"premise": r["premise"], "claims": ", ".join(r["claims"]),
-             "measured": "; ".join(f"{text} ({', '.join(dict.fromkeys(where))})"
+             "measured": "; ".join(f"{text} ({_settings(where)})"
                                    for text, where in r["measured"].items()),
              "remedy": r["remedy"]} for r in rows.values()]
+
+
+def _settings(names: Sequence[str], shown: int = 3) -> str:
+    """Setting names for a sentence: the first ``shown``, then how many more."""
+    unique = list(dict.fromkeys(names))
+    more = len(unique) - shown
+    return " · ".join(unique[:shown]) + (f" · and {more} more settings" if more > 0 else "")
 
 
 def _with_provenance(sections: PaperSections, results: PaperResults) -> None:
