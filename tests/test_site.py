@@ -76,6 +76,31 @@ def test_numbers_of_an_artefact_whose_claims_are_out_of_regime_are_out_of_regime
         "out of regime", "calibrated", "contradicted"]
 
 
+def test_findings_and_why_out_of_regime_are_assembled_from_the_verdicts() -> None:
+    import pandas as pd
+
+    from reports.claims import PremiseCheck
+    from reports.paper import findings, out_of_regime
+
+    failed = PremiseCheck("T ≥ T_thm", False, "T = 400 < T_thm = 5.1e5", "run longer")
+    claim = Claim("T5", "half are SOSPs", "Theorem 3.4", Runs(), flag("x"), Always())
+    settings = tuple(SettingResult(f"σ = {i}", "out of regime", None, (failed,), 3, 0, ())
+                     for i in range(5))
+    regime = out_of_regime([ClaimResult(claim, "out of regime", settings, ())])
+    assert regime == [{"premise": "T ≥ T_thm", "claims": "T5", "remedy": "run longer",
+                       "measured": "T = 400 < T_thm = 5.1e5 (σ = 0 · σ = 1 · σ = 2 · and 2 "
+                                   "more settings)"}]
+    runs = pd.DataFrame({"suite": "s", "label": "a", "calibration": "paper", "epsilon": 2.0,
+                         "eps_pld": [5.6, 5.6]})
+    found = findings([result("1", "Theorem 3.17", "contradicted")], runs, [])
+    assert [f["kind"] for f in found] == ["contradicted claim",
+                                          "calibration overspends its target"]
+    assert "2.8× the target over 2 runs" in found[1]["numbers"]
+    under = runs.assign(eps_pld=0.05)
+    assert findings([], under, [])[0]["kind"] == "calibration underspends its target"
+    assert findings([], runs.assign(eps_pld=1.9), []) == []
+
+
 def write_status(report: Path, paper: str, claims: list[ClaimResult]) -> None:
     folder = report / paper / "quick"
     folder.mkdir(parents=True)
