@@ -96,11 +96,12 @@ def build_index(report: Path) -> Path:
 
 
 def paper_pages(root: Path) -> list[tuple[str, str]]:
-    """(paper, scale) of every suite under ``root`` whose paper has a page module."""
-    papers = Path(__file__).resolve().parent / "papers"
+    """(paper, scale) of every suite under ``root`` whose paper declares a Paper."""
+    from reports.papers import paper_keys
+
+    known = set(paper_keys())
     return sorted({(str(meta["paper"]), str(meta.get("scale") or "quick"))
-                   for meta, _ in stored_suites(root)
-                   if meta.get("paper") and (papers / f"{meta['paper']}.py").is_file()})
+                   for meta, _ in stored_suites(root) if meta.get("paper") in known})
 
 
 def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
