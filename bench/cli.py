@@ -85,9 +85,23 @@ def cmd_list(args: argparse.Namespace) -> int:
     avail = available_backends()
     for name in BACKENDS:
         backs.add_row(name, "yes" if avail[name] else f"no (pip install 'saddlebench[{name}]')")
-    for table in (algs, probs, backs):
+    for table in (algs, probs, backs, papers_table()):
         console.print(table)
     return 0
+
+
+def papers_table() -> Table:
+    """Every declared paper: its claims and the roles its experiment files play."""
+    from reports.papers import get_paper, paper_keys
+
+    table = Table(title="papers")
+    for col in ("key", "claims", "roles", "title"):
+        table.add_column(col)
+    for key in paper_keys():
+        paper = get_paper(key)
+        table.add_row(key, " ".join(c.id for c in paper.claims), ", ".join(paper.roles),
+                      paper.title)
+    return table
 
 
 # -- run --------------------------------------------------------------------------------

@@ -270,7 +270,7 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "list")
     assert code == 0
     for name in ("sgd", "dp_sgd", "noisy_sgd", "strict_saddle", "nc_least_squares",
-                 "digits_mlp"):
+                 "digits_mlp", "papers", "avdiukhin2024", "xu2026"):
         assert name in out
 
 
