@@ -329,9 +329,12 @@ def _fixed_minus_adaptive(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 
 def _within_target(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    if "eps_pld" not in runs:
+    if "eps_pld" not in runs or runs.empty:
         return Sample.of([])
-    return Sample.of((runs["eps_pld"] <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float))
+    spent = runs["eps_pld"].astype(float)
+    return Sample.of((spent <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float),
+                     note=f"realised ε (PLD) {spent.min():.3g}–{spent.max():.3g} against a "
+                          f"target of {runs['epsilon'].max():g}")
 
 
 def _decrease_at_least_phi(runs: pd.DataFrame, _: PaperResults) -> Sample:
