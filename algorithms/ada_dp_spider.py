@@ -44,10 +44,10 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
-from algorithms.premises import NormTracker, clip_keys, clip_premises
+from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
-from problems.oracles import Oracle, clip_rows_and_norms
+from problems.oracles import Oracle
 
 
 @dataclass(frozen=True)
@@ -174,14 +174,8 @@ class SpiderOracle:
             self.exhausted = True
             return False
         taken = [b for b in batches if b is not None]
-
-        def rows(idx: np.ndarray) -> Any:
-            clipped, norms = clip_rows_and_norms(xp, oracle.per_sample_grads(x, idx),
-                                                 p.grad_clip)
-            self.norms[""].add(norms)
-            return clipped
-
-        means = per_client_mean(oracle, taken, rows)
+        means = per_client_mean(oracle, taken, lambda idx: clip_tracked(
+            xp, oracle.per_sample_grads(x, idx), p.grad_clip, self.norms[""]))
         self.g = self.mech.gaussian(means, sensitivity=2 * p.grad_clip / p.batch_refresh,
                                     sigma=self.plan.sigma, tag="O1", batch=taken)  # lines 5-6
         self.drift = 0.0  # line 7
@@ -199,15 +193,9 @@ class SpiderOracle:
             return False
         taken = [b for b in batches if b is not None]
         bound = p.diff_clip * step
-
-        def rows(idx: np.ndarray) -> Any:
-            clipped, norms = clip_rows_and_norms(
-                xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx),
-                bound)
-            self.norms["diff"].add(norms, scale=step)
-            return clipped
-
-        means = per_client_mean(oracle, taken, rows)
+        means = per_client_mean(oracle, taken, lambda idx: clip_tracked(
+            xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx), bound,
+            self.norms["diff"], scale=step))
         self.g = self.g + self.mech.gaussian(means, sensitivity=2 * bound / p.batch_diff,
                                              sigma=self.plan.sigma, tag="O2",
                                              batch=taken)  # lines 10-11

@@ -15,8 +15,9 @@ from typing import Any
 
 from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch, Mechanism, Sampling
+from problems.clipping import clip_rows_and_norms
 from problems.minimax import MinimaxOracle
-from problems.oracles import Oracle, clip_rows_and_norms
+from problems.oracles import Oracle
 
 
 def minimax_oracle(oracle: Oracle, algorithm: str) -> MinimaxOracle:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from problems.backend import Backend, JaxBackend
+from problems.clipping import clip_rows_and_norms
 
 #: the clip keys' meanings (``{what}``: the vectors the clip applies to)
 _CLIP_KEYS = {
@@ -217,6 +218,16 @@ def _ignoring_nan(reduce: Any, column: np.ndarray) -> float:
     NaN if there are none."""
     kept = column[~np.isnan(column)]
     return float(reduce(kept)) if kept.size else math.nan
+
+
+def clip_tracked(xp: Any, rows: Any, bound: float, tracker: NormTracker | None,
+                 scale: float = 1.0) -> Any:
+    """:func:`~problems.clipping.clip_rows` whose row norms also go to ``tracker`` (None:
+    this clip is not tracked in the run); ``scale`` as in :meth:`NormTracker.add`."""
+    clipped, norms = clip_rows_and_norms(xp, rows, bound)
+    if tracker is not None:
+        tracker.add(norms, scale=scale)
+    return clipped
 
 
 def unmeasured(bound: float | None, suffix: str = "") -> dict[str, float | None]:

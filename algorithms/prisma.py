@@ -49,10 +49,10 @@ import numpy as np
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
-from algorithms.premises import NormTracker, clip_keys, clip_premises
+from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
-from problems.oracles import Oracle, clip_rows_and_norms
+from problems.oracles import Oracle
 
 
 @dataclass(frozen=True)
@@ -208,14 +208,9 @@ class PriSMA(Algorithm):
         """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff)."""
         xp, p = oracle.xp, self.cfg
 
-        def clip(rows: Any, bound: float, suffix: str) -> Any:
-            clipped, norms = clip_rows_and_norms(xp, rows, bound)
-            if (tracker := self._clips.get(suffix)) is not None:
-                tracker.add(norms)
-            return clipped
-
         def clipped(point: Any, idx: np.ndarray) -> Any:
-            return clip(oracle.per_sample_grads(point, idx), p.clip1, "")
+            return clip_tracked(xp, oracle.per_sample_grads(point, idx), p.clip1,
+                                self._clips.get(""))
 
         def rows(idx: np.ndarray) -> Any:
             grads = clipped(x, idx)  # line 8 at t = 0
@@ -223,7 +218,7 @@ class PriSMA(Algorithm):
                 return grads
             diff = grads - clipped(x_prev, idx)  # line 10
             if p.clip3 is not None:
-                diff = clip(diff, p.clip3, "c3")  # eq. (20)
+                diff = clip_tracked(xp, diff, p.clip3, self._clips.get("c3"))  # eq. (20)
             return p.gamma * grads + (1 - p.gamma) * diff
 
         return per_client_mean(oracle, batches, rows)
@@ -245,10 +240,7 @@ class PriSMA(Algorithm):
             v = noisy if v is None else noisy + (1 - p.gamma) * v
             direction = xp.mean(v, axis=0)  # line 17
             if c2 is not None:
-                clipped, norm = clip_rows_and_norms(xp, direction[None, :], c2)
-                direction = clipped[0]
-                if (server := self._clips.get("c2")) is not None:
-                    server.add(norm)
+                direction = clip_tracked(xp, direction[None, :], c2, self._clips.get("c2"))[0]
             x_prev, x = x, x - p.lr * direction
             self._max_step = max(self._max_step, p.lr * float(
                 oracle.backend.to_numpy(xp.linalg.vector_norm(direction))))

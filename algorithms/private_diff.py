@@ -33,12 +33,12 @@ from typing import Any, ClassVar
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
-from algorithms.premises import NormTracker, clip_keys, clip_premises
+from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
 from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
-from problems.oracles import Oracle, clip_rows_and_norms
+from problems.oracles import Oracle
 
 
 @dataclass(frozen=True)
@@ -88,13 +88,6 @@ class PrivateDiff(Algorithm):
         super().__init__(params)
         self._clips: dict[str, NormTracker | None] = dict.fromkeys(("", "diff", "y"))
 
-    def _clip(self, xp: Any, rows: Any, bound: float, suffix: str, scale: float = 1.0) -> Any:
-        """``clip_rows`` whose row norms go to the premise data of clip ``suffix``."""
-        clipped, norms = clip_rows_and_norms(xp, rows, bound)
-        if (tracker := self._clips[suffix]) is not None:
-            tracker.add(norms, scale=scale)
-        return clipped
-
     def premise_data(self) -> dict[str, Any]:
         return {**super().premise_data(), **clip_premises(self._clips)}
 
@@ -136,7 +129,8 @@ class PrivateDiff(Algorithm):
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         for _ in range(p.inner_steps):
             gy = mm.per_sample_partials(x, y, batch.indices)[1]
-            y = mm.project_y(y + p.lr_y * xp.mean(self._clip(xp, gy, p.clip_y, "y"), axis=0))
+            ascent = xp.mean(clip_tracked(xp, gy, p.clip_y, self._clips["y"]), axis=0)
+            y = mm.project_y(y + p.lr_y * ascent)
         return mm.project_y(mech.gaussian(y, sensitivity=self.y_sensitivity(mm.n),
                                           sigma=plan.sigma, tag="y_output", batch=batch))
 
@@ -147,7 +141,7 @@ class PrivateDiff(Algorithm):
         if r % p.period == 0 or previous is None:
             batch = draw_batch(mech, mm.n, self.size(mm.n))
             g = mm.per_sample_partials(*point, batch.indices)[0]
-            mean = xp.mean(self._clip(xp, g, p.clip, ""), axis=0)
+            mean = xp.mean(clip_tracked(xp, g, p.clip, self._clips[""]), axis=0)
             return mech.gaussian(mean, sensitivity=2 * p.clip / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
         moved = float(mm.backend.to_numpy(xp.linalg.vector_norm(point[0] - previous[0])))
@@ -157,7 +151,7 @@ class PrivateDiff(Algorithm):
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         diff = (mm.per_sample_partials(*point, batch.indices)[0]
                 - mm.per_sample_partials(*previous, batch.indices)[0])
-        mean = xp.mean(self._clip(xp, diff, bound, "diff", scale=moved), axis=0)
+        mean = xp.mean(clip_tracked(xp, diff, bound, self._clips["diff"], scale=moved), axis=0)
         return v + mech.gaussian(mean, sensitivity=2 * bound / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
 

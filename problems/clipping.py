@@ -11,7 +11,14 @@ def row_norms(xp: Any, rows: Any) -> Any:
     return xp.linalg.vector_norm(rows, axis=1)
 
 
+def clip_rows_and_norms(xp: Any, rows: Any, clip: float) -> tuple[Any, Any]:
+    """Each row g scaled to g / max(1, ‖g‖/C) (Abadi et al. 2016, Alg. 1 line 3), and the
+    row norms ‖g‖ it computed (for premise data)."""
+    norms = row_norms(xp, rows)
+    factors = 1.0 / xp.clip(norms / clip, min=1.0)
+    return rows * factors[:, None], norms
+
+
 def clip_rows(xp: Any, rows: Any, clip: float) -> Any:
     """Scale each row g to g / max(1, ‖g‖/C) (Abadi et al. 2016, Alg. 1 line 3)."""
-    factors = 1.0 / xp.clip(row_norms(xp, rows) / clip, min=1.0)
-    return rows * factors[:, None]
+    return clip_rows_and_norms(xp, rows, clip)[0]

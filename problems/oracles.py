@@ -27,19 +27,10 @@ from typing import Any
 import numpy as np
 
 from problems.backend import Backend, JaxBackend, TorchBackend
-from problems.clipping import clip_rows, row_norms
+from problems.clipping import clip_rows, clip_rows_and_norms, row_norms
 
 BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
-
-
-def clip_rows_and_norms(xp: Any, rows: Any, clip: float) -> tuple[Any, Any]:
-    """(:func:`~problems.clipping.clip_rows`, the row norms it computes): the same operations
-    in the same order, so the clipped rows are bitwise those of ``clip_rows``, with the
-    per-sample norms kept for premise data (tests/test_premises.py checks the identity)."""
-    norms = row_norms(xp, rows)
-    factors = 1.0 / xp.clip(norms / clip, min=1.0)
-    return rows * factors[:, None], norms
 
 
 class Oracle:

@@ -541,7 +541,7 @@ def claim_rows(claims: Sequence[ClaimResult], results: PaperResults) -> list[dic
     for r in claims:
         ids = sorted({i for s in r.settings for i in s.run_ids}
                      | {i for c in r.controls for i in c.run_ids})
-        rows.append({**r.to_dict(), "result": r,
+        rows.append({**r.to_dict(),
                      "provenance": results.provenance(results.runs[results.runs["run_id"]
                                                                    .isin(ids)])
                      if ids and not results.runs.empty else Provenance(results.scale)})

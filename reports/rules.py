@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -88,15 +88,11 @@ class Decision:
     text: str
 
     def with_verdict(self, verdict: str) -> Decision:
-        from dataclasses import replace
-
         return replace(self, verdict=verdict)
 
 
 def noted(decision: Decision, sample: Sample) -> Decision:
     """``decision`` with the sample's note appended to its text."""
-    from dataclasses import replace
-
     return replace(decision, text=f"{decision.text}; {sample.note}") if sample.note \
         else decision
 

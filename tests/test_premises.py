@@ -17,8 +17,8 @@ from algorithms.premises import (
     unmeasured,
 )
 from problems.backend import Backend, BackendSpec, get_backend
-from problems.clipping import clip_rows, row_norms
-from problems.oracles import Oracle, clip_rows_and_norms
+from problems.clipping import clip_rows, clip_rows_and_norms, row_norms
+from problems.oracles import Oracle
 
 BACKENDS = ["numpy", "torch", "jax"]
 
