@@ -54,7 +54,7 @@ from bench.spec import (
     load_experiment,
 )
 from bench.store import Store, StoreError
-from bench.tuning import choose
+from bench.tuning import tune
 from problems import PROBLEMS, DataSize
 from problems.backend import BACKENDS, MissingExtraError, available_backends
 
@@ -140,13 +140,14 @@ def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Out
     rule = experiment.tuning
     tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
     report_damage(store, [*experiment.specs, *tuning], args)
-    failures = run_batch(experiment.specs, store, args, f"[bold]{experiment.suite}[/]")
+    title = f"[bold]{experiment.suite}[/]"
+    failures = run_batch(experiment.specs, store, args, title)
     if experiment.groups and rule:
-        failures += run_batch(tuning, store, args, f"[bold]{experiment.suite}[/] tuning "
-                              f"({len(experiment.groups)} groups)")
-        selections = [choose(g, rule, store) for g in experiment.groups]
+        selections, failed = tune(experiment.groups, rule, store,
+                                  lambda specs, what: run_batch(specs, store, args, what), title)
+        failures += failed
         finals = [s for sel in selections if sel.chosen for s in sel.group.final_specs(sel.chosen)]
-        failures += run_batch(finals, store, args, f"[bold]{experiment.suite}[/] tuned")
+        failures += run_batch(finals, store, args, f"{title} tuned")
         store.write_suite(experiment, finals, [sel.to_dict(rule) for sel in selections])
         for sel in selections:
             if sel.chosen is None:

@@ -178,17 +178,24 @@ class TuningRule:
     metric: str = "grad_norm"
     goal: str = "min"
     seeds: tuple[int, ...] = (1000,)
+    extend: int = 0
 
     def __post_init__(self) -> None:
         if self.goal not in ("min", "max"):
             raise SpecError(f"tuning.goal must be min or max, got {self.goal!r}")
         if not self.seeds:
             raise SpecError("tuning.seeds must name at least one seed")
+        if not isinstance(self.extend, int) or isinstance(self.extend, bool) or self.extend < 0:
+            raise SpecError(f"tuning.extend must be an integer >= 0, got {self.extend!r}")
 
     def describe(self) -> str:
         return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
                 f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
-                "the reported seeds); tuning is not privacy-accounted")
+                f"the reported seeds){self._extension()}; tuning is not privacy-accounted")
+
+    def _extension(self) -> str:
+        return (f"; a choice on a grid edge extends the grid one step past it, up to "
+                f"{self.extend} times" if self.extend else "")
 
 
 @dataclass(frozen=True)
@@ -300,7 +307,7 @@ TOP_KEYS = ("suite", "description", "paper", "scale", "role", "seeds", "privacy"
             "tuning", "problems", "algorithms")
 ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
               "algorithms": ("name", "label", "params", "sweep", "tune", "privacy")}
-TUNING_KEYS = ("metric", "goal", "seeds")
+TUNING_KEYS = ("metric", "goal", "seeds", "extend")
 TUNING_SEED0 = 1000  # a count of tuning seeds means 1000, 1001, ...: apart from run seeds
 TUNING_METRICS = ("loss", "grad_norm", "lambda_min", "test_acc", "test_loss", "train_acc")
 PRIVACY_KEYS = ("epsilon", "delta", "calibration", "sigma")
@@ -593,7 +600,8 @@ def _tuning(raw: Any, where: str) -> TuningRule:
     seeds = (list(range(TUNING_SEED0, TUNING_SEED0 + raw_seeds)) if isinstance(raw_seeds, int)
              else _seeds(raw_seeds, f"{where}.seeds"))
     try:
-        return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds))
+        return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds),
+                          extend=d.get("extend", 0))
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
 

@@ -5,21 +5,30 @@ target, backend). Every candidate configuration of a group runs at the tuning se
 (``stage: tune``); the :class:`~bench.spec.TuningRule` picks the candidate with the best
 mean final metric over its finished tuning runs (ties: the first in grid order; candidates
 whose runs all failed are out); the chosen configuration then runs at the experiment's seeds
-as ordinary final runs. The choice and every candidate's score are written to the suite
-(``suite.json``: ``tuning``) and shown by the reports, with the statement that tuning, as in
-the papers, is not privacy-accounted.
+as ordinary final runs. A choice on an edge of a numeric param's grid is no evidence that the
+grid holds the optimum: with ``extend: N`` the grid grows one step past that edge (geometric
+for a positive grid, by the ratio of its two outermost values; else arithmetic) and the new
+candidates are tuned, up to N times; a choice still on an edge is recorded (``edges``). The
+choice, every candidate's score, the edges, the values added and the final runs' ids are
+written to the suite (``suite.json``: ``tuning``) and shown by the reports, with the
+statement that tuning, as in the papers, is not privacy-accounted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from bench.spec import RunSpec, TuningGroup, TuningRule
+from bench.spec import RunSpec, SpecError, TuningGroup, TuningRule, component
 from bench.store import Store, flatten
+
+RunBatch = Callable[[list[RunSpec], str], list[Any]]
+"""Runs specs under a progress title and returns the failed outcomes (``bench.cli.run_batch``)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,21 @@ class Selection:
     group: TuningGroup
     chosen: RunSpec | None
     scores: tuple[float, ...]
+    added: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def edges(self) -> dict[str, str]:
+        """Numeric tuned params whose chosen value is the grid's smallest ("lower") or
+        largest ("upper")."""
+        if self.chosen is None:
+            return {}
+        found = {}
+        for param in _varied(self.group):
+            values = _grid(self.group, param)
+            value = self.chosen.algorithm.params[param]
+            if values and value in (values[0], values[-1]):
+                found[param] = "lower" if value == values[0] else "upper"
+        return found
 
     def to_dict(self, rule: TuningRule) -> dict[str, Any]:
         tuned = _varied(self.group)
@@ -40,6 +64,10 @@ class Selection:
             "candidates": [{"params": {k: c.algorithm.params[k] for k in tuned},
                             "score": None if math.isnan(s) else s}
                            for c, s in zip(self.group.candidates, self.scores, strict=True)],
+            "edges": self.edges,
+            "extended": list(self.added),
+            "run_ids": [] if self.chosen is None else
+            [s.digest for s in self.group.final_specs(self.chosen)],
         }
 
 
@@ -47,6 +75,76 @@ def _varied(group: TuningGroup) -> list[str]:
     """The params that differ across a group's candidates (the tuned ones)."""
     first = group.candidates[0].algorithm.params
     return [k for k in first if any(c.algorithm.params[k] != first[k] for c in group.candidates)]
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _grid(group: TuningGroup, param: str) -> list[float]:
+    """The sorted values of a numeric tuned ``param`` ([] if any value is not a number)."""
+    values = {c.algorithm.params[param] for c in group.candidates}
+    return sorted(values) if len(values) > 1 and all(map(_numeric, values)) else []
+
+
+def step_past(values: list[float], side: str) -> float | None:
+    """The next grid value past ``side`` of sorted ``values``: geometric for a positive grid
+    (by the ratio of the two outermost values), else arithmetic; integer grids stay integer.
+    None if the step does not leave the grid."""
+    low, high = (values[0], values[1]) if side == "lower" else (values[-2], values[-1])
+    if low > 0:
+        value = low * low / high if side == "lower" else high * high / low
+    else:
+        value = 2 * low - high if side == "lower" else 2 * high - low
+    if all(isinstance(v, int) for v in values):
+        value = round(value)
+    return None if value in values else value
+
+
+def extend(selection: Selection) -> Selection | None:
+    """``selection``'s group grown by the chosen configuration with each edge param one step
+    past its edge (values the algorithm refuses are skipped); None if nothing was added."""
+    chosen = selection.chosen
+    if chosen is None:
+        return None
+    group, new, added = selection.group, [], []
+    for param, side in selection.edges.items():
+        value = step_past(_grid(group, param), side)
+        if value is None:
+            continue
+        params = {k: (math.inf if v == "inf" else v) for k, v in chosen.algorithm.params.items()}
+        try:
+            spec = component("algorithm", chosen.algorithm.name, {**params, param: value},
+                             group.key)
+        except SpecError:
+            continue
+        new.append(dataclasses.replace(chosen, algorithm=spec))
+        added.append({param: value})
+    if not new:
+        return None
+    grown = dataclasses.replace(group, candidates=(*group.candidates, *new))
+    return Selection(grown, None, (), (*selection.added, *added))
+
+
+def tune(groups: list[TuningGroup], rule: TuningRule, store: Store, run: RunBatch,
+         title: str) -> tuple[list[Selection], list[Any]]:
+    """Tune ``groups``: run every candidate at the tuning seeds, choose, and while a choice
+    sits on a grid edge (at most ``rule.extend`` times) grow that grid and tune the new
+    candidates; the selections and the failed outcomes."""
+    specs = [s for g in groups for s in g.tuning_specs(rule)]
+    failures = run(specs, f"{title} tuning ({len(groups)} groups)")
+    selections = [choose(g, rule, store) for g in groups]
+    for round_ in range(1, rule.extend + 1):
+        grown = {i: g for i, sel in enumerate(selections) if (g := extend(sel)) is not None}
+        if not grown:
+            break
+        new = [s for i, sel in grown.items()
+               for c in sel.group.candidates[len(selections[i].group.candidates):]
+               for s in TuningGroup(sel.group.key, (c,), ()).tuning_specs(rule)]
+        failures += run(new, f"{title} grid extension {round_} ({len(grown)} groups on an edge)")
+        for i, sel in grown.items():
+            selections[i] = dataclasses.replace(choose(sel.group, rule, store), added=sel.added)
+    return selections, failures
 
 
 def score(store: Store, candidate: RunSpec, rule: TuningRule) -> float:

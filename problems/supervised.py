@@ -20,6 +20,7 @@ from problems.backend import Backend, TorchBackend
 from problems.base import Instance, Problem, register_problem
 from problems.data.common import Split
 from problems.data.digits import load_digits_split
+from problems.data.generated import generated_split
 from problems.models.mlp import INITS, MLP, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
 from problems.partition import SCHEMES, partition
@@ -261,6 +262,54 @@ class DigitsMLP(Problem):
         p: DigitsMLPParams = self.params
         split = load_digits_split(p.test_fraction, p.data_seed)
         model = MLP(layer_sizes(split.x_train.shape[1], [p.hidden], split.classes),
+                    activation=p.activation, init_scheme=p.init)
+        return classification_instance(self.name, split, model, seed, l2=p.l2,
+                                       clients=p.client_indices(split.y_train, p.data_seed))
+
+
+@dataclass(frozen=True)
+class SyntheticMLPParams(DigitsMLPParams):
+    """The MLP of :class:`DigitsMLPParams` on :func:`~problems.data.generated.generated_split`
+    data (defaults: MNIST's size and dimension, 60,000 + 10,000 samples in 784 features)."""
+
+    n_train: int = 60_000
+    n_test: int = 10_000
+    features: int = 784
+    informative: int = 32
+    classes: int = 10
+    clusters: int = 2
+    class_sep: float = 1.0
+    flip: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if min(self.n_train, self.n_test) < 1 or not 2 <= self.informative <= self.features:
+            raise ValueError("synthetic_mlp needs n_train, n_test >= 1 and "
+                             "2 <= informative <= features")
+        if self.classes * self.clusters > 2 ** self.informative or self.classes < 2:
+            raise ValueError("synthetic_mlp needs 2 <= classes and "
+                             "classes * clusters <= 2**informative")
+        if self.class_sep <= 0 or not 0 <= self.flip < 1:
+            raise ValueError("synthetic_mlp needs class_sep > 0 and 0 <= flip < 1")
+
+
+@register_problem
+class SyntheticMLP(Problem):
+    """Generated classification data of a real set's size (synthetic, not images) with the
+    one-hidden-layer MLP of ``digits_mlp``."""
+
+    name = "synthetic_mlp"
+    Params = SyntheticMLPParams
+    backends = ("torch", "jax")
+    description = ("generated classification set (sklearn make_classification; synthetic "
+                   "stand-in of MNIST's size and dimension by default), one-hidden-layer MLP, "
+                   "cross-entropy (torch, jax)")
+
+    def build(self, seed: int) -> ClassificationInstance:
+        p: SyntheticMLPParams = self.params
+        split = generated_split(p.n_train, p.n_test, p.features, p.informative, p.classes,
+                                p.clusters, p.class_sep, p.flip, p.data_seed)
+        model = MLP(layer_sizes(p.features, [p.hidden], p.classes),
                     activation=p.activation, init_scheme=p.init)
         return classification_instance(self.name, split, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed))

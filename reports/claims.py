@@ -480,6 +480,47 @@ Study = Callable[[str], pd.DataFrame]  # scale -> one row per trial
 
 
 @dataclass(frozen=True)
+class Regime:
+    """One row of a page's "the paper's setting beside ours" table: a dimensionless
+    ``quantity`` a claim's regime is about (e.g. noise-to-signal, steps per pass, passes,
+    per-client n), the ``paper``'s value as text (with where it comes from) and ``ours``,
+    measured from the runs."""
+
+    quantity: str
+    paper: str
+    ours: Callable[[PaperResults], str]
+    note: str = ""
+
+    def row(self, results: PaperResults) -> list[str]:
+        try:
+            measured = self.ours(results)
+        except (KeyError, ValueError, IndexError) as exc:
+            measured = f"not recorded ({type(exc).__name__}: {exc})"
+        return [self.quantity, self.paper, measured, self.note]
+
+
+def tuned_inside_grid(*params: str) -> Premise:
+    """The tuned optimum lies inside its grid: no run of the setting comes from a tuning
+    choice still on an edge of the grid of one of ``params`` (every tuned param if none are
+    named), as recorded in the suite's ``tuning`` (``bench/tuning.py``)."""
+
+    def check(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+        ids = set(runs["run_id"]) if "run_id" in runs else set()
+        groups = [t for m in results.suites for t in m.get("tuning") or []
+                  if ids & set(t.get("run_ids") or ())]
+        if not groups:
+            return None, "no tuned runs"
+        hits = [f"{t['group']}: {k} = {t['chosen'][k]:g} on the {side} edge"
+                for t in groups for k, side in (t.get("edges") or {}).items()
+                if not params or k in params]
+        return (not hits, "; ".join(hits) if hits else
+                f"every choice inside its grid ({len(groups)} tuned groups)")
+
+    return Premise("tuned optimum inside its grid", check,
+                   "extend the grid past the chosen edge (tuning: extend: N)")
+
+
+@dataclass(frozen=True)
 class Paper:
     """Everything the benchmark knows about one paper.
 
@@ -488,7 +529,8 @@ class Paper:
     (``OUT/studies/<paper>/<scale>/<name>.parquet``) for claims and sections to read;
     ``sections(results, out)`` draws the figures and tables of the page;
     ``divergence_factor``: a run whose final loss exceeds this factor times its initial
-    loss (in absolute value) is flagged diverged.
+    loss (in absolute value) is flagged diverged; ``regime``: the paper's setting beside
+    ours, quantity by quantity (:class:`Regime`).
     """
 
     key: str
@@ -500,6 +542,7 @@ class Paper:
     resolutions: tuple[tuple[str, str, str], ...] = ()
     studies: Mapping[str, Study] = field(default_factory=dict)
     divergence_factor: float = DIVERGENCE_FACTOR
+    regime: tuple[Regime, ...] = ()
 
     def __post_init__(self) -> None:
         ids = [c.id for c in self.claims]

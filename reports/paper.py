@@ -548,6 +548,9 @@ def claim_rows(claims: Sequence[ClaimResult], results: PaperResults) -> list[dic
     return rows
 
 
+SETTING_COLUMNS = ("quantity", "paper", "ours", "note")
+
+
 def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
     """Render ``out/index.html`` for (paper, scale) from stored results, with its
     ``status.json`` (verdicts and artefacts, for the site's index) and ``provenance.json``."""
@@ -572,6 +575,11 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     status = artefacts(verdicts, comparisons)
     found = findings(verdicts, results.runs, comparisons)
     regime = out_of_regime(verdicts)
+    setting_rows = [r.row(results) for r in spec.regime]
+    setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),
+               "note": "The quantities the claims' regimes are about: the paper's value (from "
+                       "its stated setting) and ours (measured from the runs).",
+               "columns": list(SETTING_COLUMNS), "rows": setting_rows}
     verdict_table = {
         "title": "Verdicts", "provenance": results.provenance(),
         "note": "Each claim of the paper with its verdict under the declared rule, the evidence "
@@ -587,18 +595,21 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
         diverged=int(results.runs["diverged"].sum()) if "diverged" in results.runs else 0,
         provenance=results.provenance(), artefacts=status, sections=sections,
-        claims=claim_rows(verdicts, results), findings=found, regime=regime,
+        claims=claim_rows(verdicts, results), findings=found, regime=regime, setting=setting,
         comparisons=comparisons, resolutions=spec.resolutions,
         runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
     (out / "index.html").write_text(html)
-    export_page(out, f"{spec.title} ({paper}, {scale})", [verdict_table, *sections.tables],
+    export_page(out, f"{spec.title} ({paper}, {scale})",
+                [verdict_table, *([setting] if setting_rows else []), *sections.tables],
                 [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
                  for f in sections.figures])
     (out / "status.json").write_text(json.dumps({
         "paper": paper, "title": spec.title, "scale": scale, "runs": len(results.runs),
         "claims": [r.to_dict() for r in verdicts], "artefacts": status,
-        "findings": found, "out_of_regime": regime}, indent=1))
+        "findings": found, "out_of_regime": regime,
+        "setting": [dict(zip(SETTING_COLUMNS, r, strict=True)) for r in setting_rows]},
+        indent=1))
     (out / "provenance.json").write_text(json.dumps({
         "page": asdict(results.provenance()),
         "tables": {t["title"]: {**asdict(t["provenance"]), "row_runs": t.get("row_runs")}
