@@ -19,9 +19,16 @@ Deviations and resolved ambiguities:
 * C (``bound``) defaults to the problem's published gradient bound ``G`` where it has one
   (e.g. ``strict_saddle``); otherwise it must be given (the paper picks C = 2.5
   empirically, itself an unaccounted use of the data). ``bound_rule: lemma_3_2`` takes C
-  from Lemma 3.2 instead (Figure 3(b)), with L, f_max and σ measured non-privately at x₀
-  when the run starts and the unnamed constant c as ``lemma_c``; the noise multiplier σ,
-  hence ε, does not depend on C.
+  from Lemma 3.2 instead (Figure 3(b)), with L, f_max and σ measured at x₀ when the run
+  starts and the unnamed constant c as ``lemma_c``; the noise multiplier σ, hence ε, does
+  not depend on C. ``lemma_data: train`` (default) measures them on the private training
+  set (an unaccounted use of it, as the paper's own empirical C); ``held_out`` measures
+  them on the problem's held-out (test) split, which the guarantee does not cover, so C
+  uses no private data. Lemma 3.2 also needs η ≤ min(1/L, 1/(σ√T)): the run records
+  that limit (``lemma_lr_max``) and whether its η meets it.
+* Every run records the largest per-sample norm of each batch, in at most
+  :data:`TRACE_POINTS` blocks of consecutive steps (``max_norm_trace``: [last step of the
+  block, largest norm in it]), for the norm-against-C figure.
 * Sampling: Poisson with q = B/n by default, because Theorem 3.1 (Abadi et al.) that the
   proof invokes assumes it; noise N(0, (σC)²) goes on the sum, divided by B, so
   Δ = σC/B. ``sampling: fixed`` is the paper's literal "minibatch of size B"
@@ -38,10 +45,13 @@ Deviations and resolved ambiguities:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
@@ -76,6 +86,23 @@ def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, st
 
 
 BOUND_RULES = ("given", "lemma_3_2")
+LEMMA_DATA = ("train", "held_out")
+TRACE_POINTS = 48
+
+
+def lemma_lr_max(smoothness: float, grad_std: float, steps: int) -> float:
+    """Lemma 3.2's step-size condition: η ≤ min(1/L, 1/(σ√T))."""
+    return min(1 / smoothness, 1 / (grad_std * math.sqrt(steps)))
+
+
+def norm_trace(maxima: np.ndarray, points: int = TRACE_POINTS) -> list[list[float]]:
+    """[[last step of the block, largest norm in it], ...]: each batch's largest per-sample
+    norm (batch t = step t) reduced to at most ``points`` blocks of consecutive steps."""
+    if not maxima.size:
+        return []
+    edges = np.unique(np.linspace(0, maxima.size, min(points, maxima.size) + 1).astype(int))
+    return [[int(hi), float(np.nanmax(maxima[lo:hi])) if np.isfinite(maxima[lo:hi]).any()
+             else math.nan] for lo, hi in itertools.pairwise(edges)]
 
 
 @dataclass(frozen=True)
@@ -83,6 +110,7 @@ class NoisySGDParams(SGDParams, SelectionParams):
     bound: float | None = None
     bound_rule: str = "given"
     lemma_c: float = 1.0
+    lemma_data: str = "train"
     c2: float = 1.0
     c1: float = 1.0
     check_bound: bool = True
@@ -94,6 +122,8 @@ class NoisySGDParams(SGDParams, SelectionParams):
             raise ValueError(f"bound must be > 0, got {self.bound}")
         if not (self.c2 > 0 and self.c1 > 0 and self.lemma_c > 0):
             raise ValueError("c1, c2 and lemma_c must be > 0")
+        if self.lemma_data not in LEMMA_DATA:
+            raise ValueError(f"unknown lemma_data {self.lemma_data!r}; choose {LEMMA_DATA}")
         if self.bound_rule not in BOUND_RULES:
             raise ValueError(f"unknown bound_rule {self.bound_rule!r}; choose {BOUND_RULES}")
         if self.bound_rule == "lemma_3_2" and (self.select or self.bound is not None):
@@ -122,7 +152,8 @@ class NoisySGD(DPSGD):
         self._bound = math.inf
         self._selected: int | None = None
         self._output: Any = None
-        self._lemma: dict[str, float] = {}
+        self._lemma: dict[str, Any] = {}
+        self._data: DataInfo | None = None
 
     def bound(self, data: DataInfo) -> float:
         """C at plan time (NaN with ``lemma_3_2``: measured when the run starts)."""
@@ -169,6 +200,12 @@ class NoisySGD(DPSGD):
         extra = super().plan_extra(data)
         q = p.batch_size / data.n
         extra["abadi_max_epsilon"] = p.c1 * q * q * self.steps(data)  # ε < c₁ T B²/n²
+        extra["d"] = data.d  # for the noise-to-bound ratio √d·σ/B = √d·Δ/C
+        if p.bound_rule == "lemma_3_2" and p.lemma_data == "held_out":
+            if not hasattr(data, "held_out_oracle"):
+                raise ValueError("lemma_data held_out needs a problem with a held-out split; "
+                                 "use lemma_data: train")
+            self._data = data
         if p.select:
             extra.update(selection_constants(p, data, extra["bound"]))
         return extra
@@ -177,11 +214,15 @@ class NoisySGD(DPSGD):
         """C of this run (Lemma 3.2 at x₀ with ``lemma_3_2``), times 2 for fixed batches."""
         p = self.params
         if p.bound_rule == "lemma_3_2":
-            s = start_statistics(oracle)
+            source = oracle if self._data is None else \
+                self._data.held_out_oracle(oracle.backend)  # type: ignore[attr-defined]
+            s = start_statistics(source)
             self._bound = lemma_3_2_bound(s.smoothness, s.f_max, s.grad_std, oracle.n,
                                           plan.steps, plan.target.delta, p.lemma_c)
+            limit = lemma_lr_max(s.smoothness, s.grad_std, plan.steps)
             self._lemma = {"lemma_L": s.smoothness, "lemma_f_max": s.f_max,
-                           "lemma_grad_std": s.grad_std}
+                           "lemma_grad_std": s.grad_std, "lemma_data": p.lemma_data,
+                           "lemma_lr_max": limit, "lemma_lr_ok": p.lr <= limit}
         else:
             self._bound = float(plan.extra["bound"])
         return (2.0 if p.sampling == "fixed" else 1.0) * self._bound
@@ -235,7 +276,9 @@ class NoisySGD(DPSGD):
             violations = int(seen.get("over") or 0)
             out.update(max_per_sample_grad_norm=seen.get("max") or 0.0,
                        bound_violations=violations,
-                       guarantee_void=violations > 0)
+                       guarantee_void=violations > 0,
+                       max_norm_trace=norm_trace(self._norms.maxima)
+                       if self._norms is not None else [])
         if self.params.select:
             out.update(selected_step=self._selected, selection_passed=self._selected is not None)
         return out

@@ -121,11 +121,11 @@ class _Stack:
             level += 1
 
     def to_numpy(self) -> np.ndarray:
-        """All rows on the host (fewer than FAN copies per level)."""
+        """All rows on the host, in the order appended (fewer than FAN copies per level)."""
         convert = self.backend.to_numpy
-        parts = [np.stack([np.asarray(convert(r)) for r in self.levels[0]])] \
-            if self.levels[0] else []
-        parts += [np.asarray(convert(t)) for level in self.levels[1:] for t in level]
+        parts = [np.asarray(convert(t)) for level in reversed(self.levels[1:]) for t in level]
+        if self.levels[0]:
+            parts.append(np.stack([np.asarray(convert(r)) for r in self.levels[0]]))
         return np.concatenate(parts)
 
 
@@ -136,7 +136,9 @@ def _batch_row(xp: Any, norms: Any, bound: float, scale: float | None = None
     if scale is not None:
         norms = norms / scale
     b = norms.shape[0]
-    ordered = xp.sort(norms)  # NaN sorts last
+    # NaN sorts last; numpy only partitions around the three picks (O(b), not a sort)
+    ordered = np.partition(norms, [(b - 1) // 2, b // 2, b - 1]) \
+        if isinstance(norms, np.ndarray) else xp.sort(norms)
     picks = xp.stack([ordered[(b - 1) // 2], ordered[b // 2], ordered[b - 1]])
     return picks, xp.sum(norms > bound)
 
@@ -176,6 +178,8 @@ class NormTracker:
         self._picks = _Stack(backend)
         self._over = _Stack(backend)
         self._summary: dict[str, float | None] | None = None
+        #: each batch's largest norm, in order (on the host after :meth:`summary`)
+        self.maxima = np.empty(0)
 
     def add(self, norms: Any, scale: float = 1.0) -> None:
         b = int(norms.shape[0])
@@ -199,6 +203,7 @@ class NormTracker:
         if not self.seen:
             return {"max": None, "median": None, "fraction": None, "over": None}
         picks = self._picks.to_numpy().astype(np.float64)
+        self.maxima = picks[:, 2]
         over = int(self._over.to_numpy().astype(np.int64).sum())
         return {"max": _ignoring_nan(np.max, picks[:, 2]),
                 "median": _ignoring_nan(np.median, (picks[:, 0] + picks[:, 1]) / 2),

@@ -113,14 +113,20 @@ class ClassificationInstance(Instance):
         return self._oracle(backend, self.split.x_train, self.split.y_train,
                             clients=self.clients)
 
+    def held_out_oracle(self, backend: Backend) -> Oracle:
+        """An oracle on the test split, started at the same x₀ (data the training set's
+        privacy guarantee does not cover)."""
+        assert self.split is not None
+        key = id(backend)
+        if key not in self._test:
+            self._test[key] = self._oracle(backend, self.split.x_test, self.split.y_test)
+        return self._test[key]
+
     def evaluate_test(self, backend: Backend, x: Any) -> dict[str, float]:
         assert self.split is not None
         s = self.split
-        key = id(backend)
-        if key not in self._test:
-            self._test[key] = self._oracle(backend, s.x_test, s.y_test)
         return {
-            "test_loss": float(backend.to_numpy(self._test[key].loss(x))),
+            "test_loss": float(backend.to_numpy(self.held_out_oracle(backend).loss(x))),
             "test_acc": self._accuracy(backend, x, s.x_test, s.y_test),
         }
 

@@ -24,7 +24,7 @@ from bench.spec import load_experiment, parse_experiment
 from problems import DataSize
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.avdiukhin2024 import PAPER
+from reports.papers.avdiukhin2024 import PAPER, _figures
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "avdiukhin2024"
@@ -388,14 +388,21 @@ def test_lemma_c_lowers_accuracy_per_epsilon() -> None:
 
 @pytest.mark.known_answer("avdiukhin2024", "P6")
 def test_larger_learning_rates_fail_to_converge() -> None:
+    cnn = {"problem": "cifar10_cnn"}
     assert verdict("P6", grid(rising)).verdict == "not run"  # no lr sweep
-    sweep = [accuracy_run(4, 0.1, s, role="lr_sweep", p_alg_lr=0.3, status="diverged")
+    sweep = [accuracy_run(4, 0.1, s, role="lr_sweep", p_alg_lr=0.3, status="diverged", **cnn)
              for s in range(6)]
     result = verdict("P6", sweep)  # diverged runs are the claim's own evidence here
     assert result.verdict == "held" and result.settings[0].diverged == 6
-    good = [accuracy_run(4, 0.9, s, role="lr_sweep", p_alg_lr=0.3) for s in range(6)]
+    good = [accuracy_run(4, 0.9, s, role="lr_sweep", p_alg_lr=0.3, **cnn) for s in range(6)]
     assert verdict("P6", good).verdict == "contradicted"
     assert verdict("P6", [dict(r, p_alg_lr=0.1) for r in good]).verdict == "not run"
+    pooled = verdict("P6", [dict(r, p_alg_lr=0.2 + 0.2 * (r["seed"] % 2)) for r in good])
+    assert len(pooled.settings) == 1 and pooled.verdict == "contradicted"  # lr > 0.1 pooled
+    # on a stand-in the largest stable lr says nothing about the paper's CNN
+    stand_in = verdict("P6", [dict(r, problem="digits_mlp") for r in good])
+    assert stand_in.verdict == "out of regime"
+    assert "digits_mlp" in stand_in.settings[0].failed[0].measured
 
 
 def paper_calibrated(eps: float, seed: int = 0, **extra: Any) -> dict[str, Any]:
@@ -425,12 +432,12 @@ def test_sigma_times_epsilon_is_theorem_3_3() -> None:
 
 def saddle_run(algorithm: str = "noisy_sgd", seed: int = 0, eps: float = 1.0,
                sigma1: float = 0.0, **extra: Any) -> dict[str, Any]:
-    """A run of the synthetic check: strict_saddle (λ = μ = 1, σ₂ = σ₁), lr 0.1, 400 steps,
-    C = G = √2 + 2σ₁, escaped (final λ_min ≈ 1) unless ``extra`` says otherwise."""
-    bound = math.sqrt(2) + 2 * sigma1
+    """A run of the synthetic check: strict_saddle (λ = 2, μ = 1, σ₂ = σ₁), lr 0.1, 400
+    steps, C = G = √5 + 2σ₁, escaped (final λ_min ≈ 1) unless ``extra`` says otherwise."""
+    bound = math.sqrt(5) + 2 * sigma1
     row = {"role": "saddle", "problem": "strict_saddle", "algorithm": algorithm,
            "label": algorithm, "seed": seed, "epsilon": eps if algorithm != "sgd" else math.inf,
-           "p_prob_sigma1": sigma1, "p_prob_sigma2": sigma1, "p_prob_lam": 1.0,
+           "p_prob_sigma1": sigma1, "p_prob_sigma2": sigma1, "p_prob_lam": 2.0,
            "p_prob_mu": 1.0, "p_alg_lr": 0.1, "steps": 400, "batch_size": 64,
            "final_lambda_min": 0.99, "final_grad_norm": 0.01, "final_loss": -0.99}
     if algorithm == "noisy_sgd":
@@ -442,7 +449,7 @@ def saddle_run(algorithm: str = "noisy_sgd", seed: int = 0, eps: float = 1.0,
 
 
 def noise_free_sgd(stays: bool = True, seeds: int = 5) -> list[dict[str, Any]]:
-    lam = -1.0 if stays else 0.99
+    lam = -2.0 if stays else 0.99
     return [saddle_run("sgd", s, final_lambda_min=lam, final_grad_norm=0.0) for s in
             range(seeds)]
 
@@ -458,15 +465,15 @@ def test_algorithms_1_and_2_agree_when_no_norm_exceeds_c() -> None:
     void = [dict(r, diag_guarantee_void=True, diag_max_per_sample_grad_norm=3.0)
             for r in noisy]
     assert verdict("T2", void + moved).verdict == "out of regime"
-    other_c = [dict(r, p_alg_clip=2.414) for r in clipped]
+    other_c = [dict(r, p_alg_clip=3.236) for r in clipped]
     result = verdict("T2", noisy + other_c)
     assert result.verdict == "out of regime"
-    assert "clips at 2.41 vs C = 2.41" in result.settings[0].failed[0].measured
+    assert "clips at 3.24 vs C = 3.24" in result.settings[0].failed[0].measured
     alone = verdict("T2", noisy)
     assert alone.verdict == "out of regime"  # no Algorithm-1 partner to compare with
 
 
-def start(runs: list[dict[str, Any]], lam: float = -1.0) -> list[dict[str, Any]]:
+def start(runs: list[dict[str, Any]], lam: float = -2.0) -> list[dict[str, Any]]:
     """Each run's x₀ (step 0): the saddle, λ_min = ``lam``."""
     return [{"run_id": f"r{i}", "step": 0, "grad_norm": 0.0, "lambda_min": lam}
             for i in range(len(runs))]
@@ -484,8 +491,8 @@ def test_escape_from_the_exact_saddle_with_a_noise_free_sgd_control() -> None:
     assert all("sgd" not in s.setting.replace("noisy_sgd", "") for s in result.settings)
     unexpected = verdict("T4", noisy + noise_free_sgd(stays=False), start(runs))
     assert unexpected.verdict == "held" and unexpected.controls[0].outcome == "unexpected"
-    stuck = [dict(r, final_lambda_min=-1.0) for r in noisy] + [
-        saddle_run(seed=s, final_lambda_min=-1.0) for s in range(5, 10)]
+    stuck = [dict(r, final_lambda_min=-2.0) for r in noisy] + [
+        saddle_run(seed=s, final_lambda_min=-2.0) for s in range(5, 10)]
     assert verdict("T4", stuck, start(stuck)).verdict == "contradicted"  # (2/3)^10 < 2.5 %
     few = noisy[:3]
     assert verdict("T4", few, start(few)).verdict == "inconclusive"
@@ -496,13 +503,13 @@ def iterates(runs: list[dict[str, Any]], sosp_share: float, points: int = 10, fi
              ) -> list[dict[str, Any]]:
     """For runs r{first}, r{first + 1}, …: x₀ at the saddle, then ``points`` iterates of
     which the first ``sosp_share`` are α-SOSPs."""
-    rows = [{"run_id": f"r{first + i}", "step": 0, "grad_norm": 0.0, "lambda_min": -1.0}
+    rows = [{"run_id": f"r{first + i}", "step": 0, "grad_norm": 0.0, "lambda_min": -2.0}
             for i in range(len(runs))]
     for i in range(first, first + len(runs)):
         for k in range(1, points + 1):
             sosp = k <= sosp_share * points
-            rows.append({"run_id": f"r{i}", "step": 40 * k, "grad_norm": 0.01 if sosp else 0.5,
-                         "lambda_min": 0.9 if sosp else -0.9})
+            rows.append({"run_id": f"r{i}", "step": 40 * k, "grad_norm": 0.01 if sosp else 1.0,
+                         "lambda_min": 0.9 if sosp else -1.9})
     return rows
 
 
@@ -512,9 +519,9 @@ def test_half_the_iterates_are_sosps_only_past_the_theorem_horizon() -> None:
     result = verdict("T5", short + noise_free_sgd(), iterates(short + noise_free_sgd(), 0.7))
     assert result.verdict == "out of regime"
     failed = result.settings[0].failed[0].measured
-    assert "T = 400 < T_thm = 64 f_max/(ηα²) = 5.12e+05" in failed
-    long = [dict(r, steps=600_000) for r in short]
-    sgd = [dict(r, steps=600_000) for r in noise_free_sgd()]
+    assert "T = 400 < T_thm = 64 f_max/(ηα²) = 2.56e+03" in failed
+    long = [dict(r, steps=4000) for r in short]
+    sgd = [dict(r, steps=4000) for r in noise_free_sgd()]
     held = verdict("T5", long + sgd, iterates(long, 0.7) + iterates(sgd, 0.0, first=len(long)))
     assert held.verdict == "held"
     assert held.controls[0].outcome == "as expected" and len(held.settings) == 1
@@ -544,7 +551,8 @@ def provenance_results() -> tuple[PaperResults, dict[str, set[str]]]:
     """Five suites: two feeding Figure 1 (one also Figure 3(a)), Figure 3(b)'s, the saddle
     and a learning-rate sweep no figure draws; with the run ids each figure must name."""
     runs: list[dict[str, Any]] = []
-    expected: dict[str, set[str]] = {"test": set(), "train": set(), "saddle": set()}
+    expected: dict[str, set[str]] = {"test": set(), "train": set(), "saddle": set(),
+                                     "lr": set()}
 
     def add(row: dict[str, Any], *figures: str) -> None:
         run_id = f"r{len(runs)}"
@@ -560,11 +568,12 @@ def provenance_results() -> tuple[PaperResults, dict[str, set[str]]]:
             add(accuracy_run(eps, 0.6, s, role="fig3b", suite=f"{KEY}_quick_fig3b_digits_mlp",
                              p_alg_bound_rule="lemma_3_2"), "test")
             add(accuracy_run(eps, 0.7, s, role="lr_sweep", suite=f"{KEY}_quick_lr",
-                             problem="digits_cnn", p_alg_lr=0.3))
+                             problem="digits_cnn", p_alg_lr=0.3), "lr")
             add(saddle_run(seed=s, eps=eps, suite=f"{KEY}_quick_saddle"), "saddle")
         add(sgd_run(0.9, s, suite=mlp), "test", "train")
         add(sgd_run(0.9, s, suite=cnn, problem="digits_cnn"), "test")
-        add(sgd_run(0.9, s, role="lr_sweep", suite=f"{KEY}_quick_lr", problem="digits_cnn"))
+        add(sgd_run(0.9, s, role="lr_sweep", suite=f"{KEY}_quick_lr", problem="digits_cnn",
+                    p_alg_lr=0.3), "lr")
         add(saddle_run("sgd", s, suite=f"{KEY}_quick_saddle"), "saddle")
     runs[0]["role"] = "fig3a"  # the MLP suite also feeds Figure 3(a)
     curves = [{"run_id": f"r{i}", "step": step, "loss": 1.0, "test_acc": 0.5,
@@ -576,9 +585,9 @@ def provenance_results() -> tuple[PaperResults, dict[str, set[str]]]:
 def test_figures_name_exactly_the_suites_and_runs_they_draw(tmp_path: Path) -> None:
     results, expected = provenance_results()
     assert set(results.role_suites("fig3a")) == {f"{KEY}_quick_fig1_digits_mlp"}
-    figures = {f.path: f for f in PAPER.sections(results, tmp_path).figures}
+    figures = {f.path: f for f in _figures(results, tmp_path)}
     stems = {"test": "test_acc_curves.png", "train": "train_acc_curves.png",
-             "saddle": "saddle_lambda_min.png"}
+             "saddle": "saddle_lambda_min.png", "lr": "lr_sweep.png"}
     assert set(figures) == set(stems.values())
     suite_of = dict(zip(results.runs["run_id"], results.runs["suite"], strict=True))
     for figure, stem in stems.items():
@@ -589,3 +598,126 @@ def test_figures_name_exactly_the_suites_and_runs_they_draw(tmp_path: Path) -> N
     assert set(figures["test_acc_curves.png"].provenance.suites) == {  # type: ignore[union-attr]
         f"{KEY}_quick_fig1_digits_mlp", f"{KEY}_quick_fig1_digits_cnn",
         f"{KEY}_quick_fig3b_digits_mlp"}
+
+
+# -- issue 19: the norm trace, Lemma 3.2 on held-out data, C that holds, δ reading, regime ---
+
+def test_norm_trace_keeps_the_largest_norm_of_each_block() -> None:
+    from algorithms.noisy_sgd import norm_trace
+
+    maxima = np.array([1.0, 5.0, 2.0, np.nan, 3.0, 4.0])
+    assert norm_trace(maxima, points=3) == [[2, 5.0], [4, 2.0], [6, 4.0]]
+    assert norm_trace(maxima, points=100)[3] == [4, pytest.approx(math.nan, nan_ok=True)]
+    assert norm_trace(np.empty(0)) == []
+
+
+def test_noisy_sgd_records_the_norm_trace_of_its_run() -> None:
+    setup = make_setup("strict_saddle", "numpy", d=4, n=200)
+    alg = noisy(steps=30, batch_size=20)
+    plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5))
+    list(alg.iterate(setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
+                                                   np.random.default_rng(1))))
+    diag = alg.diagnostics()
+    trace = diag["max_norm_trace"]
+    assert trace[-1][0] == 30 and len(trace) == 30
+    assert max(m for _, m in trace) == pytest.approx(diag["max_per_sample_grad_norm"])
+
+
+def test_lemma_c_from_held_out_data_records_its_step_size_condition() -> None:
+    setup = make_setup("digits_mlp", "torch", hidden=4)
+    alg = noisy(steps=5, batch_size=32, bound_rule="lemma_3_2", lemma_data="held_out")
+    plan = alg.plan(setup.instance, PrivacyTarget(1.0, 0.01))
+    list(alg.iterate(setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
+                                                   np.random.default_rng(1))))
+    diag = alg.diagnostics()
+    held = setup.instance.held_out_oracle(setup.backend)
+    assert held.n == setup.instance.constants["n_test"] != setup.oracle.n
+    assert diag["lemma_data"] == "held_out"
+    assert diag["lemma_f_max"] == pytest.approx(float(setup.backend.to_numpy(held.loss(
+        held.x0))), rel=1e-5)
+    limit = min(1 / diag["lemma_L"], 1 / (diag["lemma_grad_std"] * math.sqrt(5)))
+    assert diag["lemma_lr_max"] == pytest.approx(limit)
+    assert diag["lemma_lr_ok"] is (limit >= 0.1)
+    saddle = make_setup("strict_saddle", "numpy", d=4, n=200)
+    with pytest.raises(ValueError, match="held-out split"):
+        noisy(bound_rule="lemma_3_2", lemma_data="held_out").plan(saddle.instance,
+                                                                  PrivacyTarget(1.0, 1e-5))
+
+
+def test_coupling_reading_beside_the_papers_delta() -> None:
+    from reports.papers.avdiukhin2024 import _coupling_table
+
+    table = _coupling_table()
+    rows = {r[0]: r for r in table["rows"]}
+    assert rows["1"][1] == "0.02" and rows["1"][2] == f"{(2 + math.e) * 0.01:.3g}"
+    assert "vacuous" in rows["8"][2] and "vacuous" not in rows["4"][2]
+    assert "our reading" in table["title"] and "derivation is ours" in table["note"]
+
+
+def test_c_that_holds_costs_epsilon_where_norms_exceeded_c() -> None:
+    from reports.papers.avdiukhin2024 import _holding_table, _planned_epsilon
+
+    sigma = 64 * math.sqrt(315 * math.log(100)) / 1347  # Theorem 3.3 at ε = 1
+    spent = _planned_epsilon(1347, 315, 64, sigma, 0.01)
+    base = {"sigma": sigma, "n": 1347, "steps": 315, "batch_size": 64, "delta": 0.01,
+            "eps_pld": spent}
+    over = [accuracy_run(1, 0.8, s, diag_max_per_sample_grad_norm=18.0 + s,
+                         diag_guarantee_void=True, **base) for s in range(2)]
+    clean = [dict(accuracy_run(1, 0.8, s, **base), calibration="pld") for s in range(2)]
+    table = _holding_table(synthetic_results(KEY, over + clean))
+    assert table is not None
+    rows = {r[1]: r for r in table["rows"]}
+    assert rows["paper"][4:7] == ["19", "2/2", "19"]
+    assert float(rows["paper"][8]) == pytest.approx(
+        _planned_epsilon(1347, 315, 64, sigma * 12 / 19, 0.01), rel=1e-3)
+    assert float(rows["paper"][8]) > 1.5 * spent  # the same noise certifies a larger ε
+    assert rows["pld"][6] == "12" and rows["pld"][8] == rows["pld"][7]  # C held: no cost
+
+
+def test_regime_rows_measure_our_runs() -> None:
+    from reports.papers.avdiukhin2024 import REGIME, _noise_to_bound
+
+    assert _noise_to_bound(4.0) == pytest.approx(
+        math.sqrt(2_274_880 * 2328 * math.log(100)) / (50_000 * 4))
+    runs = [accuracy_run(4, 0.9, s, sigma=0.5, batch_size=64, n=1347, steps=505,
+                         plan_d=7510.0) for s in range(2)]
+    rows = [r.row(synthetic_results(KEY, runs)) for r in REGIME[:3]]
+    assert rows[0][2].startswith(f"{math.sqrt(7510) * 0.5 / 64:.3g}")
+    assert rows[1][2] == f"{1347 / 64:.3g}" and rows[2][2] == f"{505 * 64 / 1347:.3g}"
+
+
+def test_quick_experiments_sit_in_the_papers_regime() -> None:
+    """Figure 1's stand-in has the paper's noise-to-bound ratio at every ε and 24 passes;
+    the lr grid brackets the paper's 0.1; the saddle runs reach Theorem 3.4's horizon."""
+    from reports.papers.avdiukhin2024 import SADDLE_ALPHA, _noise_to_bound
+
+    fig1 = [s for s in load_experiment(EXPERIMENTS / "quick" / "fig1_digits_mlp.yaml").specs
+            if s.algorithm.name == "noisy_sgd" and s.privacy.calibration == "paper"]
+    instance = make_setup("digits_mlp", "torch", **fig1[0].problem.params).instance
+    for spec in fig1:
+        alg = noisy(**spec.algorithm.params)
+        sigma = alg.paper_sigma(instance, spec.privacy)
+        ratio = math.sqrt(instance.d) * sigma / alg.params.batch_size
+        assert ratio == pytest.approx(_noise_to_bound(spec.privacy.epsilon), rel=0.02)
+        assert alg.steps(instance) * alg.params.batch_size / instance.n == pytest.approx(
+            24, rel=0.01)
+    lrs = {s.algorithm.params["lr"] for s in load_experiment(
+        EXPERIMENTS / "quick" / "lr_sweep.yaml").specs}
+    assert min(lrs) < 0.1 < max(lrs) and len(lrs) >= 5
+    for name in ("saddle.yaml", "saddle_noise_free.yaml"):
+        for spec in load_experiment(EXPERIMENTS / "quick" / name).specs:
+            p = spec.algorithm.params
+            lam = spec.problem.params["lam"]
+            assert p["steps"] >= 64 * 2 * lam / (p["lr"] * SADDLE_ALPHA**2)
+
+
+def test_norm_tracker_keeps_batch_maxima_in_order() -> None:
+    """Past FAN batches the device stacks merge; the maxima must stay chronological."""
+    from algorithms.premises import FAN, NormTracker
+    from problems.backend import BackendSpec, get_backend
+
+    tracker = NormTracker(get_backend(BackendSpec("numpy")), bound=1.0)
+    for t in range(2 * FAN + 5):
+        tracker.add(np.array([0.5, float(t)]))
+    tracker.summary()
+    np.testing.assert_array_equal(tracker.maxima, np.maximum(np.arange(2 * FAN + 5), 0.5))
