@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import make_mech
 
-from algorithms import PrivacyTarget
+from algorithms import PrivacyTarget, get_algorithm
 from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Mechanism, Pool
 from algorithms.privacy.tree import GaussianSums, TreeSums, leaf_node_counts, tree_depth, tree_nodes
@@ -191,6 +191,31 @@ def test_without_escapes_it_never_escapes_and_uses_the_tree_only() -> None:
                                   escape=False)
     assert alg.diagnostics()["escapes"] == 0
     assert {r.tag for rnd, _ in mech.ledger.summary() for r in rnd.releases} == {"tree_node"}
+
+
+def test_e2_only_a_noise_free_first_order_method_stays_at_the_saddle() -> None:
+    """The E2 separation on a fixed seed: from the exact saddle (∇F(0) = 0, λ_min = −λ)
+    exact gradient descent never moves, while spider_sosp escapes and certifies; but the
+    DP noise of DP-SGD at E2's ε is itself a perturbation and carries it off the saddle
+    within E2's 150 steps, which is why E2b finds nothing to separate (out of regime)."""
+    lam, alpha = 0.8, 0.2
+    inst, oracle = saddle_setup(n=120000, lam=lam)
+    threshold = -math.sqrt(inst.constants["rho"] * alpha)
+    x = inst.x0.copy()
+    for _ in range(150):
+        x = x - 0.5 * oracle.grad(x)
+    assert inst.lambda_min(x) == pytest.approx(-lam)  # stuck: exactly at the saddle
+    # the noise multipliers PLD calibration gives at E2's (ε, δ) = (4, 1e-6), fixed here
+    # to spare the test the calibration
+    alg, *_ = run_sosp(inst, oracle, PrivacyTarget(epsilon=4.0, delta=1e-6, sigma=13.34),
+                       alpha=alpha, steps=150)
+    assert alg.diagnostics()["escapes_succeeded"] >= 1
+    assert inst.lambda_min(alg.output()) > threshold  # escaped, output an SOSP
+    sgd = get_algorithm("dp_sgd")(get_algorithm("dp_sgd").Params(
+        lr=0.5, steps=150, batch_size=1000, clip=2.5))
+    plan = sgd.plan(inst, PrivacyTarget(epsilon=4.0, delta=1e-6, sigma=0.5287))
+    *_, last = sgd.iterate(oracle, plan, make_mech(NUMPY))
+    assert inst.lambda_min(np.asarray(last.x)) > threshold  # DP noise alone escaped
 
 
 def test_paper_calibration_overspends_its_target() -> None:
@@ -405,6 +430,14 @@ def test_claim_e2b_separation_is_one_sided_and_needs_a_saddle_that_holds() -> No
     assert escaped.verdict == "out of regime"
     (failed,) = escaped.settings[0].failed
     assert "0/30 outputs of this method are not Õ(α)-SOSPs" in failed.measured
+    # DP-SGD at spider_sosp's spent ε is a control, reported apart, never a setting
+    spent = [{**e2_run("dp_sgd", 0.8, 0.9, i), "label": "dp_sgd_at_spent_eps"}
+             for i in range(20)]
+    rows = [*e2([0.9] * 30, {"dp_sgd": half}).runs.to_dict("records"), *spent]
+    result = verdict_of("liu2024", "E2b", synthetic_results("liu2024", rows))
+    assert [s.setting for s in result.settings] == ["label = dp_sgd, lam = 0.8"]
+    (control,) = result.controls
+    assert control.outcome == "as expected" and "20/20" in control.evidence
 
 
 def e3_run(alpha: float, eps: float, seed: int, samples: float, **extra: object) -> dict:
@@ -444,6 +477,31 @@ def test_claim_e3_eps_is_an_upper_bound_on_the_eps_slope() -> None:
     assert verdict_of("liu2024", "E3ε", e3(-2.0, exponent_eps=-2.0)).verdict == "contradicted"
     censored = verdict_of("liu2024", "E3ε", e3(-2.0, diag_output="last"))
     assert censored.verdict == "out of regime"
+
+
+def test_e3_excludes_censored_runs_from_the_fit_and_counts_them() -> None:
+    """Synthetic records: a run that hit the data cap before its certificate has only a
+    lower bound of N; the fit leaves it out (else the α = 0.1 group's slope would steepen
+    past the bound) and says how many it left out; a group that loses most of its runs so
+    is out of regime."""
+    results = e3(-1.0)
+    rows = results.runs.to_dict("records")
+    capped = {"diag_output": "last", "diag_stopped": "data", "diag_samples_used": 1e9}
+    one = [{**r, **capped} if r["p_alg_alpha"] == 0.1 and r["seed"] == 0 else r for r in rows]
+    result = verdict_of("liu2024", "E3", synthetic_results("liu2024", one))
+    assert result.verdict == "held"
+    assert "1/9 runs censored at the data cap and 0 without a certificate within T, excluded" \
+        in result.settings[0].evidence()
+    statistic = PAPER.claim("E3").statistic
+    frame = synthetic_results("liu2024", one).runs
+    sample = statistic.compute(frame[frame["epsilon"] == 1.0], results)
+    assert {k: len(v) for k, v in sample.groups.items()} == {0.1: 2, 0.2: 3, 0.4: 3}
+    assert max(v.max() for v in sample.groups.values()) < 1e9  # the cap never enters
+    two = [{**r, **capped} if r["p_alg_alpha"] == 0.1 and r["seed"] < 2 else r for r in rows]
+    result = verdict_of("liu2024", "E3", synthetic_results("liu2024", two))
+    assert result.verdict == "out of regime"
+    (failed,) = result.settings[0].failed
+    assert "2/9 runs censored" in failed.measured and "67 % unobserved" in failed.measured
 
 
 def e4_run(label: str, seed: int, samples: float, **extra: object) -> dict:
@@ -492,6 +550,14 @@ def test_claim_1_the_papers_sigma_against_its_target_is_deterministic() -> None:
     pld = synthetic_results("liu2024", [e4_run("paper_parameters", 0, 1e4,
                                                p_alg_parameters="paper", eps_pld=1.1)])
     assert verdict_of("liu2024", "1", pld).verdict == "not run"  # PLD runs are claim 1R's
+    both = synthetic_results("liu2024", [
+        e4_run("paper_parameters", 0, 1e4, p_alg_parameters="paper", calibration="paper",
+               p_alg_tau=tau, eps_pld=spent) for tau, spent in (("paper", 1.5),
+                                                                ("repaired", 5.6))])
+    result = verdict_of("liu2024", "1", both)  # one setting per τ: the theorem's, repaired
+    assert [s.verdict for s in result.settings] == ["held", "contradicted"]
+    assert [s.setting for s in result.settings] == ["epsilon = 2, tau = paper",
+                                                    "epsilon = 2, tau = repaired"]
 
 
 @pytest.mark.known_answer("liu2024", "1R")

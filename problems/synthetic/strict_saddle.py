@@ -22,6 +22,7 @@ per-sample gradient still carries noise of size up to σ₁ + σ₂. Hence, exac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -172,12 +173,7 @@ class StrictSaddle(Problem):
 
     def build(self, seed: int) -> StrictSaddleInstance:
         p: StrictSaddleParams = self.params
-        rng = np.random.default_rng(p.data_seed)
-        half = p.n // 2
-        u = _unit_rows(rng, 1, p.d)[0]
-        xi = _unit_rows(rng, half, p.d)
-        v = _unit_rows(rng, half, p.d)
-        s = rng.choice([-1.0, 1.0], size=half)
+        u, xi, v, s = _samples(p.n, p.d, p.data_seed)
         x0 = p.init_scale * np.random.default_rng(seed).standard_normal(p.d) / np.sqrt(p.d)
         return StrictSaddleInstance(
             name=self.name,
@@ -195,7 +191,22 @@ class StrictSaddle(Problem):
             },
             p=p,
             u=u,
-            xi=np.concatenate([xi, -xi]),
-            v=np.concatenate([v, v]),
-            s=np.concatenate([s, -s]),
+            xi=xi,
+            v=v,
+            s=s,
         )
+
+
+@lru_cache(maxsize=2)
+def _samples(n: int, d: int, data_seed: int) -> tuple[np.ndarray, ...]:
+    """u and the paired samples (ξ, v, s), (−ξ, v, −s); read-only and shared by the runs of
+    one process (the seed moves only x₀), so a sweep generates its data once."""
+    rng = np.random.default_rng(data_seed)
+    half = n // 2
+    u = _unit_rows(rng, 1, d)[0]
+    xi, v = _unit_rows(rng, half, d), _unit_rows(rng, half, d)
+    s = rng.choice([-1.0, 1.0], size=half)
+    arrays = (u, np.concatenate([xi, -xi]), np.concatenate([v, v]), np.concatenate([s, -s]))
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays

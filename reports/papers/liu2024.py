@@ -7,6 +7,14 @@ paper's calibration). E1 (Algorithm 2 alone) and the noise part of E4(i) are stu
 (bench/studies/liu2024.py) that ``saddlebench reproduce`` runs and stores; the page only
 reads them.
 
+Why E2 cannot separate at quick scale (the page's "why results differ" gives the numbers):
+a noisy first-order step from the saddle grows the escape component by ≈ (1 + ηλ) per
+step, which is also the rate of Algorithm 2's power iteration on I − ηH (η = 1/M), and
+the log of the noise enters both escape times alike; any budget that lets spider_sosp
+finish one escape (Γ steps) lets DP-SGD's own privacy noise carry it off the saddle, and
+below that budget spider_sosp cannot escape either. E2b therefore names the failed
+premise (no FOSP output at the saddle) instead of a verdict.
+
 Declared constants of the rules:
 
 * ``IOTA`` = 0.05, the failure probability ι of Theorem 3.4 and of spider_sosp (notes
@@ -21,13 +29,18 @@ Declared constants of the rules:
   the page before the claims were declared);
 * ``HORIZON_SHARE`` = 0.5: the worst-case bound of Theorem 3.17 counts T = Õ(BM/γ²) ∝ α⁻²
   steps; a run whose first certificate comes before half of them measures a benign
-  instance, where the bound's α-exponent does not bind.
+  instance, where the bound's α-exponent does not bind;
+* ``CENSORED_SHARE`` = 0.5: a run that exhausts its data before the first certificate has
+  only a lower bound of N (censored); it is excluded from E3's fits and counted, and a
+  group that loses more than half its runs so is out of regime (the exclusion would bias
+  the slope down, towards the bound).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +56,17 @@ from bench.studies.liu2024 import (
     quarter_growth,
     trials_for,
 )
-from reports.claims import Claim, Control, Paper, Premise, Runs, Statistic, at_most, flag
+from reports.claims import (
+    Claim,
+    Control,
+    Paper,
+    Premise,
+    Regime,
+    Runs,
+    Statistic,
+    at_most,
+    flag,
+)
 from reports.figures import colours, save_figure
 from reports.paper import (
     Figure,
@@ -60,12 +83,14 @@ from reports.paper import (
 from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, SlopeAtMost
 
 SOSP_METHODS = ("spider_sosp", "spider_sosp_paper_tau")
+AT_SPENT = "dp_sgd_at_spent_eps"  # E2's control: DP-SGD at about spider_sosp's spent ε
 SLOPES = {"this paper (Thm 3.17)": -2.0, "Ganesh et al. 2023 (claimed)": -7 / 3,
           "Tao et al. 2025": -5 / 2}
 IOTA = 0.05
 SOSP_GRADIENT = 1.25
 GROWTH_LIMIT = 1.5
 HORIZON_SHARE = 0.5
+CENSORED_SHARE = 0.5
 E1, E4I = "e1_escape", "e4_noise_growth"
 
 RESOLUTIONS = (
@@ -93,11 +118,12 @@ RESOLUTIONS = (
      "batches, without its private selection (label ganesh2023)"),
 )
 ROLES = {
-    "e2": "E2, SOSP vs FOSP methods from the exact saddle (claims E2a, E2b, 1R; the E2 table)",
+    "e2": "E2, SOSP vs FOSP methods from the exact saddle (claims E2a, E2b and its control "
+          "at spent ε, 1R; the E2 table)",
     "e3": "E3, samples to the first certified SOSP over α and ε (claims E3, E3ε, 1R; the E3 "
           "table and figure)",
-    "e4": "E4, ablations and the paper's calibration (claims 1, 1R, 11; the E4 and "
-          "calibration tables)",
+    "e4": "E4, ablations and the paper's calibration at the theorem's and the repaired τ "
+          "(claims 1, 1R, 11; the E4 and calibration tables)",
 }
 
 
@@ -134,6 +160,21 @@ def _samples(runs: pd.DataFrame) -> pd.Series:
     return runs["diag_samples_used"].astype(float)
 
 
+def _censored(runs: pd.DataFrame) -> pd.Series:
+    """Runs whose N is censored: the data stream ran out before the first certificate (N is
+    then only a lower bound, the data cap)."""
+    if "diag_stopped" not in runs:
+        return pd.Series(False, index=runs.index)
+    return ~_certified(runs) & runs["diag_stopped"].eq("data")
+
+
+def _censoring_note(runs: pd.DataFrame) -> str:
+    censored, certified = _censored(runs), _certified(runs)
+    other = ~certified & ~censored
+    return (f"{int(censored.sum())}/{len(runs)} runs censored at the data cap and "
+            f"{int(other.sum())} without a certificate within T, excluded")
+
+
 T_THM = ("p_alg_c_steps", "p_alg_gap", "plan_c_M", "p_alg_alpha")
 
 
@@ -164,6 +205,19 @@ def _needs(*columns: str) -> Callable[[Check], Check]:
 def _all_certified(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ok = _certified(runs)
     return bool(ok.all()), f"first certificate reached in {int(ok.sum())}/{len(runs)} runs"
+
+
+@_needs("diag_output", "diag_stopped")
+def _censoring_bounded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+    """At most CENSORED_SHARE of each α (or ε) group without an observed N (censored at
+    the data cap, or no certificate within T): excluding more would bias the fitted slope
+    down, in the direction of the upper bound."""
+    axis = "p_alg_alpha" if runs["p_alg_alpha"].nunique() > 1 else "epsilon"
+    shares = (~_certified(runs)).groupby(runs[axis]).mean()
+    worst = float(shares.max()) if len(shares) else 0.0
+    return worst <= CENSORED_SHARE, (f"{_censoring_note(runs)}; worst {axis.replace('p_alg_', '')}"
+                                      f" group {100 * worst:.0f} % unobserved "
+                                      f"(≤ {100 * CENSORED_SHARE:g} % allowed)")
 
 
 @_needs("diag_stopped")
@@ -256,10 +310,11 @@ DIFFERENCE_BOUND = at_most(
     "prem_max_per_sample_norm_diff", "prem_clip_bound_diff", BOUNDS,
     "largest per-sample ‖∇f(x) − ∇f(x′)‖/‖x − x′‖")
 ASSUMPTION = (GRADIENT_BOUND, DIFFERENCE_BOUND)
-CERTIFIED = Premise(
-    "first certificate reached (N observed)", _all_certified,
-    "a larger horizon or data stream, so that every run reaches its first failed escape")
-STREAM = Premise("data stream not exhausted", _stream_left, "a larger n")
+CENSORING = Premise(
+    f"N observed in ≥ {100 * (1 - CENSORED_SHARE):g} % of each group (runs censored at the "
+    "data cap or without a certificate within T are excluded from the fit and counted)",
+    _censoring_bounded,
+    "a larger n (or horizon), so that most runs reach their first certificate")
 ADAPTIVE_CERTIFIED = Premise(
     "the adaptive runs reach their first certificate (their N is observed, not censored)",
     _adaptive_certified, "a larger horizon or data stream for the adaptive runs")
@@ -302,14 +357,17 @@ def _separation(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 
 def _samples_along(axis: str) -> Statistic:
+    """N by ``axis`` over the certified runs; censored runs (data cap) and runs without a
+    certificate are excluded and counted in the note (the CENSORING premise bounds them)."""
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
         done = runs[_certified(runs)]
         if done.empty or axis not in done:
             return Sample.along({})
-        return Sample.along({float(k): _samples(part).to_numpy()
-                             for k, part in done.groupby(axis)}, unit="samples")
-    return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')}",
-                     compute)
+        sample = Sample.along({float(k): _samples(part).to_numpy()
+                               for k, part in done.groupby(axis)}, unit="samples")
+        return replace(sample, note=_censoring_note(runs))
+    return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')} "
+                     "(censored runs excluded, counted)", compute)
 
 
 def _adaptive(results: PaperResults) -> pd.DataFrame:
@@ -324,8 +382,11 @@ def _fixed_minus_adaptive(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Fixed-batch samples (a lower bound of N where the run stopped before its first
     certificate: conservative for the claim) against the adaptive runs' observed N."""
     adaptive = _adaptive(results)
+    censored = _censored(runs)
+    cap = f" (N ≥ {_samples(runs[censored]).min():.3g}, the data cap)" if censored.any() else ""
     return Sample.of(_samples(runs), reference=_samples(adaptive[_certified(adaptive)]),
-                     unit="samples")
+                     unit="samples", note=f"fixed batches censored in {int(censored.sum())}/"
+                                          f"{len(runs)} runs{cap}: lower bounds, counted as such")
 
 
 def _within_target(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -363,11 +424,11 @@ def _not_paper(column: pd.Series) -> pd.Series:
 
 
 def _fosp(column: pd.Series) -> pd.Series:
-    return ~column.isin(SOSP_METHODS)
+    return ~column.isin((*SOSP_METHODS, AT_SPENT))
 
 
 SADDLES = Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one}, by=("d", "ratio"))
-E3_PREMISES = (PRIVACY_DOMINATES, HORIZON, CERTIFIED, STREAM, *ASSUMPTION)
+E3_PREMISES = (PRIVACY_DOMINATES, HORIZON, CENSORING, *ASSUMPTION)
 
 CLAIMS = (
     Claim("7", f"from a saddle with λ_min ≤ −√(ρα), Algorithm 2 moves Ξ within Γ steps with "
@@ -405,7 +466,14 @@ CLAIMS = (
           Runs(roles=("e2",), where={"label": _fosp}, by=("label", "p_prob_lam")),
           Statistic("share of Õ(α)-SOSP outputs, Alg 3-R − FOSP method", _separation),
           AtLeast(0.0, "share of SOSPs, Alg 3-R − FOSP"),
-          premises=(REFERENCE_ESCAPES, SADDLE_HOLDS)),
+          premises=(REFERENCE_ESCAPES, SADDLE_HOLDS),
+          controls=(Control("DP-SGD at ε = 1, about what spider_sosp spends of its ε = 4 "
+                            "(equal spent rather than planned ε)",
+                            Runs(roles=("e2",), where={"label": AT_SPENT}),
+                            "its outputs are Õ(α)-SOSPs more often than not: more noise "
+                            "escapes the saddle sooner", Statistic(
+                                "outputs that are Õ(α)-SOSPs", _sosp_share),
+                            Fraction(0.5, event="Õ(α)-SOSP output")),)),
     Claim("E3", "N(α) = Õ(√d/(εα²)) where privacy dominates (Theorem 3.17, Remark 3.18): an "
           "upper bound, so the samples to the first certificate grow at most like α⁻² as α "
           "falls (one slope per ε and d)", "Theorem 3.17 (rate)",
@@ -426,10 +494,11 @@ CLAIMS = (
           premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION)),
     Claim("1", "Theorem 3.17 as printed is (ε, δ)-DP: its batches b, b_t and noise "
           "σ_tree = σ_t = α/√d (calibration: paper) spend at most the target ε (realised "
-          "ledger, PLD accountant, replace-one sensitivities; notes G1 predict not)",
+          "ledger, PLD accountant, replace-one sensitivities; notes G1 predict not), at the "
+          "theorem's τ = α^{3/2}/(M√ρ) (a refresh after every escape) and the repaired τ",
           "Theorem 3.17 (privacy)",
           Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
-               by=("epsilon",)),
+               by=("epsilon", "p_alg_tau")),
           Statistic("realised ε (PLD) ≤ target", _within_target),
           Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION),
     Claim("1R", "Alg 3-R is (ε, δ)-DP: with σ calibrated (PLD) on the planned worst-case "
@@ -511,17 +580,21 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
                        saddle=runs["final_lambda_min"] < -np.sqrt(_rho(runs) * alpha))
     table = runs.groupby(["p_prob_lam", "label"]).agg(
         sosp=("sosp", "mean"), saddle=("saddle", "mean"), grad=("final_grad_norm", "mean"),
-        lam=("final_lambda_min", "mean"), runs=("sosp", "size"))
+        lam=("final_lambda_min", "mean"), runs=("sosp", "size"), planned=("epsilon", "max"),
+        spent=("eps_pld", "max"))
     rows = [[f"{key[0]:g}", str(key[1]), f"{r['sosp']:.2f}", f"{r['saddle']:.2f}",
-             f"{r['grad']:.3g}", f"{r['lam']:.3g}", f"{r['runs']:g}"]
+             f"{r['grad']:.3g}", f"{r['lam']:.3g}", f"{r['planned']:g}", f"{r['spent']:.3g}",
+             f"{r['runs']:g}"]
             for key, r in table.iterrows() if isinstance(key, tuple)]
     return [{"title": "E2: who ends at a saddle?", "provenance": results.provenance(runs),
              "note": f"Fraction of outputs that are Õ(α)-SOSPs (‖∇F‖ ≤ {SOSP_GRADIENT:g}α, "
                      f"α = {alpha:g}, and λ_min ≥ −√(ρα)) and that still have curvature below "
                      "−√(ρα), mean ‖∇F‖ and λ_min, per curvature λ of the saddle the runs "
-                     "start at.",
+                     "start at; ε planned (the target every method is calibrated to) and "
+                     "spent (the PLD accountant on the realised ledger, largest over runs): "
+                     "spider_sosp's planned ledger is its worst case, so it spends less.",
              "columns": ["λ", "method", "Õ(α)-SOSP", "λ_min < −√(ρα)", "‖∇F‖", "λ_min",
-                         "runs"], "rows": rows}]
+                         "ε planned", "ε spent (PLD)", "runs"], "rows": rows}]
 
 
 def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
@@ -601,6 +674,127 @@ def _e4(results: PaperResults) -> list[dict[str, Any]]:
                          "ε target", "ε spent (PLD)"], "rows": rows}]
 
 
+def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        raise ValueError("no runs")
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return (low if low == high else f"{low}–{high}") + unit
+
+
+def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
+    runs = results.role_runs(*roles)
+    if runs.empty:
+        return runs
+    runs = runs[(runs["algorithm"] == "spider_sosp") & (runs["status"] == "done")]
+    return runs[runs["calibration"] != "paper"]
+
+
+def _spent_share(results: PaperResults) -> str:
+    runs = _spider(results, "e2", "e3", "e4")
+    share = 100 * runs["eps_pld"] / runs["epsilon"]
+    return "; ".join(f"{label} {_span(part, '.0f', ' %')}"
+                     for label, part in share.groupby(runs["label"])) + " of the target"
+
+
+def _e2_ratio(results: PaperResults) -> str:
+    runs = _spider(results, "e2")
+    ratio = runs["p_prob_lam"] / np.sqrt(_rho(runs) * runs["p_alg_alpha"])
+    return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
+
+
+def _fosp_at_saddle(results: PaperResults) -> str:
+    runs = _done(results, "e2")
+    fosp = runs[_fosp(runs["label"])]
+    alpha = _e2_alpha(results)
+    stuck = fosp["final_lambda_min"] < -np.sqrt(_rho(fosp) * alpha)
+    horizon = _spider(results, "e2")["diag_escape_horizon"]
+    return (f"{int(stuck.sum())}/{len(fosp)} FOSP outputs still at the saddle after "
+            f"{_span(fosp['steps'], 'g')} steps; spider_sosp's escape horizon "
+            f"Γ = {_span(horizon, 'g')} steps")
+
+
+def _e3_horizon(results: PaperResults) -> str:
+    runs = _spider(results, "e3")
+    done = runs[_certified(runs)]
+    share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
+    per_b = _samples(done) / done["diag_b"]
+    return (f"{_span(100 * share, '.2g', ' %')} of T_thm after "
+            f"{_span(done['diag_escapes'], 'g')} escapes; samples ÷ refresh batch b = "
+            f"{_span(per_b, '.3g')}")
+
+
+def _e3_privacy(results: PaperResults) -> str:
+    runs = _spider(results, "e3")
+    private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
+    floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
+    return f"{_span(private / floor, '.2f')} (α√d/ε = {_span(private)})"
+
+
+REGIME = (
+    Regime("noise-to-curvature at the E2 saddle λ/√(ρα)",
+           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio),
+    Regime("FOSP methods stalled at the saddle (E2)", "some (§1.2: they cannot certify "
+           "curvature; notes §5 E2 expects FOSP outputs at the saddle)", _fosp_at_saddle),
+    Regime("privacy share κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}", "≥ 1 where Thm 3.17's "
+           "privacy term dominates (n ≲ d^{3/2}/ε³)", _e3_privacy),
+    Regime("first certificate / T_thm (E3)", "≈ 1 in the worst case the α⁻² rate is about "
+           "(Prop. 3.10: T = Õ(BM/γ²) steps)", _e3_horizon),
+    Regime("spider_sosp's realised ε / target", "1 (Theorem 3.17: (ε, δ)-DP at the target)",
+           _spent_share, "planned ledger = worst case: L tree nodes per leaf, K = Γτ escape "
+           "releases per Hessian lifetime"),
+)
+
+
+def _why(results: PaperResults) -> dict[str, Any]:
+    """"Why our results differ from the paper's": each cause once, with its numbers."""
+    def measured(how: Callable[[PaperResults], str]) -> str:
+        try:
+            return how(results)
+        except (KeyError, ValueError, IndexError) as exc:
+            return f"not recorded ({type(exc).__name__})"
+
+    def paper_eps(results: PaperResults) -> str:
+        runs = _done(results, "e4")
+        runs = runs[(runs["calibration"] == "paper")]
+        return "; ".join(f"τ {tau}: ε_PLD {_span(g['eps_pld'])} against a target of "
+                         f"{g['epsilon'].max():g}" for tau, g in runs.groupby("p_alg_tau"))
+
+    def censored(results: PaperResults) -> str:
+        parts = []
+        for role in ("e3", "e4"):
+            runs = _done(results, role)
+            if len(runs):
+                fixed = runs[_censored(runs)]
+                parts.append(f"{role.upper()}: {len(fixed)}/{len(runs)} runs censored"
+                             + (f" (N ≥ {_samples(fixed).min():.3g})" if len(fixed) else ""))
+        return "; ".join(parts)
+
+    rows = [
+        ["Theorem 3.17's σ = α/√d is not (ε, δ)-DP (notes G1; claim 1)", measured(paper_eps),
+         "claim 1 contradicted: a finding about the paper"],
+        ["spider_sosp spends part of its budget (claim 1R)", measured(_spent_share),
+         "baselines calibrated to the same planned ε spend all of it: E2 compares at equal "
+         "planned ε, the table shows both"],
+        ["privacy noise alone escapes the saddle (E2)", measured(_fosp_at_saddle),
+         "E2b out of regime: nothing to separate; noisy first-order steps escape at rate "
+         "≈ ηλ per step like Algorithm 2's power iteration, so any budget that lets "
+         "spider_sosp finish one escape (Γ steps) lets them escape too"],
+        ["E3's instance is benign (one saddle)", measured(_e3_horizon),
+         "E3, E3ε out of regime: N measures the batch formula, not the α⁻² horizon"],
+        ["privacy does not dominate at quick scale", measured(_e3_privacy),
+         "E3, E3ε: the 1/α³ non-private term competes"],
+        ["data cap (censoring)", measured(censored),
+         "censored runs are lower bounds: excluded from E3's fits (counted), kept as lower "
+         "bounds in claim 11 (conservative)"],
+    ]
+    return {"title": "Why our results differ from what the paper leads one to expect",
+            "provenance": results.provenance(results.runs),
+            "note": "Each cause once, with the numbers measured in these runs; the verdicts "
+                    "above are their sum.",
+            "columns": ["cause", "measured", "effect on the verdicts"], "rows": rows}
+
+
 def sections(results: PaperResults, out: Path) -> PaperSections:
     """The page's figures and tables: the rate table, E1–E4 and the calibration table."""
     page = PaperSections(settings=settings(results))
@@ -611,8 +805,9 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
         "as a multiplier of the O1 sensitivity 2G/b; σ tight is the multiplier the PLD "
         "accountant needs for the same (ε, δ) with the same batches (Lemma 3.14 prints "
         "σ = 2 ln(1/δ)α/√d instead).")
-    page.tables = [t for t in (rates_table("liu2024"), *e1_tables, *_e2(results), *e3_tables,
-                               *_e4(results), calibration) if t]
+    why = _why(results) if len(results.runs) else None
+    page.tables = [t for t in (why, rates_table("liu2024"), *e1_tables, *_e2(results),
+                               *e3_tables, *_e4(results), calibration) if t]
     page.figures = [*e1_figures, *e3_figures, *_noise_figure(results, out)]
     page.deviations = deviations([("spider_sosp", "algorithms.spider_sosp", "Deviations")])
     return page
@@ -628,4 +823,5 @@ PAPER = Paper(
     sections=sections,
     resolutions=RESOLUTIONS,
     studies={E1: e1_escape, E4I: e4_noise_growth},
+    regime=REGIME,
 )
