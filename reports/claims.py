@@ -483,20 +483,24 @@ Study = Callable[[str], pd.DataFrame]  # scale -> one row per trial
 class Regime:
     """One row of a page's "the paper's setting beside ours" table: a dimensionless
     ``quantity`` a claim's regime is about (e.g. noise-to-signal, steps per pass, passes,
-    per-client n), the ``paper``'s value as text (with where it comes from) and ``ours``,
-    measured from the runs."""
+    per-client n), the ``paper``'s value as text (with where it comes from; a function of
+    the results where it needs a measured quantity of our instance) and ``ours``, measured
+    from the runs."""
 
     quantity: str
-    paper: str
+    paper: str | Callable[[PaperResults], str]
     ours: Callable[[PaperResults], str]
     note: str = ""
 
     def row(self, results: PaperResults) -> list[str]:
-        try:
-            measured = self.ours(results)
-        except (KeyError, ValueError, IndexError) as exc:
-            measured = f"not recorded ({type(exc).__name__}: {exc})"
-        return [self.quantity, self.paper, measured, self.note]
+        """[quantity, paper, ours, note]; a value the runs do not record says so."""
+        values = []
+        for value in (self.paper, self.ours):
+            try:
+                values.append(value(results) if callable(value) else value)
+            except (KeyError, ValueError, IndexError, AttributeError) as exc:
+                values.append(f"not recorded ({type(exc).__name__}: {exc})")
+        return [self.quantity, *values, self.note]
 
 
 def tuned_inside_grid(*params: str) -> Premise:

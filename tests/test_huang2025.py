@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import build_problem, make_setup, problem_params
@@ -20,12 +21,19 @@ from algorithms.privacy.ledger import Mechanism
 from bench import cli
 from bench.runner import run_one
 from bench.spec import SpecError, load_experiment, parse_experiment
-from problems import DataSize
+from problems import DataSize, get_problem
 from problems.backend import get_backend
 from problems.partition import partition
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.huang2025 import PAPER, corollary_sigma
+from reports.papers.huang2025 import (
+    PAPER,
+    THEOREM3_SETTINGS,
+    corollary_sigma,
+    group_privacy,
+    lemma_d2_study,
+    theorem3_study,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "huang2025"
@@ -258,13 +266,47 @@ def test_tuning_errors(patch: dict[str, Any], message: str) -> None:
 # -- experiment files and the page ------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
-    for scale in ("quick", "paper"):
+    for scale, count in (("quick", 4), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
-        assert len(files) == 2
+        assert len(files) == count
         for path in files:
             exp = load_experiment(path)
-            assert exp.paper == "huang2025" and exp.scale == scale and exp.groups
+            assert exp.paper == "huang2025" and exp.scale == scale
+            assert exp.groups or "ablation" in exp.roles
             assert exp.roles and set(exp.roles) <= set(PAPER.roles)
+
+
+def test_quick_files_tune_every_method_alike_on_three_seeds() -> None:
+    for path in sorted((EXPERIMENTS / "quick").glob("*.yaml")):
+        exp = load_experiment(path)
+        if exp.tuning is None:
+            continue
+        assert len(exp.tuning.seeds) >= 3 and exp.tuning.extend >= 1
+        tuned = {tuple(sorted(k for k in g.candidates[0].algorithm.params
+                              if len({c.algorithm.params[k] for c in g.candidates}) > 1))
+                 for g in exp.groups}
+        assert len(tuned) == 1 and "lr" in next(iter(tuned)), path.name  # alike
+    fig1 = load_experiment(EXPERIMENTS / "quick" / "fig1_least_squares.yaml")
+    assert {c.algorithm.params["steps"] for g in fig1.groups for c in g.candidates} == {
+        100, 200, 400}  # T is tuned
+    assert {g.candidates[0].problem.params["dup"] for g in fig1.groups} == {1}  # fresh records
+
+
+def test_a_grid_edge_extends_until_the_optimum_is_inside(tmp_path: Path) -> None:
+    doc = {"suite": "edge", "seeds": 1, "privacy": {"epsilon": 4.0, "delta": 1e-4},
+           "tuning": {"metric": "grad_norm", "goal": "min", "seeds": 3, "extend": 3},
+           "eval": {"points": 2, "metrics": ["loss", "grad_norm"]}, "backend": "numpy",
+           "problems": [{"name": "nc_least_squares", "params": LS}],
+           "algorithms": [{"name": "dpsgd_gc", "params": {"steps": 30, "batch_size": 6,
+                                                          "clip1": 5.0},
+                           "tune": {"lr": [0.0001, 0.001]}}]}
+    path = tmp_path / "edge.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    (choice,) = json.loads((tmp_path / "out" / "edge" / "suite.json").read_text())["tuning"]
+    grid = sorted(c["params"]["lr"] for c in choice["candidates"])
+    assert len(grid) > 2 and grid[0] < choice["chosen"]["lr"] < grid[-1]
+    assert not choice["edges"]
     table1 = load_experiment(EXPERIMENTS / "paper" / "table1_cifar10_vgg.yaml")
     per_eps = {g.key: len(g.candidates) for g in table1.groups}
     assert sorted(set(per_eps.values())) == [45, 675]  # the paper's grid sizes per ε
@@ -390,6 +432,21 @@ def test_a_tuned_value_on_the_grid_edge_is_out_of_regime() -> None:
     assert verdict_of("huang2025", "1", inside).verdict == "held"
 
 
+def test_the_edge_is_judged_on_each_runs_own_group() -> None:
+    """A choice on its own group's edge is flagged even where another group's extension
+    widened the union of the grids past it."""
+    results = table1({4.0: 2.0}, p_alg_lr=2.0)
+    prisma = results.runs[results.runs["label"] == "prisma"]["run_id"].tolist()
+    results.suites[0]["tuning"] = [
+        {"group": "digits_mlp[clients=10]/prisma/eps=4/paper/torch", "run_ids": prisma,
+         "candidates": [{"params": {"lr": v}, "score": 0.5} for v in (1.0, 2.0)]},
+        {"group": "digits_mlp[clients=10]/prisma/eps=8/paper/torch", "run_ids": [],
+         "candidates": [{"params": {"lr": v}, "score": 0.5} for v in (1.0, 2.0, 4.0)]}]
+    result = verdict_of("huang2025", "1", results)
+    assert result.verdict == "out of regime"
+    assert "lr = 2 on the upper edge of {1, 2}" in result.settings[0].failed[0].measured
+
+
 @pytest.mark.known_answer("huang2025", "2")
 def test_claim_2_loss_gap_and_a_diverged_run_gets_no_statistic() -> None:
     assert verdict_of("huang2025", "2", table1(dict.fromkeys(EPS, 2.0))).verdict == "held"
@@ -473,6 +530,14 @@ def test_claim_7_slopes_and_its_premises() -> None:
     assert "C₃" in clipped.settings[0].failed[0].name
 
 
+@pytest.mark.known_answer("huang2025", "7e")
+def test_claim_7e_needs_no_algorithm_1_regime() -> None:
+    assert verdict_of("huang2025", "7e", fig1(-0.4, -0.1, fresh=True)).verdict == "held"
+    clipped = verdict_of("huang2025", "7e", fig1(-0.4, -0.1, fresh=True, c3=0.7))
+    assert clipped.verdict == "held"  # the C₃ clip binds, as in the paper's runs
+    assert verdict_of("huang2025", "7e", fig1(-0.1, -0.4, fresh=True)).verdict == "contradicted"
+
+
 @pytest.mark.known_answer("huang2025", "8")
 def test_claim_8_monotone_in_n() -> None:
     result = verdict_of("huang2025", "8", fig1(-0.4, -1 / 3, fresh=True))
@@ -484,6 +549,7 @@ def test_claim_8_monotone_in_n() -> None:
 def structural(**columns: Any) -> PaperResults:
     rows = [{"role": role, "label": "prisma", "algorithm": "prisma", "calibration": "paper",
              "epsilon": 1.0, "seed": s, "problem": role, "diag_max_step": 0.05,
+             "p_alg_server_clip": True,
              "diag_step_bound": 0.05, "eps_pld": 0.4, "eps_headline": 0.4,
              "eps_planned": 0.4, "plan_condition_18_holds": False,
              "plan_condition_18_rhs": -3.0, "plan_condition_18_alpha": 19.4, **columns}
@@ -492,18 +558,36 @@ def structural(**columns: Any) -> PaperResults:
 
 
 @pytest.mark.known_answer("huang2025", "10")
-def test_claim_10_the_accountant_confirms_the_paper_sigma() -> None:
+def test_claim_10_the_accountants_confirm_the_paper_sigma() -> None:
     assert verdict_of("huang2025", "10", structural()).verdict == "held"
     assert verdict_of("huang2025", "10", structural(eps_pld=1.2)).verdict == "contradicted"
+    both = structural(eps_pld=1.2, eps_rdp=1.1)
+    assert verdict_of("huang2025", "10", both).verdict == "contradicted"
+    # a looser accountant over the target does not contradict what a valid one certifies
+    assert verdict_of("huang2025", "10", structural(eps_rdp=1.2)).verdict == "held"
     assert corollary_sigma(4.0) == pytest.approx(11.135, abs=5e-4)
 
 
+def ablation(max_steps: list[float]) -> list[dict[str, Any]]:
+    """Runs of the C₂ ablation with the given largest steps (ηC₂ = 0.05)."""
+    return [{"role": "ablation", "label": "prisma_no_c2", "algorithm": "prisma",
+             "p_alg_server_clip": False, "seed": s, "diag_max_step": m,
+             "diag_step_bound": 0.05, "calibration": "paper", "epsilon": 1.0}
+            for s, m in enumerate(max_steps)]
+
+
 @pytest.mark.known_answer("huang2025", "14")
-def test_claim_14_step_bound_in_every_run() -> None:
+def test_claim_14_step_bound_in_every_run_and_its_control() -> None:
     assert verdict_of("huang2025", "14", structural()).verdict == "held"
     over = structural(diag_max_step=0.0501)
     assert verdict_of("huang2025", "14", over).verdict == "contradicted"
     assert verdict_of("huang2025", "14", structural(algorithm="other")).verdict == "not run"
+    no_clip = structural(p_alg_server_clip=False)  # only the runs that clip are checked
+    assert verdict_of("huang2025", "14", no_clip).verdict == "not run"
+    for steps, outcome in (([0.04, 0.07], "as expected"), ([0.04, 0.03], "unexpected")):
+        rows = [*structural().runs.to_dict("records"), *ablation(steps)]
+        result = verdict_of("huang2025", "14", synthetic_results("huang2025", rows))
+        assert result.verdict == "held" and result.controls[0].outcome == outcome
 
 
 @pytest.mark.known_answer("huang2025", "L1")
@@ -512,15 +596,72 @@ def test_claim_l1_realised_ledger_equals_the_plan() -> None:
     assert verdict_of("huang2025", "L1", structural(eps_headline=0.5)).verdict == "contradicted"
 
 
+def theorem3(**columns: Any) -> PaperResults:
+    study = pd.DataFrame([{"epsilon": 8.0, "sigma": 1.5, "eps_pld": 2.4, "eps_rdp": 5.9,
+                           "plan_condition_18_holds": True, "plan_condition_18_rhs": 3.34,
+                           "plan_condition_18_alpha": 3.30, **columns}])
+    return synthetic_results("huang2025", [], studies={"theorem3": study})
+
+
 @pytest.mark.known_answer("huang2025", "16")
-def test_claim_16_is_out_of_regime_where_condition_18_fails() -> None:
-    result = verdict_of("huang2025", "16", structural())
-    assert result.verdict == "out of regime"
-    assert "(18) holds in 0/3 runs" in result.settings[0].failed[0].measured
-    assert verdict_of("huang2025", "16", structural(plan_condition_18_holds=True)
-                      ).verdict == "held"
-    small = verdict_of("huang2025", "16", structural(plan_condition_18_holds=True, sigma=0.5))
+def test_claim_16_at_settings_where_condition_18_holds() -> None:
+    assert verdict_of("huang2025", "16", theorem3()).verdict == "held"
+    assert verdict_of("huang2025", "16", theorem3(eps_pld=8.5, eps_rdp=9.0)
+                      ).verdict == "contradicted"
+    failed = verdict_of("huang2025", "16", theorem3(plan_condition_18_holds=False))
+    assert failed.verdict == "out of regime"
+    assert "(18) holds in 0/1 runs" in failed.settings[0].failed[0].measured
+    small = verdict_of("huang2025", "16", theorem3(sigma=0.5))
     assert small.verdict == "out of regime"  # (18) also needs σ̂² ≥ 0.7
+
+
+def test_the_theorem_3_study_satisfies_condition_18() -> None:
+    study = theorem3_study("quick")
+    assert study["plan_condition_18_holds"].all() and (study["sigma"] ** 2 >= 0.7).all()
+    assert set(study["epsilon"]) == {e for e, *_ in THEOREM3_SETTINGS}
+
+
+@pytest.mark.known_answer("huang2025", "18")
+@pytest.mark.known_answer("huang2025", "18s")
+def test_lemma_d2_as_printed_fails_and_squared_holds() -> None:
+    study = lemma_d2_study("quick", trials=400)
+    results = synthetic_results("huang2025", [], studies={"lemma_d2": study})
+    assert verdict_of("huang2025", "18", results).verdict == "contradicted"
+    assert verdict_of("huang2025", "18s", results).verdict == "held"
+    # the printed form fails only where the bias exceeds its square: a scale effect
+    bad = study[~study["printed_ok"]]
+    assert (bad["lhs"] < 1).all()
+
+
+@pytest.mark.known_answer("huang2025", "A1")
+def test_claim_a1_momentum_against_gamma_one() -> None:
+    def runs(prisma: float, gamma1: float) -> PaperResults:
+        rows = [{"role": "ablation", "label": label, "algorithm": "prisma", "seed": s,
+                 "p_prob_base_n": 2000, "final_grad_norm": value + 0.001 * s}
+                for s in range(4) for label, value in (("prisma", prisma),
+                                                      ("prisma_gamma1", gamma1))]
+        return synthetic_results("huang2025", rows)
+
+    assert verdict_of("huang2025", "A1", runs(0.09, 0.12)).verdict == "held"
+    assert verdict_of("huang2025", "A1", runs(0.12, 0.09)).verdict == "contradicted"
+
+
+def test_group_privacy_of_duplicated_records() -> None:
+    assert group_privacy(1, 1.0, 1e-4) == (1.0, 1e-4)
+    eps, delta = group_privacy(6, 1.0, 1e-4)
+    assert eps == 6.0 and delta == pytest.approx(6 * np.exp(5) * 1e-4)
+
+
+def test_fresh_records_are_nested_and_duplicates_are_copies() -> None:
+    def build(**params: Any) -> Any:
+        cls = get_problem("nc_least_squares")
+        return cls(cls.Params(clients=2, d=3, **params)).build(0)
+
+    small, large = (build(base_n=n) for n in (20, 40))
+    np.testing.assert_array_equal(small.a[:20], large.a[:20])  # client 0 keeps its records
+    np.testing.assert_array_equal(small.a[20:], large.a[40:60])  # and so does client 1
+    copied = build(base_n=20, dup=2)
+    np.testing.assert_array_equal(copied.a[:20], copied.a[20:40])
 
 
 def test_every_role_of_the_paper_is_played_by_a_quick_file() -> None:

@@ -5,7 +5,10 @@ f_ij(x) = ½(a_ijᵀx − b_ij)² + (λ/2) Σ_k x_k² / (1 + x_k²),  F = (1/MN)
 Data as in huang2025 §5(a): a_ij ~ U[−1, 1]^d, one x* ~ N(0, I_d) shared by all clients,
 b_ij = a_ijᵀx* + φ_ij with φ ~ N(0, noise_var). Each of the M clients draws ``base_n``
 samples and duplicates them ``dup`` times (N = base_n · dup), so F is the same for every
-N and only privacy noise and sampling change. x⁰ = 0. Gradients are unbounded in x
+N and only privacy noise and sampling change (the paper's scheme: a record then appears
+``dup`` times, and its person's privacy is a group-privacy ε). Each client draws its records
+from its own random stream, so growing ``base_n`` (dup = 1) adds fresh records and keeps
+the first ones: the datasets of a sweep over base_n are nested. x⁰ = 0. Gradients are unbounded in x
 (no Lipschitz constant): the point of the experiment. Per-sample smoothness
 L ≤ max_i ‖a_i‖² + λ.
 """
@@ -69,15 +72,23 @@ class NCLeastSquaresNumpyOracle(ClosedFormOracle):
         super().__init__(backend, n=inst.n, d=inst.d, x0=inst.x0, clients=inst.clients)
         self.inst = inst
         self._losses = inst.losses_fn(backend)
+        self._last: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def per_sample_losses(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return np.asarray(self._losses(x, self.inst.a[idx], self.inst.b[idx]))
 
     def per_sample_grads(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        a = self.inst.a[idx]
-        r = a @ x - self.inst.b[idx]
-        reg = self.inst.p.lam * x / (1.0 + x * x) ** 2
-        return a * r[:, None] + reg[None, :]
+        a, b = self._rows(idx)
+        grads = a * (a @ x - b)[:, None]
+        grads += self.inst.p.lam * x / (1.0 + x * x) ** 2
+        return grads
+
+    def _rows(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a_i, b_i) for i in ``idx``; the last gather is kept, since PriSMA asks for the
+        same batch at xᵗ and xᵗ⁻¹ (line 10)."""
+        if self._last is None or self._last[0] is not idx:
+            self._last = (idx, np.take(self.inst.a, idx, axis=0), np.take(self.inst.b, idx))
+        return self._last[1], self._last[2]
 
     def _hvp_sum(self, x: np.ndarray, v: np.ndarray, idx: np.ndarray) -> np.ndarray:
         a = self.inst.a[idx]
@@ -96,12 +107,14 @@ class NCLeastSquares(Problem):
 
     def build(self, seed: int) -> NCLeastSquaresInstance:
         p: NCLeastSquaresParams = self.params
-        rng = np.random.default_rng(p.data_seed)
-        x_star = rng.standard_normal(p.d)
+        x_star = np.random.default_rng(p.data_seed).standard_normal(p.d)
         a_parts, b_parts = [], []
-        for _ in range(p.clients):
-            a = rng.uniform(-1.0, 1.0, size=(p.base_n, p.d))
-            b = a @ x_star + rng.normal(0.0, np.sqrt(p.noise_var), size=p.base_n)
+        for client in range(p.clients):  # own streams: a larger base_n extends the records
+            a = np.random.default_rng([p.data_seed, client]).uniform(
+                -1.0, 1.0, size=(p.base_n, p.d))
+            noise = np.random.default_rng([p.data_seed, client, 1]).normal(
+                0.0, np.sqrt(p.noise_var), size=p.base_n)
+            b = a @ x_star + noise
             a_parts.append(np.tile(a, (p.dup, 1)))
             b_parts.append(np.tile(b, p.dup))
         per_client = p.base_n * p.dup
