@@ -13,11 +13,14 @@ the server averages, ĝ_t = (1/m) Σ_j ĝ_{j,t}, and holds the one drift, so all
 between O1 and O2 in lockstep. One client is the centralised Algorithm 2.
 
 Privacy: every sample is used once per pass (a ``disjoint`` pool per client), so within a
-pass a record pays for one query (parallel composition, Lemma 17) and every query is
-calibrated to the per-pass budget: σ = Δ·√(c·ln(1.25/δ')/4)/ε' with Δ = 2G/b₁ for O1 and
-2M‖x_{t−1} − x_{t−2}‖/b₂ for O2 (replace-one). ``calibration: paper`` is the paper's
-constants c₁ = c₂ = c = 8 with ln(1.25/δ) (Def. 8, notes §4); ``pld`` calibrates the same
-noise multiplier with the accountant (each pass one unsampled Gaussian per record).
+pass a record pays for one query (parallel composition, Lemma 17):
+σ = Δ·√(c·ln(1.25/δ)/4)/ε with Δ = 2G/b₁ for O1 and 2M‖x_{t−1} − x_{t−2}‖/b₂ for O2
+(replace-one). ``calibration: paper`` is the paper's own formula, Def. 8 per query at the
+full (ε, δ) with c₁ = c₂ = c = 8 (notes §4): exact for one pass (Theorems 2-3); over several
+passes it is applied as written and the accountants report what it then spends.
+``advanced`` is Def. 8 per pass composed across passes by advanced composition (our
+resolution for several passes); ``pld`` calibrates the same multiplier with the accountant
+(each pass one unsampled Gaussian per record).
 
 Deviations and resolved ambiguities (notes §3.2, §4, §7):
 
@@ -25,8 +28,12 @@ Deviations and resolved ambiguities (notes §3.2, §4, §7):
   does not hold for networks): O1 clips each per-sample gradient at G (``grad_clip``), O2
   clips each per-sample difference at M‖x_{t−1} − x_{t−2}‖ (``diff_clip`` = M);
 * several passes (``epochs`` > 1; the paper trains for several epochs without saying how
-  the budget is split): under ``paper`` each pass gets (ε', δ') from the advanced
-  composition of Lemma 16 at k = epochs; the accountants compose passes exactly;
+  the budget is split): ``paper`` keeps the paper's per-query formula (valid for one pass),
+  ``advanced`` splits the budget over passes, ``pld`` composes passes exactly;
+* ``records`` (Option A of notes §6): each client trains on that many of its records, a
+  public random subset, so that n per client stays fixed as m grows;
+* ``period`` (the standard SPIDER of notes §2, an ablation): refresh every ``period`` calls
+  instead of when the drift reaches κ;
 * the O2 noise scale uses the actual parameter difference ‖x_{t−1} − x_{t−2}‖ (public), and
   a zero difference releases nothing (the query is exactly zero);
 * a call that finds a client's data budget spent returns None: the run stops there;
@@ -61,6 +68,8 @@ class SpiderParams:
     epochs: int = 1
     steps: int | None = None
     c: float = 8.0
+    records: int | None = None
+    period: int | None = None
 
     def __post_init__(self) -> None:
         if self.steps is not None and self.steps < 1:
@@ -71,17 +80,21 @@ class SpiderParams:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if min(self.batch_refresh, self.batch_diff, self.epochs) < 1:
             raise ValueError("batch_refresh, batch_diff and epochs must be >= 1")
+        if min(self.records or 1, self.period or 1) < 1:
+            raise ValueError("records and period must be >= 1 (or None)")
 
 
 def clients(data: DataInfo) -> list[np.ndarray]:
     return list(data.clients) or [np.arange(data.n)]
 
 
-def per_pass_budget(epsilon: float, delta: float, epochs: int) -> tuple[float, float]:
-    """(ε', δ') of one pass: Lemma 16 (advanced composition) at k = epochs; (ε, δ) for one."""
-    if epochs == 1:
-        return epsilon, delta
-    return epsilon / (2 * math.sqrt(2 * epochs * math.log(2 / delta))), delta / (2 * epochs)
+def records(params: SpiderParams, client: np.ndarray, public: np.random.Generator
+            ) -> np.ndarray:
+    """The records a client trains on: all, or ``records`` of them (a public random
+    subset; Option A)."""
+    if params.records is None or params.records >= len(client):
+        return client
+    return np.sort(public.permutation(client)[:params.records])
 
 
 class SpiderBudget:
@@ -113,17 +126,13 @@ class SpiderBudget:
         return ledger
 
     def paper_sigma(self, target: PrivacyTarget) -> float:
-        """The multiplier of Def. 8 with the paper's c: √(c·ln(1.25/δ')/4)/ε'."""
-        eps, delta = per_pass_budget(target.epsilon, target.delta, self.p.epochs)
-        return math.sqrt(self.p.c * math.log(1.25 / delta) / 4) / eps
+        """The paper's multiplier (Alg. 2 line 5 with Def. 8's c): √(c·ln(1.25/δ)/4)/ε,
+        every query at the full (ε, δ) whatever the number of passes."""
+        return math.sqrt(self.p.c * math.log(1.25 / target.delta) / 4) / target.epsilon
 
     def paper_epsilon(self, sigma: float, delta: float) -> float:
-        """The paper's claim for σ: per-pass ε' from Def. 8, composed by Lemma 16."""
-        _, pass_delta = per_pass_budget(1.0, delta, self.p.epochs)
-        per_pass = math.sqrt(self.p.c * math.log(1.25 / pass_delta) / 4) / sigma
-        if self.p.epochs == 1:
-            return per_pass
-        return per_pass * 2 * math.sqrt(2 * self.p.epochs * math.log(2 / delta))
+        """The paper's claim for σ (Theorems 2-3: one Gaussian per record, Def. 8)."""
+        return math.sqrt(self.p.c * math.log(1.25 / delta) / 4) / sigma
 
 
 class SpiderOracle:
@@ -132,10 +141,11 @@ class SpiderOracle:
     def __init__(self, params: SpiderParams, oracle: Oracle, plan: Plan, mech: Mechanism,
                  data: list[np.ndarray] | None = None) -> None:
         self.p, self.oracle, self.plan, self.mech = params, oracle, plan, mech
-        self.pools = [mech.pool(c, epochs=params.epochs, party=j)
+        self.pools = [mech.pool(records(params, c, mech.public), epochs=params.epochs, party=j)
                       for j, c in enumerate(data if data is not None else oracle.clients)]
         self.g: Any = None
         self.drift = params.kappa  # line 1: the first call is an O1
+        self.since = 0  # calls since the last refresh (``period``)
         self.refreshes = 0
         self.differences = 0
         self.drift_triggers = 0  # refreshes the drift test (drift ≥ κ) asked for
@@ -152,7 +162,9 @@ class SpiderOracle:
     def estimate(self, x: Any, x_prev: Any, refresh: bool = False) -> Any | None:
         """ĝ_t at x = x_{t−1} (x_prev = x_{t−2}); None once a client's data are spent."""
         forced = refresh or self.g is None or x_prev is None
-        if forced or self.drift >= self.p.kappa:
+        due = self.since >= self.p.period if self.p.period else self.drift >= self.p.kappa
+        self.since += 1
+        if forced or due:
             if not forced:
                 self.drift_triggers += 1
             ok = self._refresh(x)
@@ -178,7 +190,7 @@ class SpiderOracle:
             xp, oracle.per_sample_grads(x, idx), p.grad_clip, self.norms[""]))
         self.g = self.mech.gaussian(means, sensitivity=2 * p.grad_clip / p.batch_refresh,
                                     sigma=self.plan.sigma, tag="O1", batch=taken)  # lines 5-6
-        self.drift = 0.0  # line 7
+        self.drift, self.since = 0.0, 1  # line 7
         self.refreshes += 1
         return True
 
@@ -221,8 +233,9 @@ class SpiderAlgorithm(Algorithm):
         return SpiderBudget(self.params)
 
     def train_sizes(self, data: DataInfo) -> list[int]:
-        """How many records each client trains on (all of its data here)."""
-        return [len(c) for c in clients(data)]
+        """How many records each client trains on (all of its data, or ``records``)."""
+        cap = self.params.records
+        return [len(c) if cap is None else min(cap, len(c)) for c in clients(data)]
 
     def steps(self, data: DataInfo) -> int:
         return self.budget.max_steps(self.train_sizes(data))

@@ -13,7 +13,9 @@ RECONSTRUCTED (tao2025 describes [29] only in prose, §3 and §6.1; notes §3.5�
 The SPIDER oracle is Ada-DP-SPIDER's (:mod:`algorithms.ada_dp_spider`), with the same
 clipping and calibration, so the comparison differs only in the escape mechanism and the
 output. The extra noise depends on no data (no privacy cost); by default r_extra is the
-per-coordinate std of the O1 privacy noise and γ_small = 3χ with χ = 0.01 (notes §3.5).
+per-coordinate std of the O1 privacy noise and γ_small = 3χ (notes §3.5) with Gauss-PSGD's
+χ: ``small_grad`` None takes χ = ``chi_scale``·ψ̂ (:func:`algorithms.gauss_psgd.threshold`),
+the paper's χ = 0.01 is ``small_grad: 0.03``.
 
 ``selection`` (each on held-out records, ``selection_fraction`` of every client's data,
 never used in training, so its privacy composes in parallel with training: the run's ε is
@@ -33,8 +35,9 @@ Deviations and resolved ambiguities:
 
 * the whole baseline is a reconstruction from prose (verify against [29], arXiv:2302.09699);
 * γ_small = 3χ, r_extra = the O1 noise std and Γ_frozen = 10 are the notes' defaults;
-* candidates are ``candidates`` iterates drawn from public randomness, not all T
-  (Algorithm 4's noise grows with T);
+* candidates are ``candidates`` iterates drawn uniformly from the steps that ran (a
+  reservoir sample on public randomness; the run's length is a function of private
+  outputs), not all T (Algorithm 4's noise grows with T);
 * the Hessian sensitivity assumes per-sample M-smoothness (Assumption 1), which the held-out
   Hessians are not clipped to;
 * if no candidate passes, the last iterate is output and the run says so.
@@ -51,11 +54,12 @@ import numpy as np
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams, clients
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.gauss_psgd import effective_noise, o1_noise_std, threshold
 from algorithms.lambda_min import hessian
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from algorithms.sosp_selection import (
+    Reservoir,
     SelectionParams,
-    candidate_times,
     select,
     selection_constants,
     selection_release,
@@ -70,7 +74,8 @@ MAX_HESSIAN_D = 2000
 
 @dataclass(frozen=True)
 class DPSpiderATParams(SpiderParams, SelectionParams):
-    small_grad: float = 0.03
+    small_grad: float | None = None
+    chi_scale: float = 1.0
     extra_noise: float | None = None
     frozen_steps: int = 10
     selection: str = "none"
@@ -84,8 +89,10 @@ class DPSpiderATParams(SpiderParams, SelectionParams):
             raise ValueError(f"unknown selection {self.selection!r}; choose {SELECTIONS}")
         if not 0 < self.selection_fraction < 1:
             raise ValueError("selection_fraction must be in (0, 1)")
-        if not (self.small_grad > 0 and 0 < self.omega < 1) or self.frozen_steps < 0:
-            raise ValueError("small_grad > 0, omega in (0, 1) and frozen_steps >= 0 needed")
+        if not ((self.small_grad or 1.0) > 0 and self.chi_scale > 0 and 0 < self.omega < 1
+                ) or self.frozen_steps < 0:
+            raise ValueError("small_grad and chi_scale > 0, omega in (0, 1) and "
+                             "frozen_steps >= 0 needed")
 
 
 @register_algorithm
@@ -116,6 +123,7 @@ class DPSpiderAT(SpiderAlgorithm):
         self._escapes = 0
         self._select_epsilon = 1.0
         self._delta = 1e-5
+        self._small = math.nan
 
     # -- data split and privacy ------------------------------------------------------------
     def held_out(self, size: int) -> int:
@@ -123,7 +131,9 @@ class DPSpiderAT(SpiderAlgorithm):
         return 0 if p.selection == "none" else max(1, round(p.selection_fraction * size))
 
     def train_sizes(self, data: DataInfo) -> list[int]:
-        return [len(c) - self.held_out(len(c)) for c in clients(data)]
+        cap = self.params.records
+        sizes = [len(c) - self.held_out(len(c)) for c in clients(data)]
+        return sizes if cap is None else [min(cap, n) for n in sizes]
 
     def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
         self._select_epsilon, self._delta = self.params.select_epsilon, target.delta
@@ -173,14 +183,15 @@ class DPSpiderAT(SpiderAlgorithm):
         p, xp = self.params, oracle.xp
         train, held = self._split(oracle, mech)
         self.spider = spider = SpiderOracle(p, oracle, plan, mech, data=train)
-        extra = p.extra_noise if p.extra_noise is not None else (
-            plan.sigma * 2 * p.grad_clip / p.batch_refresh)
-        times = set(candidate_times(p, plan.steps, mech.public).tolist())
-        kept: dict[int, Any] = {}
+        extra = p.extra_noise if p.extra_noise is not None else o1_noise_std(p, plan.sigma)
+        self._small = small = 3 * threshold(
+            None if p.small_grad is None else p.small_grad / 3, p.chi_scale,
+            effective_noise(p, plan.sigma, oracle.d, len(oracle.clients)))
+        kept = Reservoir(p.candidates, mech.public)
         x, x_prev, g_norm, frozen = oracle.x0, None, math.inf, 0
         self._x = x
         for t in range(plan.steps):
-            near = g_norm <= p.small_grad and frozen <= 0
+            near = g_norm <= small and frozen <= 0
             g = spider.estimate(x, x_prev, refresh=near)
             if g is None:
                 break
@@ -192,10 +203,9 @@ class DPSpiderAT(SpiderAlgorithm):
             spider.moved(x, x_prev)
             frozen -= 1
             self._x = x
-            if t in times:
-                kept[t] = x
+            kept.offer(x)
             yield Step(t + 1, x, epoch=spider.progress)
-        self._select(oracle, plan, mech, [kept[t] for t in sorted(kept)], held)
+        self._select(oracle, plan, mech, kept.items(), held)
 
     def _split(self, oracle: Oracle, mech: Mechanism) -> tuple[list[np.ndarray],
                                                                 list[np.ndarray]]:
@@ -274,7 +284,8 @@ class DPSpiderAT(SpiderAlgorithm):
         return {**super().premise_data(), "triggers": self._escapes}
 
     def diagnostics(self) -> dict[str, Any]:
-        out = {**self.spider_diagnostics(self.spider), "escape_injections": self._escapes}
+        out = {**self.spider_diagnostics(self.spider), "escape_injections": self._escapes,
+               "trigger_threshold": self._small}
         if self.params.selection != "none":
             out.update(selected=self._selected, selection_passed=self._selected is not None)
         return out

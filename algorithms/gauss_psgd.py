@@ -31,8 +31,20 @@ Deviations and resolved ambiguities (notes §3.1):
   are independent and SPIDER stays unbiased;
 * T5: every oracle call, discarded escape rounds included, uses fresh samples and is
   accounted;
+* χ (``chi``: None) follows Theorem 1's scaling with the noise, χ = ``chi_scale``·ψ̂ (eq. 5:
+  χ = 4√C s μ² ψ; Lemma 5 needs χ above the oracle's noise norm w.h.p.), with ψ̂ the planned
+  effective noise of one averaged O1 answer, eq. 3: ψ̂² = G²/(m b₁) + (2σG/b₁)² d/m (the
+  sampling term bounded by the clip). The paper's experiments' χ = 0.01 is ``chi: 0.01``;
+  the trigger is the literal 3χ of Algorithm 1;
+* when the data run out inside an escape episode, the output is x̃ (the episode's anchor:
+  Theorem 1's output, the escape not shown) and ``termination`` says ``data (escape)``;
+* ``escape_noise`` (the T10 ablation, off by default): [29]'s extra escape noise, a
+  data-free N(0, (escape_noise·2σG/b₁)² I) added to the first estimate of every escape
+  round (1 = the O1 noise's own std, the baseline's default);
 * R (the escape radius) is not given in the paper's experiments: default √κ (notes §6);
-  the trigger is the literal 3χ of Algorithm 1.
+  ``radius_scale`` s sets R = s·Γ·η·χ, Theorem 1's scaling (eq. 5: R = Γη·4sχ/ι^2.5, so R
+  is proportional to the distance Γ steps of size ηχ cover), which keeps R reachable by the
+  noise as σ, d and m change.
 """
 
 from __future__ import annotations
@@ -50,17 +62,41 @@ from problems.oracles import Oracle
 
 @dataclass(frozen=True)
 class GaussPSGDParams(SpiderParams):
-    chi: float = 0.01
+    chi: float | None = None
+    chi_scale: float = 1.0
     escape_steps: int = 10
     escape_rounds: int = 3
     radius: float | None = None
+    radius_scale: float | None = None
+    escape_noise: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.chi > 0 or min(self.escape_steps, self.escape_rounds) < 1:
-            raise ValueError("chi must be > 0; escape_steps and escape_rounds >= 1")
-        if self.radius is not None and not self.radius > 0:
-            raise ValueError(f"radius must be > 0, got {self.radius}")
+        if not (self.chi or 1.0) > 0 or not self.chi_scale > 0:
+            raise ValueError("chi (or chi_scale) must be > 0")
+        if min(self.escape_steps, self.escape_rounds) < 1:
+            raise ValueError("escape_steps and escape_rounds must be >= 1")
+        if any(v is not None and not v > 0 for v in (self.radius, self.radius_scale)):
+            raise ValueError("radius and radius_scale must be > 0 (or None)")
+        if self.escape_noise < 0:
+            raise ValueError(f"escape_noise must be >= 0, got {self.escape_noise}")
+
+
+def o1_noise_std(params: SpiderParams, sigma: float) -> float:
+    """Per-coordinate std of one client's O1 privacy noise: 2σG/b₁."""
+    return sigma * 2 * params.grad_clip / params.batch_refresh
+
+
+def effective_noise(params: SpiderParams, sigma: float, d: int, m: int) -> float:
+    """ψ̂ of eq. 3 for one averaged O1 answer over m clients: √(G²/(m b₁) + r² d),
+    r = 2σG/(b₁√m) (the sampling term bounded by the clip G)."""
+    sampling = params.grad_clip ** 2 / (m * params.batch_refresh)
+    return math.sqrt(sampling + o1_noise_std(params, sigma) ** 2 * d / m)
+
+
+def threshold(chi: float | None, chi_scale: float, psi: float) -> float:
+    """χ: the given value, else Theorem 1's scaling χ = chi_scale·ψ̂."""
+    return chi if chi is not None else chi_scale * psi
 
 
 class _Escape:
@@ -68,7 +104,7 @@ class _Escape:
 
     def __init__(self) -> None:
         self.triggers = self.rounds = self.escapes = 0
-        self.escape_steps = 0
+        self.escape_steps = self.tests = 0
         self.termination = "budget"
         self.returned_at: int | None = None
 
@@ -95,15 +131,29 @@ class GaussPSGD(SpiderAlgorithm):
         self.spider: SpiderOracle | None = None
         self.stats = _Escape()
         self._output: Any = None
+        self._chi = math.nan
 
     @property
     def radius(self) -> float:
+        """R: ``radius``, else ``radius_scale``·Γ·η·χ, else √κ."""
         p = self.params
-        return p.radius if p.radius is not None else math.sqrt(p.kappa)
+        if p.radius is not None:
+            return float(p.radius)
+        if p.radius_scale is not None:
+            return p.radius_scale * p.escape_steps * p.lr * self._chi
+        return math.sqrt(p.kappa)
+
+    def chi(self, plan: Plan, oracle: Oracle) -> float:
+        """χ of this run (``chi``, else chi_scale·ψ̂ from the plan's σ)."""
+        p = self.params
+        return threshold(p.chi, p.chi_scale,
+                         effective_noise(p, plan.sigma, oracle.d, len(oracle.clients)))
 
     def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
         p, xp = self.params, oracle.xp
         self.spider = spider = SpiderOracle(p, oracle, plan, mech)
+        self._chi = chi = self.chi(plan, oracle)
+        extra = p.escape_noise * o1_noise_std(p, plan.sigma)
         stats = self.stats
         x, x_prev, t = oracle.x0, None, 0
         self._x = x
@@ -111,20 +161,30 @@ class GaussPSGD(SpiderAlgorithm):
         def norm(v: Any) -> float:
             return float(oracle.backend.to_numpy(xp.linalg.vector_norm(v)))
 
+        def out_of_data(anchor: Any) -> None:
+            """T3: the data ran out; inside an episode the output is its anchor x̃."""
+            if anchor is not None:
+                stats.termination, self._output = "data (escape)", anchor
+            else:
+                stats.termination = "data"
+
         while t < plan.steps:
             g = spider.estimate(x, x_prev)  # step 4
             if g is None:
-                return
-            if norm(g) <= 3 * p.chi:  # step 5
+                return out_of_data(None)
+            stats.tests += 1
+            if norm(g) <= 3 * chi:  # step 5
                 stats.triggers += 1
                 anchor, escaped = x, False  # step 6
                 for _ in range(p.escape_rounds):  # step 7
                     stats.rounds += 1
                     x, x_prev = anchor, None  # step 8 (T1; T4: the next call refreshes)
-                    for _ in range(p.escape_steps):  # step 9
+                    for tau in range(p.escape_steps):  # step 9
                         g = spider.estimate(x, x_prev)  # step 10
                         if g is None:
-                            return
+                            return out_of_data(anchor)
+                        if extra and tau == 0:
+                            g = mech.perturb(g, extra)  # T10 ablation: [29]'s extra noise
                         x_prev, x = x, x - p.lr * g  # step 11
                         spider.moved(x, x_prev)
                         t += 1
@@ -147,10 +207,11 @@ class GaussPSGD(SpiderAlgorithm):
                 t += 1
                 self._x = x
                 yield Step(t, x, epoch=spider.progress)
-        self.stats.termination = "steps"
+        stats.termination = "steps"
 
     def output(self) -> Any:
-        """x̃ when the escape test failed (an approximate SOSP), else the current iterate."""
+        """x̃ when the escape test failed or the data ran out inside an escape episode,
+        else the current iterate."""
         return self._output if self._output is not None else super().output()
 
     def premise_data(self) -> dict[str, Any]:
@@ -161,13 +222,14 @@ class GaussPSGD(SpiderAlgorithm):
         out = {**self.spider_diagnostics(self.spider), "triggers": s.triggers,
                "escape_rounds": s.rounds, "escapes": s.escapes, "escape_steps": s.escape_steps,
                "termination": s.termination, "returned_at": s.returned_at,
-               "trigger_threshold": 3 * self.params.chi, "radius": self.radius}
-        if self.spider is not None and self.spider.plan is not None:
-            out["noise_norm_o1"] = self.noise_norm(self.spider)
+               "trigger_tests": s.tests,
+               "trigger_rate": s.triggers / s.tests if s.tests else None,
+               "radius": self.radius}
+        spider = self.spider
+        if spider is not None and spider.plan is not None:
+            m, d = len(spider.oracle.clients), spider.oracle.d
+            out.update(d=d, chi=self._chi, trigger_threshold=3 * self._chi,
+                       psi=effective_noise(self.params, spider.plan.sigma, d, m),
+                       noise_norm_o1=o1_noise_std(self.params, spider.plan.sigma)
+                       * math.sqrt(d / m))
         return out
-
-    def noise_norm(self, spider: SpiderOracle) -> float:
-        """The typical norm of the averaged O1 privacy noise: σΔ√(d/m)."""
-        p, oracle = self.params, spider.oracle
-        std = spider.plan.sigma * 2 * p.grad_clip / p.batch_refresh
-        return std * math.sqrt(oracle.d / len(oracle.clients))

@@ -97,6 +97,30 @@ def candidate_times(p: SelectionParams, steps: int, rng: np.random.Generator) ->
     return rng.integers(0, steps, size=p.candidates)
 
 
+class Reservoir:
+    """A uniform sample of at most ``size`` items of a stream of unknown length (Algorithm R,
+    public randomness ``rng``): candidates only from the steps that ran."""
+
+    def __init__(self, size: int, rng: np.random.Generator) -> None:
+        self.size, self.rng, self.seen = size, rng, 0
+        self.kept: dict[int, Any] = {}  # stream position -> item
+
+    def offer(self, item: Any) -> None:
+        if self.seen < self.size:
+            self.kept[self.seen] = item
+        else:
+            slot = int(self.rng.integers(0, self.seen + 1))
+            if slot < self.size:
+                oldest = sorted(self.kept)[slot]
+                del self.kept[oldest]
+                self.kept[self.seen] = item
+        self.seen += 1
+
+    def items(self) -> list[Any]:
+        """The kept items in stream order."""
+        return [self.kept[k] for k in sorted(self.kept)]
+
+
 def sosp_query(oracle: Oracle, p: SelectionParams, constants: dict[str, float],
                rng: np.random.Generator, idx: np.ndarray | None = None
                ) -> Callable[[Any], float]:

@@ -14,8 +14,10 @@ small), so every backend sees the same batches for a given seed.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -195,6 +197,14 @@ class JaxBackend(Backend):
         self.jax = require("jax", "jax")
         # float64 runs need x64; float32 arrays are still created explicitly as float32.
         self.jax.config.update("jax_enable_x64", True)
+        # every run builds fresh jitted closures of the same shapes: a persistent compilation
+        # cache (keyed by the compiled program) spares recompiling them run after run
+        cache = os.environ.get("SADDLEBENCH_JAX_CACHE",
+                               str(Path.home() / ".cache" / "saddlebench" / "jax"))
+        if cache:
+            self.jax.config.update("jax_compilation_cache_dir", cache)
+            self.jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+            self.jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         import jax.numpy as jnp
 
         self.xp = jnp
