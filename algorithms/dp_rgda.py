@@ -44,8 +44,9 @@ stds and Algorithm 3's own formulas (c = 1) beside them.
 ``schedule: erm`` replaces (T, q, K, S₁, S₂, α) by Theorem 1's proof-derived ERM choices
 (resolution A10) from ε̄ = √(d log(1/δ))/(nε), d = max(d_x, d_y): S₁ = n, K = 1,
 T = ⌈c_T ε̄^{−4/3}⌉, q = max(1, ⌊1/(Tε̄²)⌋), S₂ = min(n, max(⌈n/√T⌉, ⌈1/(Tε̄²)⌉)),
-α = c_α ε̄^{2/3} and η = ``lr``·α (a normalised step proportional to the target accuracy);
-used by the rate check of xu2026 Table 1.
+α = c_α ε̄^{2/3} and η = ``lr``·α (a normalised step proportional to the target accuracy),
+and Lemma 6's t_thres = ⌈2 ln(√d/r)/(η_H √(ρ_Φ α))⌉ = Õ(1/(η_H α_H)) (so D̄ = R²/t_thres²
+follows α too); used by the rate check of xu2026 Table 1.
 
 Resolutions of the paper's ambiguities (notes §2.6), each a parameter where it matters:
 
@@ -166,9 +167,21 @@ def eps_bar(data: DataInfo, target: PrivacyTarget) -> float:
     return math.sqrt(d * math.log(1.0 / target.delta)) / (data.n * target.epsilon)
 
 
+def escape_threshold(alpha: float, lr_escape: float, radius: float, d: int, rho: float
+                     ) -> int:
+    """Lemma 6's t_thres = 2 ln(η_H α_H L_Φ/(C ρ_Φ r₀))/(η_H α_H) = Õ(1/(η_H α_H)) with
+    α_H = √(ρ_Φ α), r₀ = δ₂ r/√d, taking the log's free constants L_Φ η_H α_H/(C ρ_Φ) and
+    δ₂ as 1: t_thres = ⌈2 ln(√d/r)/(η_H α_H)⌉ (at least 1)."""
+    alpha_h = math.sqrt(rho * alpha)
+    return max(1, math.ceil(2.0 * max(math.log(math.sqrt(d) / radius), 1.0)
+                            / (lr_escape * alpha_h)))
+
+
 def erm_schedule(params: DPRGDAParams, data: DataInfo, target: PrivacyTarget
                  ) -> DPRGDAParams:
-    """Theorem 1's ERM parameters (module docstring) at this (n, d, ε, δ)."""
+    """Theorem 1's ERM parameters (module docstring) at this (n, d, ε, δ), with Lemma 6's
+    escape threshold t_thres (:func:`escape_threshold`, ρ_Φ from the problem's
+    ``hessian_lipschitz``, else 1) and D̄ = R²/t_thres² following it."""
     if math.isinf(target.epsilon):
         raise ValueError("dp_rgda schedule: erm needs a finite epsilon")
     e = eps_bar(data, target)
@@ -177,8 +190,11 @@ def erm_schedule(params: DPRGDAParams, data: DataInfo, target: PrivacyTarget
     batch_diff = min(data.n, max(math.ceil(data.n / math.sqrt(steps)),
                                  math.ceil(1.0 / (steps * e * e))))
     alpha = params.theory_alpha * e ** (2 / 3)
+    rho = float(data.constants.get("hessian_lipschitz", 1.0))
     return replace(params, steps=steps, period=period, inner_steps=1, batch_refresh=data.n,
-                   batch_diff=batch_diff, alpha=alpha, lr=params.lr * alpha)
+                   batch_diff=batch_diff, alpha=alpha, lr=params.lr * alpha,
+                   escape_steps=escape_threshold(alpha, params.lr_escape, params.radius,
+                                                 data.d, rho))
 
 
 @register_algorithm
@@ -280,7 +296,8 @@ class DPRGDA(Algorithm):
             "increment_noise_ratio": self.increment_ratio(n),
             "schedule": {k: getattr(p, k) for k in ("steps", "period", "inner_steps",
                                                     "batch_refresh", "batch_diff", "alpha",
-                                                    "lr")},
+                                                    "lr", "escape_steps")},
+            "escape_steps": p.escape_steps, "alpha": p.alpha,
         }
         if math.isfinite(target.epsilon):
             scale = math.sqrt(math.log(1.0 / target.delta)) / target.epsilon

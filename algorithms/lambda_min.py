@@ -53,6 +53,8 @@ def lambda_min_lanczos(oracle: Oracle, x: Any, tol: float = 1e-8,
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     d = oracle.d
+    if idx is None and hasattr(oracle, "dense_hessian"):  # a closed-form Hessian (xu2026)
+        return float(np.linalg.eigvalsh(oracle.dense_hessian(x))[0])
     if d <= DENSE_MAX:
         return float(np.linalg.eigvalsh(hessian(oracle, x, idx))[0])
     op = LinearOperator((d, d), matvec=lambda v: _hvp_numpy(oracle, x, v, idx),

@@ -128,7 +128,7 @@ class PrivateDiff(Algorithm):
         p, xp = self.params, mm.xp
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         for _ in range(p.inner_steps):
-            gy = mm.per_sample_partials(x, y, batch.indices)[1]
+            gy = mm.per_sample_y_partials(x, y, batch.indices)
             ascent = xp.mean(clip_tracked(xp, gy, p.clip_y, self._clips["y"]), axis=0)
             y = mm.project_y(y + p.lr_y * ascent)
         return mm.project_y(mech.gaussian(y, sensitivity=self.y_sensitivity(mm.n),
@@ -140,7 +140,7 @@ class PrivateDiff(Algorithm):
         p, xp = self.params, mm.xp
         if r % p.period == 0 or previous is None:
             batch = draw_batch(mech, mm.n, self.size(mm.n))
-            g = mm.per_sample_partials(*point, batch.indices)[0]
+            g = mm.per_sample_x_partials(*point, batch.indices)
             mean = xp.mean(clip_tracked(xp, g, p.clip, self._clips[""]), axis=0)
             return mech.gaussian(mean, sensitivity=2 * p.clip / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
@@ -149,8 +149,8 @@ class PrivateDiff(Algorithm):
         if bound == 0.0:
             return v  # the difference query is exactly zero: nothing to release
         batch = draw_batch(mech, mm.n, self.size(mm.n))
-        diff = (mm.per_sample_partials(*point, batch.indices)[0]
-                - mm.per_sample_partials(*previous, batch.indices)[0])
+        diff = (mm.per_sample_x_partials(*point, batch.indices)
+                - mm.per_sample_x_partials(*previous, batch.indices))
         mean = xp.mean(clip_tracked(xp, diff, bound, self._clips["diff"], scale=moved), axis=0)
         return v + mech.gaussian(mean, sensitivity=2 * bound / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)

@@ -46,6 +46,14 @@ class MinimaxOracle(Oracle):
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         """(∇_x F(x, y; ξ_i), ∇_y F(x, y; ξ_i)) for i in idx: (b, d) and (b, d_y) arrays."""
 
+    def per_sample_x_partials(self, x: Any, y: Any, idx: np.ndarray) -> Any:
+        """∇_x F(x, y; ξ_i) alone (closed forms override it to skip the y-part)."""
+        return self.per_sample_partials(x, y, idx)[0]
+
+    def per_sample_y_partials(self, x: Any, y: Any, idx: np.ndarray) -> Any:
+        """∇_y F(x, y; ξ_i) alone (closed forms override it to skip the x-part)."""
+        return self.per_sample_partials(x, y, idx)[1]
+
     @abstractmethod
     def best_response(self, x: Any) -> Any:
         """y*(x) = argmax_{y∈Y} f(x, y) over the whole training set."""

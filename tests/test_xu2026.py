@@ -315,6 +315,27 @@ def test_erm_schedule_values() -> None:
         erm_schedule(DPRGDA.Params(schedule="erm"), inst, PrivacyTarget())
 
 
+def test_erm_schedule_sets_lemma6_escape_threshold() -> None:
+    """t_thres = Õ(1/(η_H α_H)), α_H = √(ρ_Φ α): it scales as 1/η_H and as α^{-1/2}
+    (so as ε̄^{-1/3}), and D̄ = R²/t_thres² follows it (Lemma 6)."""
+    inst = get_problem("ncsc_double_well")(get_problem("ncsc_double_well").Params(n=1000)
+                                           ).build(0)
+    rho = inst.constants["hessian_lipschitz"]
+
+    def schedule(eps: float, **kw: float) -> DPRGDA.Params:
+        return erm_schedule(DPRGDA.Params(schedule="erm", **kw), inst,
+                            PrivacyTarget(epsilon=eps, delta=1e-6))
+
+    p = schedule(2.0)
+    expected = 2 * math.log(math.sqrt(inst.d) / p.radius) / (p.lr_escape * math.sqrt(rho * p.alpha))
+    assert p.escape_steps == math.ceil(expected)
+    assert p.movement == pytest.approx(p.escape_radius**2 / p.escape_steps**2)
+    assert schedule(2.0, lr_escape=0.05).escape_steps == pytest.approx(4 * p.escape_steps, abs=1)
+    small, large = schedule(8.0), schedule(0.5)  # ε̄ ÷ 4 and × 4 → t_thres × and ÷ 4^{1/3}
+    assert small.escape_steps / p.escape_steps == pytest.approx(4 ** (1 / 3), rel=0.02)
+    assert p.escape_steps / large.escape_steps == pytest.approx(4 ** (1 / 3), rel=0.02)
+
+
 # -- baselines and compatibility -----------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["dp_sgda", "private_diff"])
@@ -377,10 +398,12 @@ def test_rates_schema_is_validated(tmp_path: Path) -> None:
 def test_experiment_files_are_valid() -> None:
     for scale in ("quick", "paper"):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
-        assert [f.name for f in files] == ["rate_ncsc.yaml", "table2_matrix_sensing.yaml"]
+        assert [f.name for f in files] == ["rate_ncsc.yaml", "table2_literal.yaml",
+                                           *(f"table2_scale{s}{part}.yaml" for s in (100, 20)
+                                             for part in ("", "_references", "_untuned"))]
         for path in files:
             exp = load_experiment(path)
-            assert exp.paper == "xu2026" and exp.scale == scale and exp.specs
+            assert exp.paper == "xu2026" and exp.scale == scale and (exp.specs or exp.groups)
             assert not exp.skipped
             assert exp.roles and set(exp.roles) <= set(PAPER.roles)
 
@@ -433,25 +456,34 @@ IN_REGIME = {  # a quiet DP-RGDA calibration on the §5 instance: the noise prem
 
 
 def table2_results(phi: dict[str, list[float]], lam: dict[str, list[float]] | None = None,
-                   ref_ratio: float = 0.1, clipped: float = 0.1) -> PaperResults:
-    """Synthetic Table 2 runs: per label, one run per final Φ in ``phi`` (λ_min from
-    ``lam``), each with a trajectory starting at Φ(x₀) = 13.2, plus the σ → 0 DP-RGDA
-    reference ending at ``ref_ratio`` Φ(x₀) and the instance study (a share ``clipped`` of
-    the per-sample y-partials clipped). With the defaults every premise passes."""
+                   ref_ratio: float = 0.1, clipped: float = 0.1, depends: bool = True
+                   ) -> PaperResults:
+    """Synthetic Table 2 runs: per label, one run per Φ(x_T) in ``phi`` (λ_min(x_T) from
+    ``lam``), each with a trajectory from Φ(x₀) = 13.2 to its x_T at T = 400, plus a σ → 0
+    reference of every label ending at ``ref_ratio`` Φ(x₀), the instance study (a share
+    ``clipped`` of the per-sample y-partials clipped) and the data study (every method's
+    iterates ``depends`` on the data). With the defaults every premise passes."""
     runs, curves = [], []
-    for label, values in {**phi, "dp_rgda_nonprivate": [ref_ratio * PHI0] * 3}.items():
+    refs = {f"{label}_nonprivate": [ref_ratio * PHI0] * 3 for label in phi}
+    for label, values in {**phi, **refs}.items():
         for seed, loss in enumerate(values):
             extra: dict[str, object] = dict(IN_REGIME)
             if label.endswith("_nonprivate"):
                 extra.update(calibration="pld", epsilon=math.inf)
-            if lam and label in lam:
-                extra["final_lambda_min"] = lam[label][seed]
-            runs.append(table2_run(label, loss, seed=seed, **extra))
-            curves.append({"run_id": f"r{len(runs) - 1}", "step": 0, "loss": PHI0})
+            lmin = lam[label][seed] if lam and label in lam else -0.1
+            extra["final_lambda_min"] = lmin
+            runs.append(table2_run(label, loss, seed=seed, steps=400, **extra))
+            run_id = f"r{len(runs) - 1}"
+            curves += [{"run_id": run_id, "step": 0, "loss": PHI0},
+                       {"run_id": run_id, "step": 400, "loss": loss, "grad_norm": 1.0,
+                        "lambda_min": lmin}]
     study = pd.DataFrame([{"scale": "100", "x_star_norm": 100.0, "data_seed": 0,
                            "clipped_y": clipped, "clipped_x": 0.0, "median_y": 0.5,
                            "median_x": 0.1, "saddle_ok": True}])
-    return synthetic_results("xu2026", runs, curves, {"instance": study})
+    data = pd.DataFrame([{"label": label, "x_star_norm": 100.0, "calibration": "advanced",
+                          "steps": 40, "influence": 0.01 if depends else 0.0,
+                          "depends": depends} for label in phi])
+    return synthetic_results("xu2026", runs, curves, {"instance": study, "data": data})
 
 
 SPIDERS_HIGH = {"sto_spider": [13.0, 13.4, 13.7], "ada_dp_spider": [8.0, 8.1, 7.9]}
@@ -462,7 +494,7 @@ def test_c1_held_contradicted_and_out_of_regime() -> None:
     held = verdict_of("xu2026", "C1", table2_results({"dp_rgda": [0.9, 1.0, 0.95],
                                                       **SPIDERS_HIGH}))
     assert held.verdict == "held" and len(held.settings) == 2  # one per SPIDER baseline
-    assert all(p.passed for s in held.settings for p in s.premises)
+    assert all(p.passed is not False for s in held.settings for p in s.premises)  # untuned
     worse = verdict_of("xu2026", "C1", table2_results({"dp_rgda": [13.0, 13.1, 13.2],
                                                        "sto_spider": [1.0, 1.1, 0.9],
                                                        "ada_dp_spider": [1.0, 1.2, 1.1]}))
@@ -476,7 +508,7 @@ def test_c1_held_contradicted_and_out_of_regime() -> None:
 
 
 @pytest.mark.known_answer("xu2026", "C1")
-def test_c1_clipping_and_noise_premises_take_settings_out_of_regime() -> None:
+def test_c1_clipping_and_data_premises_take_settings_out_of_regime() -> None:
     phi = {"dp_rgda": [0.9, 1.0, 0.95], **SPIDERS_HIGH}
     clipped = verdict_of("xu2026", "C1", table2_results(phi, clipped=0.85))
     assert clipped.verdict == "out of regime"
@@ -487,13 +519,15 @@ def test_c1_clipping_and_noise_premises_take_settings_out_of_regime() -> None:
     result = verdict_of("xu2026", "C1", recorded)
     assert result.verdict == "out of regime"
     assert "90% clipped" in result.settings[0].failed[0].measured
+    # App. D's own noise level is the paper's regime: it is no premise (the Regime table)
     noisy = table2_results(phi)
     noisy.runs["plan_std_refresh"] = 12.1  # App. D's calibration: std 12.1 / 48.5
     noisy.runs["plan_std_increment"] = 48.5
-    loud = verdict_of("xu2026", "C1", noisy)
-    assert loud.verdict == "out of regime"
-    measured = {p.name: p.measured for s in loud.settings for p in s.failed}
-    assert "12.1" in measured["noise-to-signal"] and "48.5" in measured["noise-to-signal"]
+    assert verdict_of("xu2026", "C1", noisy).verdict == "held"
+    # iterates that do not depend on the data take the settings out of regime, loudly
+    blind = verdict_of("xu2026", "C1", table2_results(phi, depends=False))
+    assert blind.verdict == "out of regime"
+    assert {p.name for s in blind.settings for p in s.failed} == {"results depend on the data"}
 
 
 @pytest.mark.known_answer("xu2026", "C2")
@@ -562,17 +596,21 @@ def test_a1_ledger_within_the_budget() -> None:
         "label = private_diff": "held"}
 
 
-def rate_results(slope: float, alpha: float = 1.0, certified: int = 1) -> PaperResults:
-    """Rate-check runs whose ‖∇Φ(x_out)‖ = c ε̄^slope (± 5 %), with α = c_α ε̄^{2/3}."""
-    runs = []
+def rate_results(slope: float, alpha: float = 1.0, certified: int = 1, clipped: float = 0.0
+                 ) -> PaperResults:
+    """Rate-check runs whose best-iterate ‖∇Φ‖ (and output's) = c ε̄^slope (± 5 %), with
+    α = c_α ε̄^{2/3} and a share ``clipped`` of per-sample partials clipped."""
+    runs, curves = [], []
     for bar in (1e-3, 3e-3, 1e-2, 3e-2):
         for seed, wobble in enumerate((0.95, 1.0, 1.05)):
+            grad = wobble * 0.5 * bar ** slope * 1e-2 ** (2 / 3 - slope)
             runs.append({"role": "rate", "label": "dp_rgda", "problem": "ncsc_double_well",
                          "seed": seed, "plan_eps_bar": bar, "p_alg_theory_alpha": alpha,
                          "steps": math.ceil(bar ** (-4 / 3)), "diag_certificates": certified,
-                         "final_grad_norm": wobble * 0.5 * bar ** slope
-                         * 1e-2 ** (2 / 3 - slope)})
-    return synthetic_results("xu2026", runs)
+                         "prem_clipped_fraction": clipped, "final_grad_norm": grad})
+            curves += [{"run_id": f"r{len(runs) - 1}", "step": 1, "grad_norm": 3 * grad},
+                       {"run_id": f"r{len(runs) - 1}", "step": 2, "grad_norm": grad}]
+    return synthetic_results("xu2026", runs, curves)
 
 
 @pytest.mark.known_answer("xu2026", "R1")
@@ -585,6 +623,10 @@ def test_r1_is_one_sided_and_needs_a_binding_bound() -> None:
     short = rate_results(0.5)
     short.runs["steps"] = 10
     assert verdict_of("xu2026", "R1", short).verdict == "out of regime"
+    clipping = verdict_of("xu2026", "R1", rate_results(0.5, clipped=0.3))
+    assert clipping.verdict == "out of regime"
+    assert [p.name for s in clipping.settings for p in s.failed] == [
+        "clipping inactive (the theory has no clipping)"]
 
 
 @pytest.mark.known_answer("xu2026", "S1")
@@ -607,3 +649,37 @@ def test_the_instance_study_computes_the_saddle_and_the_clipping() -> None:
     assert row["saddle_ok"] and row["multiplicity"] == 3
     assert row["phi_x0"] == pytest.approx(13.2, rel=0.05)
     assert row["clipped_y"] > 0.5  # y-partials ≈ ‖X*‖_F/20 = 5 at the start: C = 1 clips them
+
+
+def test_the_data_dependence_check_fails_on_a_problem_whose_data_are_zeros() -> None:
+    from reports.papers.xu2026 import NO_INFLUENCE, data_influence, table2_specs, zeroed
+
+    spec = next(r for r in table2_specs("quick", ("dp_rgda",))
+                if r.problem.params["x_star_norm"] == 100)
+    inst = get_problem("matrix_sensing")(get_problem("matrix_sensing").Params(
+        p=4, q=3, rank=2, n=40, x_star_norm=100.0)).build(0)
+    small = replace_steps(spec, 12)
+    assert data_influence(small, inst, steps=12) > NO_INFLUENCE
+    assert data_influence(small, zeroed(inst), steps=12) <= NO_INFLUENCE
+
+
+def replace_steps(spec, steps: int):  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    params = {**spec.algorithm.params, "steps": steps, "batch_refresh": 20, "batch_diff": 8}
+    return dataclasses.replace(spec, algorithm=dataclasses.replace(spec.algorithm,
+                                                                   params=params))
+
+
+def test_table2_tunes_every_private_method_alike() -> None:
+    """Every private Table 2 method tunes lr on the same grid with ≥ 3 tuning seeds and an
+    extension past an edge; the studies read the references' constants at the private target."""
+    from reports.papers.xu2026 import table2_specs
+
+    for s in (100, 20):
+        exp = load_experiment(EXPERIMENTS / "quick" / f"table2_scale{s}.yaml")
+        assert exp.tuning and len(exp.tuning.seeds) >= 3 and exp.tuning.extend >= 1
+        grids = {tuple(c.algorithm.params["lr"] for c in g.candidates) for g in exp.groups}
+        assert len(exp.groups) == 5 and len(grids) == 1
+    specs = table2_specs("quick")
+    assert len(specs) == 10 and all(math.isfinite(r.privacy.epsilon) for r in specs)

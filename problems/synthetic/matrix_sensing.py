@@ -95,37 +95,61 @@ class MatrixSensingInstance(Instance):
 
 
 class MatrixSensingOracle(MinimaxOracle):
-    """Closed-form numpy oracle (module docstring)."""
+    """Closed-form numpy oracle (module docstring), written as GEMMs on the flattened
+    design A ∈ R^{n×pq} (and its transposed copy for the V-partials)."""
 
     def __init__(self, inst: MatrixSensingInstance, backend: Backend) -> None:
         super().__init__(backend, n=inst.n, d=inst.d, d_y=inst.n, x0=inst.x0,
                          y0=np.zeros(inst.n), clients=inst.clients)
         self.inst = inst
+        p = inst.p_
+        self.a_flat = np.ascontiguousarray(inst.a.reshape(inst.n, p.p * p.q))
+        self.a_t = np.ascontiguousarray(inst.a.transpose(0, 2, 1))  # A_iᵀ
+        self._all = np.arange(inst.n)
+
+    def _whole(self, idx: np.ndarray | None) -> bool:
+        """Whether ``idx`` is the whole data in order (then no gather copy is made)."""
+        return idx is None or (len(idx) == self.n and bool(np.all(idx == self._all)))
+
+    def _design(self, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        if self._whole(idx):
+            return self.a_flat, self.inst.b
+        return self.a_flat[idx], self.inst.b[idx]
 
     def residuals(self, x: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
         u, v = self.inst.factors(x)
-        a = self.inst.a if idx is None else self.inst.a[idx]
-        b = self.inst.b if idx is None else self.inst.b[idx]
-        return np.einsum("ipq,pq->i", a, u @ v.T) - b
+        a, b = self._design(idx)
+        return a @ (u @ v.T).ravel() - b
 
     def best_response(self, x: np.ndarray) -> np.ndarray:
         return self.residuals(x)
 
     def _x_partials(self, x: np.ndarray, weights: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Rows w_i (A_i V, A_iᵀ U), flattened: ∇_x F at y_i = w_i."""
+        p, q, r = self.inst.p_.p, self.inst.p_.q, self.inst.p_.rank
         u, v = self.inst.factors(x)
-        a = self.inst.a[idx]
-        gu = np.einsum("ipq,qr->ipr", a, v) * weights[:, None, None]
-        gv = np.einsum("ipq,pr->iqr", a, u) * weights[:, None, None]
-        return np.concatenate([gu.reshape(len(idx), -1), gv.reshape(len(idx), -1)], axis=1)
+        b = len(idx)
+        a, a_t = (self.inst.a, self.a_t) if self._whole(idx) else (self.inst.a[idx],
+                                                                   self.a_t[idx])
+        gu = (a.reshape(b * p, q) @ v).reshape(b, p * r)
+        gv = (a_t.reshape(b * q, p) @ u).reshape(b, q * r)
+        return np.concatenate([gu, gv], axis=1) * weights[:, None]
 
     def per_sample_partials(self, x: np.ndarray, y: np.ndarray, idx: np.ndarray
                             ) -> tuple[np.ndarray, np.ndarray]:
+        return self.per_sample_x_partials(x, y, idx), self.per_sample_y_partials(x, y, idx)
+
+    def per_sample_x_partials(self, x: np.ndarray, y: np.ndarray, idx: np.ndarray
+                              ) -> np.ndarray:
         idx = np.asarray(idx)
-        gx = self._x_partials(x, y[idx], idx)
+        return self._x_partials(x, y[idx], idx)
+
+    def per_sample_y_partials(self, x: np.ndarray, y: np.ndarray, idx: np.ndarray
+                              ) -> np.ndarray:
+        idx = np.asarray(idx)
         gy = np.zeros((len(idx), self.d_y))
         gy[np.arange(len(idx)), idx] = self.residuals(x, idx) - y[idx]
-        return gx, gy
+        return gy
 
     def per_sample_grads(self, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
@@ -135,15 +159,33 @@ class MatrixSensingOracle(MinimaxOracle):
         return 0.5 * float(np.sum(self.residuals(x, idx) ** 2))
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
-        return self.per_sample_grads(x, idx).sum(axis=0)
+        """Σ_i r_i (A_i V, A_iᵀ U) = (M V, Mᵀ U) with M = Σ_i r_i A_i."""
+        u, v = self.inst.factors(x)
+        a, _ = self._design(idx)
+        m = (self.residuals(x, idx) @ a).reshape(self.inst.p_.p, self.inst.p_.q)
+        return np.concatenate([(m @ v).ravel(), (m.T @ u).ravel()])
+
+    def dense_hessian(self, x: np.ndarray) -> np.ndarray:
+        """∇²Φ(x) over the whole data: Gauss–Newton JᵀJ/n (J_i = (A_i V, A_iᵀ U)) plus the
+        residual blocks M ⊗ I_r, M = (1/n) Σ r_i A_i (the HVP's closed form, assembled)."""
+        p, q, r = self.inst.p_.p, self.inst.p_.q, self.inst.p_.rank
+        idx = np.arange(self.n)
+        jac = self._x_partials(x, np.ones(self.n), idx)
+        m = (self.residuals(x) @ self.a_flat).reshape(p, q) / self.n
+        cross = np.kron(m, np.eye(r))
+        h = jac.T @ jac / self.n
+        h[: p * r, p * r:] += cross
+        h[p * r:, : p * r] += cross.T
+        return h
 
     def _hvp_sum(self, x: np.ndarray, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        p, q = self.inst.p_.p, self.inst.p_.q
         u, v = self.inst.factors(x)
         du, dv = self.inst.factors(w)
-        a, r = self.inst.a[idx], self.residuals(x, idx)
-        dr = np.einsum("ipq,pq->i", a, du @ v.T + u @ dv.T)
-        m = np.einsum("i,ipq->pq", r, a)
-        m_delta = np.einsum("i,ipq->pq", dr, a)
+        a, _ = self._design(idx)
+        dr = a @ (du @ v.T + u @ dv.T).ravel()
+        m = (self.residuals(x, idx) @ a).reshape(p, q)
+        m_delta = (dr @ a).reshape(p, q)
         return np.concatenate([(m_delta @ v + m @ dv).ravel(), (m_delta.T @ u + m.T @ du).ravel()])
 
 

@@ -9,6 +9,8 @@ a_i ~ N(0, s² I_d), c_i ~ N(0, s² I_{d_y}) (``data_seed``); start x₀ ~ N(0, 
 
 * y*(x) = (Bx − c̄)/μ,  Φ(x) = ⟨ā, x⟩ + Σ_k ¼(x_k² − 1)² + ‖Bx − c̄‖²/(2μ);
 * ∇Φ(x) = ā + (x³ − x) + Bᵀ(Bx − c̄)/μ,  ∇²Φ(x) = diag(3x² − 1) + (β²/μ) I;
+* ∇²Φ is 6-Lipschitz on the box |x_k| ≤ 1 (``constants["hessian_lipschitz"]``, ρ_Φ of
+  xu2026 Lemma 6);
 * so near x = 0 (an exact saddle when the tilts vanish) λ_min(∇²Φ) = β²/μ − 1 < 0 for
   β² < μ, and f(x, ·) is μ-strongly concave with every per-sample F too (unlike
   matrix_sensing), so xu2026's Assumption 4 holds as stated.
@@ -137,6 +139,7 @@ class DoubleWell(Problem):
         return DoubleWellInstance(
             name=self.name, n=p.n, d=p.d, x0=x0,
             constants={"d_y": p.d_y, "mu": p.mu, "saddle": 0.0,
-                       "lambda_min_at_saddle": p.beta**2 / p.mu - 1.0},
+                       "lambda_min_at_saddle": p.beta**2 / p.mu - 1.0,
+                       "hessian_lipschitz": 6.0},
             p=p, a=a, c=c, B=p.beta * q,
         )
