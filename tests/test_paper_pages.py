@@ -125,3 +125,18 @@ def test_the_index_matrix_shows_verdicts(reproduced: tuple[str, Path]) -> None:
     index = (out / "report" / "index.html").read_text()
     assert f'href="{paper}/quick/index.html"' in index and "not held" not in index
     assert "Verdicts per paper" in index
+
+
+def test_the_page_sets_the_papers_setting_beside_ours(reproduced: tuple[str, Path]) -> None:
+    """Each paper declares the quantities its claims' regimes are about (Paper.regime), and
+    its page shows the paper's value beside ours, after the findings."""
+    paper, out = reproduced
+    page = out / "report" / paper / "quick"
+    declared = get_paper(paper).regime
+    assert declared, f"{paper} declares no regime rows"
+    setting = json.loads((page / "status.json").read_text())["setting"]
+    assert [row["quantity"] for row in setting] == [r.quantity for r in declared]
+    assert all(row["paper"] and row["ours"] for row in setting)
+    html = (page / "index.html").read_text()
+    assert html.index('id="findings"') < html.index('id="setting-table"') \
+        < html.index('id="regime"')
