@@ -10,27 +10,14 @@ import argparse
 import math
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.prompt import Confirm
 from rich.table import Table
-from rich.text import Text
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from algorithms.base import CALIBRATIONS
@@ -42,23 +29,14 @@ from bench.executors import (
     SlurmExecutor,
     load_resources,
 )
-from bench.parallel import Outcome, pending, stored_outcome
-from bench.spec import (
-    Experiment,
-    GridTooLarge,
-    RunSpec,
-    SpecError,
-    build_params,
-    check_backends,
-    grid_limit,
-    load_experiment,
-)
+from bench.experiment import GridTooLarge, grid_limit, load_experiment
+from bench.parallel import Outcome
+from bench.spec import Experiment, SpecError, build_params
 from bench.store import Store, StoreError
-from bench.tuning import tune
+from bench.sweep import console, run_experiment
 from problems import PROBLEMS, DataSize
 from problems.backend import BACKENDS, MissingExtraError, available_backends
 
-console = Console()
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
 
 
@@ -109,8 +87,16 @@ def papers_table() -> Table:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    failures = run_experiment(load_checked(args.experiment, args), args)
+    failures = sweep(load_checked(args.experiment, args), args, make_executor(args))
     return 1 if failures else 0
+
+
+def sweep(experiment: Experiment, args: argparse.Namespace, executor: Executor
+          ) -> list[Outcome]:
+    """:func:`bench.sweep.run_experiment` into ``--out/<suite>`` with the CLI's options."""
+    return run_experiment(experiment, Store(Path(args.out) / experiment.suite), executor,
+                          force=args.force, collect=args.collect,
+                          progress=not args.no_progress)
 
 
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
@@ -125,73 +111,6 @@ def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
         if not Confirm.ask(f"run all {exc.size.total:,} runs?", default=False):
             raise UsageError("not confirmed; nothing was run") from None
         return load_experiment(path)
-
-
-def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Outcome]:
-    """Run an experiment into ``args.out/<suite>``: its runs, then for tuned entries the
-    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes.
-    Backends and devices this machine lacks are refused first (for the local executor)."""
-    if args.executor == "local" and not args.collect:
-        check_backends(experiment)
-    store = Store(Path(args.out) / experiment.suite)
-    store.write_suite(experiment)
-    for note in experiment.skipped:
-        console.print(f"  [yellow]skipped[/]: {note}")
-    rule = experiment.tuning
-    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
-    report_damage(store, [*experiment.specs, *tuning], args)
-    title = f"[bold]{experiment.suite}[/]"
-    failures = run_batch(experiment.specs, store, args, title)
-    if experiment.groups and rule:
-        selections, failed = tune(experiment.groups, rule, store,
-                                  lambda specs, what: run_batch(specs, store, args, what), title)
-        failures += failed
-        finals = [s for sel in selections if sel.chosen for s in sel.group.final_specs(sel.chosen)]
-        failures += run_batch(finals, store, args, f"{title} tuned")
-        store.write_suite(experiment, finals, [sel.to_dict(rule) for sel in selections])
-        for sel in selections:
-            if sel.chosen is None:
-                console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
-    return failures
-
-
-def report_damage(store: Store, specs: list[RunSpec], args: argparse.Namespace) -> None:
-    """Say which stored results of ``specs`` are damaged (corrupt or truncated files): they
-    count as not run, so they are recomputed (with --collect: reported missing)."""
-    damaged = store.check(s.digest for s in specs)
-    if damaged:
-        shown = "; ".join(map(str, damaged[:3])) + (" ..." if len(damaged) > 3 else "")
-        action = "counted as missing" if args.collect else "recomputing"
-        console.print(f"  [yellow]{len(damaged)} corrupt results found: {action}[/] "
-                      f"({escape(shown)})")
-
-
-def run_batch(specs: list[RunSpec], store: Store, args: argparse.Namespace,
-              title: str) -> list[Outcome]:
-    """Run the pending ``specs`` on the chosen executor with a progress bar (with
-    ``--collect``, only report what the store holds); the failed outcomes."""
-    if args.collect:
-        return collect_batch(specs, store, title)
-    todo = pending(specs, store, force=args.force)
-    console.print(f"{title}: {len(specs)} runs ({len(specs) - len(todo)} cached, "
-                  f"{len(todo)} to run) -> {store.root}")
-    counts: Counter[str] = Counter()
-    failures: list[Outcome] = []
-    if todo:
-        executor = make_executor(args)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      Tally(executor, counts), TimeRemainingColumn(), console=console,
-                      disable=args.no_progress) as progress, \
-                closing(executor.submit_all(todo, store.root)) as outcomes:
-            task = progress.add_task(f"running ({args.executor})", total=len(todo))
-            for outcome in outcomes:
-                counts[outcome.status] += 1
-                failures += [outcome] if outcome.status == "error" else []
-                progress.advance(task)
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to run"
-    console.print(f"finished: {summary}; results in {store.root}")
-    print_failures(failures, store)
-    return failures
 
 
 def make_executor(args: argparse.Namespace) -> Executor:
@@ -209,42 +128,6 @@ def make_executor(args: argparse.Namespace) -> Executor:
         resources = load_resources(args.slurm_resources) if args.slurm_resources else {}
         return SlurmExecutor(resources, args.max_concurrent)
     return LocalExecutor(args.jobs)
-
-
-class Tally(ProgressColumn):
-    """Runs in flight (as far as the executor can tell), then finished runs by status."""
-
-    def __init__(self, executor: Executor, counts: Counter[str]) -> None:
-        super().__init__()
-        self.executor, self.counts = executor, counts
-
-    def render(self, task: Task) -> Text:
-        shown = {"running": self.executor.running, **self.counts, "failed": self.counts["error"]}
-        return Text(" ".join(f"{k}={v}" for k, v in shown.items() if k != "error"))
-
-
-def collect_batch(specs: list[RunSpec], store: Store, title: str) -> list[Outcome]:
-    """Report which ``specs`` are finished, failed or missing in the store (submits
-    nothing); the failed outcomes."""
-    stored = [stored_outcome(spec, store) for spec in specs]
-    failures = [o for o in stored if o is not None and o.status == "error"]
-    missing = stored.count(None)
-    console.print(f"{title}: {len(specs)} runs: {len(specs) - missing - len(failures)} "
-                  f"finished, {len(failures)} failed, {missing} missing -> {store.root}")
-    print_failures(failures, store)
-    return failures
-
-
-def print_failures(failures: list[Outcome], store: Store) -> None:
-    """Each failed run with its error's first and last lines."""
-    if failures:
-        console.print(f"[red]{len(failures)} failed[/] (tracebacks: info.traceback in "
-                      f"{store.runs_dir.name}/RUN_ID.json; a rerun retries them):")
-    for f in failures:
-        lines = [line for line in (f.error or "no message").splitlines() if line.strip()]
-        shown = lines if len(lines) <= 3 else [lines[0], "...", *lines[-2:]]
-        console.print(f"  [red]error[/] {f.run_id} ({escape(f.label)}): "
-                      + escape("\n      ".join(shown)))
 
 
 # -- reproduce --------------------------------------------------------------------------
@@ -272,7 +155,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
-    failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
+    executor = make_executor(args)
+    failures = [f for paper in papers for exp in plans[paper]
+                for f in sweep(exp, args, executor)]
     if not args.collect:
         run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)

@@ -17,10 +17,12 @@ import pytest
 import yaml
 
 from bench import env, executors
-from bench.cli import Tally, main
+from bench.cli import main
 from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
-from bench.spec import RunSpec, load_experiment
+from bench.experiment import load_experiment
+from bench.spec import RunSpec
 from bench.store import Store
+from bench.sweep import Tally
 from problems.backend import MissingExtraError
 
 pytest.importorskip("distributed")
