@@ -21,6 +21,9 @@ from rich.table import Table
 
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from algorithms.base import CALIBRATIONS
+from algorithms.noisy_sgd import lemma_3_2_bound
+from bench.audit import audit_algorithm
+from bench.env import git_sha
 from bench.executors import (
     EXECUTORS,
     DaskExecutor,
@@ -31,11 +34,24 @@ from bench.executors import (
 )
 from bench.experiment import GridTooLarge, grid_limit, load_experiment
 from bench.parallel import Outcome
-from bench.spec import Experiment, SpecError, build_params
+from bench.spec import Experiment, SpecError, build_params, component, instantiate_params
 from bench.store import Store, StoreError
 from bench.sweep import console, run_experiment
-from problems import PROBLEMS, DataSize
-from problems.backend import BACKENDS, MissingExtraError, available_backends
+from problems import PROBLEMS, DataSize, get_problem
+from problems.backend import (
+    BACKENDS,
+    BackendSpec,
+    MissingExtraError,
+    available_backends,
+    get_backend,
+)
+from problems.statistics import start_statistics
+from reports.claims import run_studies
+from reports.index import update_readme
+from reports.papers import get_paper, paper_keys
+from reports.privacy import build_privacy_page
+from reports.render import build_report
+from reports.site import build_site, finish_site
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
 
@@ -70,7 +86,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def papers_table() -> Table:
     """Every declared paper: its claims and the roles its experiment files play."""
-    from reports.papers import get_paper, paper_keys
 
     table = Table(title="papers")
     for col in ("key", "claims", "roles", "title"):
@@ -144,7 +159,6 @@ def paper_experiments(paper: str, scale: str) -> list[Path]:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from reports.site import build_site
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
@@ -172,8 +186,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def run_paper_studies(papers: Sequence[str], scale: str, out: Path) -> None:
     """The simulations each paper's page needs beyond the run grid, stored under
     OUT/studies/ (pages only read them)."""
-    from reports.claims import run_studies
-    from reports.papers import get_paper, paper_keys
 
     for paper in papers:
         if paper in paper_keys():
@@ -188,7 +200,6 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
     import json
     import os
 
-    from bench.env import git_sha
 
     entry = {"papers": papers, "all": bool(args.all), "scale": args.scale, "jobs": args.jobs,
              "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
@@ -247,11 +258,6 @@ def cmd_account(args: argparse.Namespace) -> int:
 # -- estimate ---------------------------------------------------------------------------
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from algorithms.noisy_sgd import lemma_3_2_bound
-    from bench.spec import component, instantiate_params
-    from problems import get_problem
-    from problems.backend import BackendSpec, get_backend
-    from problems.statistics import start_statistics
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
@@ -278,8 +284,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A suite folder (``runs/`` inside): its report. A results root: the whole site."""
-    from reports.render import build_report
-    from reports.site import build_site, update_readme
 
     root = Path(args.results)
     if (root / "runs").is_dir():
@@ -308,10 +312,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     from joblib import Parallel, delayed
 
-    from bench.audit import audit_algorithm
-    from bench.env import git_sha
-    from reports.privacy import build_privacy_page
-    from reports.site import finish_site
 
     private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
     names = private if args.all else args.algorithms

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from problems.backend import BackendSpec
+from problems.backend import BackendSpec, get_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("saddlebench", "numpy", "scipy", "torch", "jax", "jaxlib", "dp-accounting",
@@ -71,8 +71,6 @@ def environment(backend: BackendSpec | None = None) -> dict[str, Any]:
     out = dict(_static())
     if backend is not None and backend.device == "cuda":
         try:
-            from problems.backend import get_backend
-
             out["gpu"] = get_backend(backend).describe().get("gpu")
         except (ImportError, ValueError):
             out["gpu"] = None

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from algorithms import ALGORITHMS
 from reports.tables import METRICS
 
 PALETTE = "colorblind"
@@ -42,7 +43,6 @@ def algorithm_colours() -> dict[str, RGB]:
     the same on every figure of every page."""
     import seaborn as sns
 
-    from algorithms import ALGORITHMS
 
     palette = sns.color_palette("tab20", n_colors=20)
     order = palette[0::2] + palette[1::2]
@@ -134,7 +134,6 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
         ax.legend(fontsize=7)
     save_figure(fig, out_dir, stem)
     return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-
 
 
 def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel: str,

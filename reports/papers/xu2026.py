@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from algorithms.dp_rgda import DPRGDA
-from bench.scaling import fit_slope
 from reports.claims import Claim, Control, Paper, Premise, Runs, Statistic
 from reports.figures import colours, save_figure
 from reports.paper import (
@@ -35,6 +34,7 @@ from reports.paper import (
     settings,
 )
 from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost
+from reports.scaling import fit_slope
 
 KEY = "xu2026"
 OURS = "dp_rgda"
