@@ -66,12 +66,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     algs = Table(title="algorithms")
     for col in ("name", "paper", "private", "reference"):
         algs.add_column(col)
-    for name, cls in sorted(ALGORITHMS.items()):
+    for name, cls in sorted(ALGORITHMS.plugins().items()):
         algs.add_row(name, cls.paper, "yes" if cls.private else "no", cls.reference)
     probs = Table(title="problems")
     for col in ("name", "backends", "description"):
         probs.add_column(col)
-    for name, pcls in sorted(PROBLEMS.items()):
+    for name, pcls in sorted(PROBLEMS.plugins().items()):
         probs.add_row(name, ", ".join(pcls.backends), pcls.description)
     backs = Table(title="backends")
     backs.add_column("name")
@@ -147,14 +147,27 @@ def make_executor(args: argparse.Namespace) -> Executor:
 
 # -- reproduce --------------------------------------------------------------------------
 
+def experiment_folder(paper: str) -> Path:
+    """Where a paper's experiment files are: its Paper's ``experiments`` (a plugin's), else
+    bench/experiments/<paper>."""
+    declared = get_paper(paper).experiments if paper in paper_keys() else None
+    return declared or EXPERIMENTS / paper
+
+
+def reproducible(scale: str) -> list[str]:
+    """The papers with experiment files at ``scale`` (built in and plugins)."""
+    found = {p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir()}
+    return sorted(found | {k for k in paper_keys() if (experiment_folder(k) / scale).is_dir()})
+
+
 def paper_experiments(paper: str, scale: str) -> list[Path]:
-    """The experiment files of a paper at a scale: bench/experiments/<paper>/<scale>/*.yaml."""
-    folder = EXPERIMENTS / paper / scale
+    """The experiment files of a paper at a scale: <its folder>/<scale>/*.yaml."""
+    folder = experiment_folder(paper) / scale
     files = sorted(folder.glob("*.yaml"))
     if not files:
-        known = sorted(p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir())
         raise UsageError(f"no {scale} experiments for {paper!r} in {folder} "
-                         f"(papers with {scale} experiments: {', '.join(known) or 'none'})")
+                         f"(papers with {scale} experiments: "
+                         f"{', '.join(reproducible(scale)) or 'none'})")
     return files
 
 
@@ -162,8 +175,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    papers = (sorted(p.name for p in EXPERIMENTS.iterdir() if (p / args.scale).is_dir())
-              if args.all else args.papers)
+    papers = reproducible(args.scale) if args.all else args.papers
     if not papers:
         raise UsageError("name at least one paper, or --all")
     start = time.perf_counter()
@@ -313,7 +325,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from joblib import Parallel, delayed
 
 
-    private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
+    private = sorted(name for name, cls in ALGORITHMS.plugins().items() if cls.private)
     names = private if args.all else args.algorithms
     if not names:
         raise UsageError("name at least one algorithm, or --all")

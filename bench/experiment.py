@@ -37,13 +37,15 @@ from bench.spec import (
 from bench.yamlio import read_yaml
 from problems.backend import BackendSpec, unavailable
 from problems.base import get_problem
+from problems.registry import PluginError, import_plugins
 
+MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 MAX_RUNS = 10_000  # default grid size above which the CLI asks for confirmation
 MAX_RUNS_VAR = "SADDLEBENCH_MAX_RUNS"
 
-TOP_KEYS = ("suite", "description", "paper", "scale", "role", "seeds", "privacy", "backend", "eval",
-            "tuning", "problems", "algorithms")
+TOP_KEYS = ("suite", "description", "paper", "scale", "role", "plugins", "seeds", "privacy",
+            "backend", "eval", "tuning", "problems", "algorithms")
 ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
               "algorithms": ("name", "label", "params", "sweep", "tune", "privacy")}
 TUNING_KEYS = ("metric", "goal", "seeds", "extend")
@@ -206,6 +208,7 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
         if not isinstance(doc.get(key), list) or not doc[key]:
             raise SpecError(f"{source}: '{key}' must be a non-empty list of entries")
     roles = _roles(doc.get("role"), source)
+    plugins = _plugins(doc.get("plugins"), source)
     size = grid_size(doc, source)
     if size.total > max_runs:
         raise GridTooLarge(source, size, max_runs)
@@ -266,7 +269,8 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
                                f"(it has {', '.join(supported)}); {cands[0].name} not run there")
                 continue
             for target in targets:
-                runs = [RunSpec(prob, c, target, backend, 0, evaluation, label) for c in cands]
+                runs = [RunSpec(prob, c, target, backend, 0, evaluation, label,
+                                plugins=plugins) for c in cands]
                 if tuned:
                     groups.append(TuningGroup(_group_key(runs[0]), tuple(runs), tuple(seeds)))
                 else:
@@ -280,6 +284,23 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
                       description=str(doc.get("description", "")), paper=doc.get("paper"),
                       scale=doc.get("scale"), roles=roles, skipped=sorted(set(skipped)),
                       tuning=rule, groups=groups)
+
+
+def _plugins(value: Any, source: str) -> tuple[str, ...]:
+    """``plugins:`` — modules of outside code to import (registering their algorithms and
+    problems) before the file is read; every run imports them again where it executes."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(
+            isinstance(n, str) and MODULE_NAME.match(n) for n in names):
+        raise SpecError(f"{source}: 'plugins' must be a module name or a non-empty list of "
+                        f"module names, got {show(value)}")
+    try:
+        import_plugins(names)
+    except PluginError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+    return tuple(dict.fromkeys(names))
 
 
 def _roles(value: Any, source: str) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from bench.metrics import evaluate, finite
 from bench.spec import RunSpec, instantiate_params
 from problems.backend import get_backend
 from problems.base import get_problem
+from problems.registry import import_plugins
 
 STATUSES = ("done", "diverged", "error", "skipped")
 
@@ -91,6 +92,7 @@ def run_one(spec: RunSpec) -> RunRecord:
 
 
 def _execute(spec: RunSpec, record: RunRecord) -> None:
+    import_plugins(spec.plugins)  # outside code, in whichever process runs this
     backend = get_backend(spec.backend)
     problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
     algorithm = get_algorithm(spec.algorithm.name)(instantiate_params("algorithm", spec.algorithm))

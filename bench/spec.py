@@ -89,6 +89,7 @@ class RunSpec:
     eval: EvalSpec = EvalSpec()
     label: str = ""
     stage: str = "final"
+    plugins: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         body = {
@@ -103,6 +104,8 @@ class RunSpec:
         }
         if self.stage != "final":
             body["stage"] = self.stage  # tuning runs; final runs keep their historical ids
+        if self.plugins:
+            body["plugins"] = list(self.plugins)  # outside modules the run imports first
         return body
 
     @property
@@ -135,6 +138,7 @@ class RunSpec:
                           schedule=d["eval"].get("schedule", "log")),
             label=d.get("label", ""),
             stage=d.get("stage", "final"),
+            plugins=tuple(d.get("plugins", ())),
         )
 
 

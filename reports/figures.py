@@ -46,11 +46,16 @@ def algorithm_colours() -> dict[str, RGB]:
 
     palette = sns.color_palette("tab20", n_colors=20)
     order = palette[0::2] + palette[1::2]
-    return {name: order[i % len(order)] for i, name in enumerate(sorted(ALGORITHMS))}
+    registry = ALGORITHMS.plugins()
+    builtin = sorted(n for n, cls in registry.items() if cls.__module__.startswith("algorithms."))
+    names = builtin + sorted(set(registry) - set(builtin))  # plugins after the built-ins
+    return {name: order[i % len(order)] for i, name in enumerate(names)}
 
 
 def _algorithm(label: str, algorithm_of: Mapping[str, str]) -> str | None:
-    if label in algorithm_of:
+    """The registered algorithm behind ``label`` (None: none, e.g. a plugin not importable
+    where the report is built; the label then takes the palette)."""
+    if algorithm_of.get(label) in algorithm_colours():
         return algorithm_of[label]
     known = [a for a in algorithm_colours() if label == a or label.startswith(f"{a}_")]
     return max(known, key=len) if known else None
