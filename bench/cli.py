@@ -7,6 +7,7 @@ missing extras) ends in one line on stderr naming the problem, and exit status 2
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import math
 import sys
 import time
@@ -118,14 +119,15 @@ def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
     """An experiment file whose grid, if larger than --max-runs, the user confirmed (with
     --yes, or at a prompt on a terminal)."""
     try:
-        return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs))
+        return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs),
+                               getattr(args, "set", ()))
     except GridTooLarge as exc:
         if not sys.stdin.isatty():
             raise
         console.print(escape(str(exc)))
         if not Confirm.ask(f"run all {exc.size.total:,} runs?", default=False):
             raise UsageError("not confirmed; nothing was run") from None
-        return load_experiment(path)
+        return load_experiment(path, overrides=getattr(args, "set", ()))
 
 
 def make_executor(args: argparse.Namespace) -> Executor:
@@ -401,12 +403,17 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="saddlebench",
                                 description="Benchmarks for DP non-convex optimisation.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {importlib.metadata.version('saddlebench')}")
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="registered algorithms, problems and backends")
 
     r = sub.add_parser("run", help="run an experiment grid into out/<suite>")
     r.add_argument("experiment", help="experiment YAML file")
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a value of the file, validated like it (repeatable): "
+                        "seeds=5, privacy.epsilon=[1,2], algorithms.dp_sgd.lr=0.05")
     add_execution_options(r)
     add_grid_options(r)
 

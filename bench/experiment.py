@@ -9,6 +9,7 @@ seeds (a non-private algorithm runs once, at ε = ∞); a tuned entry becomes
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import math
@@ -18,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from algorithms.base import ALGORITHMS, CALIBRATIONS, PrivacyTarget, get_algorithm
 from bench.spec import (
@@ -439,9 +442,56 @@ def _count(seeds: Any) -> int:
     return seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else len(_as_list(seeds))
 
 
-def load_experiment(path: str | Path, max_runs: float = math.inf) -> Experiment:
-    """Read and validate an experiment YAML file (``max_runs``: see :func:`parse_experiment`)."""
+def load_experiment(path: str | Path, max_runs: float = math.inf,
+                    overrides: Iterable[str] = ()) -> Experiment:
+    """Read and validate an experiment YAML file, with ``overrides`` (``KEY=VALUE``, see
+    :func:`override`) applied first (``max_runs``: see :func:`parse_experiment`)."""
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"experiment file not found: {p}")
-    return parse_experiment(read_yaml(p), str(p), p, max_runs)
+    doc = read_yaml(p)
+    for item in overrides:
+        doc = override(doc, item)
+    return parse_experiment(doc, str(p), p, max_runs)
+
+
+def override(doc: Any, item: str) -> dict[str, Any]:
+    """``doc`` with one command-line override applied: ``PATH=VALUE``, VALUE read as YAML.
+    PATH is a dotted key (``seeds``, ``privacy.epsilon``); in ``problems`` and
+    ``algorithms`` the second part picks the entries by name, label or index
+    (``algorithms.dp_sgd.lr``), and a key that is not an entry key is a param
+    (``algorithms.dp_sgd.lr`` = ``algorithms.dp_sgd.params.lr``). The result is validated
+    like the file."""
+    where = f"--set {item[:80]}"
+    path, sep, raw = item.partition("=")
+    keys = path.split(".")
+    if not sep or not all(keys):
+        raise SpecError(f"{where}: expected PATH=VALUE, e.g. seeds=5 or algorithms.dp_sgd.lr=0.05")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise SpecError(f"{where}: the value is not valid YAML") from None
+    doc = copy.deepcopy(_mapping(doc, where))
+    if keys[0] not in TOP_KEYS:
+        raise SpecError(f"{where}: unknown key {keys[0]!r} (allowed: {', '.join(TOP_KEYS)})")
+    if keys[0] in ENTRY_KEYS and len(keys) > 2:
+        entries = [e for i, e in enumerate(doc.get(keys[0]) or []) if isinstance(e, dict)
+                   and keys[1] in (str(i), e.get("name"), e.get("label"))]
+        if not entries:
+            raise SpecError(f"{where}: no {keys[0]} entry named, labelled or numbered "
+                            f"{keys[1]!r}")
+        rest = keys[2:] if keys[2] in ENTRY_KEYS[keys[0]] else ["params", *keys[2:]]
+        for entry in entries:
+            _set(entry, rest, value, where)
+    else:
+        _set(doc, keys, value, where)
+    return doc
+
+
+def _set(node: dict[str, Any], keys: list[str], value: Any, where: str) -> None:
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise SpecError(f"{where}: {key!r} is not a mapping")
+        node = child
+    node[keys[-1]] = value
