@@ -11,6 +11,7 @@ import importlib.metadata
 import math
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -103,8 +104,27 @@ def papers_table() -> Table:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    failures = sweep(load_checked(args.experiment, args), args, make_executor(args))
+    experiment = load_checked(args.experiment, args)
+    if args.explain_cache:
+        explain_cache(experiment, Store(Path(args.out) / experiment.suite))
+        return 0
+    failures = sweep(experiment, args, make_executor(args))
     return 1 if failures else 0
+
+
+def explain_cache(experiment: Experiment, store: Store) -> None:
+    """Say, per method and problem, which runs would be reused and why the others would run
+    (runs nothing; tuned entries' tuning runs included)."""
+    specs = [*experiment.specs, *(s for g in experiment.groups
+                                  for s in g.tuning_specs(experiment.tuning))] \
+        if experiment.tuning else experiment.specs
+    reasons = Counter((s.display, s.problem.name, store.explain(s)) for s in specs)
+    table = Table(title=f"{experiment.suite}: the cache, run by run")
+    for col in ("method", "problem", "runs", "why"):
+        table.add_column(col)
+    for (method, problem, why), n in sorted(reasons.items()):
+        table.add_row(method, problem, str(n), why)
+    console.print(table)
 
 
 def sweep(experiment: Experiment, args: argparse.Namespace, executor: Executor
@@ -414,6 +434,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a value of the file, validated like it (repeatable): "
                         "seeds=5, privacy.epsilon=[1,2], algorithms.dp_sgd.lr=0.05")
+    r.add_argument("--explain-cache", action="store_true",
+                   help="run nothing: say which runs would be reused and why the others "
+                        "would run (no result, failed, or which code changed)")
     add_execution_options(r)
     add_grid_options(r)
 

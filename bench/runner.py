@@ -20,6 +20,7 @@ from algorithms.base import Plan, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
 from bench import env
+from bench.fingerprint import fingerprint
 from bench.metrics import evaluate, finite
 from bench.spec import RunSpec, instantiate_params
 from problems.backend import get_backend
@@ -82,6 +83,9 @@ def run_one(spec: RunSpec) -> RunRecord:
     record = RunRecord(spec, environment=env.environment(spec.backend))
     started = time.perf_counter()
     try:
+        import_plugins(spec.plugins)  # outside code, in whichever process runs this
+        code, parts = fingerprint(spec)
+        record.environment.update(code=code, code_parts=parts)
         _execute(spec, record)
     except Exception as exc:  # a failing run must never take a sweep down
         record.status = "error"
@@ -92,7 +96,6 @@ def run_one(spec: RunSpec) -> RunRecord:
 
 
 def _execute(spec: RunSpec, record: RunRecord) -> None:
-    import_plugins(spec.plugins)  # outside code, in whichever process runs this
     backend = get_backend(spec.backend)
     problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
     algorithm = get_algorithm(spec.algorithm.name)(instantiate_params("algorithm", spec.algorithm))

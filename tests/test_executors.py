@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bench import env, executors
+from bench import env, executors, fingerprint
 from bench.cli import main
 from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
 from bench.experiment import load_experiment
@@ -48,7 +48,7 @@ def experiment(tmp_path: Path, name: str = "tiny", **overrides: Any) -> Path:
 def fresh_fingerprint() -> None:
     """Workers compute the code fingerprint afresh; so does this process, per test (the
     sources may change between tests while one develops)."""
-    env.code_fingerprint.cache_clear()
+    fingerprint.clear()
     env._static.cache_clear()
 
 
