@@ -32,8 +32,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff>=0.5")
+    """ruff, and the import contracts of pyproject.toml (import-linter: the rooms' layers,
+    no cycles between sibling modules)."""
+    session.install("ruff>=0.5", "import-linter>=2.1")
     session.run("ruff", "check", ".")
+    session.run("lint-imports")
 
 
 @nox.session

@@ -1,6 +1,7 @@
 """Algorithms: HOW to optimise privately. One interface, one module per paper.
 
-Importing this package registers every built-in algorithm in :data:`ALGORITHMS`.
+Importing this package registers every built-in algorithm in :data:`ALGORITHMS`; outside
+code registers its own with :func:`register_algorithm` (see :mod:`problems.registry`).
 """
 
 from algorithms import ada_dp_spider as _ada_dp_spider
@@ -14,9 +15,19 @@ from algorithms import prisma as _prisma
 from algorithms import private_diff as _private_diff
 from algorithms import sgd as _sgd
 from algorithms import spider_sosp as _spider_sosp
-from algorithms.base import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Rate, Step, get_algorithm
+from algorithms.base import (
+    ALGORITHMS,
+    Algorithm,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    get_algorithm,
+    register_algorithm,
+)
 
-__all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Rate", "Step", "get_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Rate", "Step", "get_algorithm",
+           "register_algorithm"]
 
 del (_ada_dp_spider, _dp_rgda, _dp_sgd, _dp_sgda, _dp_spider_at, _gauss_psgd, _noisy_sgd, _prisma,
      _private_diff, _sgd, _spider_sosp)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
 from algorithms.privacy.accounting import Epsilons, calibrate, epsilons
-from algorithms.privacy.ledger import Ledger, Mechanism
+from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
 from problems.registry import Registry
@@ -246,8 +246,6 @@ class Algorithm(ABC):
         return sigma, target.calibration
 
     def nonprivate_ledger(self) -> Ledger:
-        from algorithms.privacy.ledger import Release, Sampling
-
         ledger = Ledger()
         ledger.record(Sampling(), [Release("nonprivate", "data")])
         return ledger

@@ -7,33 +7,26 @@ missing extras) ends in one line on stderr naming the problem, and exit status 2
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import math
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.prompt import Confirm
 from rich.table import Table
-from rich.text import Text
 
+import bench.experiment
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from algorithms.base import CALIBRATIONS
+from algorithms.noisy_sgd import lemma_3_2_bound
+from bench.audit import audit_algorithm
+from bench.env import git_sha
 from bench.executors import (
     EXECUTORS,
     DaskExecutor,
@@ -42,24 +35,26 @@ from bench.executors import (
     SlurmExecutor,
     load_resources,
 )
-from bench.parallel import Outcome, pending, stored_outcome
-from bench.spec import (
-    Experiment,
-    GridTooLarge,
-    RunSpec,
-    SpecError,
-    build_params,
-    check_backends,
-    grid_limit,
-    load_experiment,
-)
+from bench.experiment import GridTooLarge, grid_limit, load_experiment
+from bench.parallel import Outcome
+from bench.spec import Experiment, SpecError, build_params, component, instantiate_params
 from bench.store import Store, StoreError
-from bench.tuning import tune
-from problems import PROBLEMS, DataSize
-from problems.backend import BACKENDS, MissingExtraError, available_backends
-
-console = Console()
-EXPERIMENTS = Path(__file__).resolve().parent / "experiments"
+from bench.sweep import console, run_experiment
+from problems import PROBLEMS, DataSize, get_problem
+from problems.backend import (
+    BACKENDS,
+    BackendSpec,
+    MissingExtraError,
+    available_backends,
+    get_backend,
+)
+from problems.statistics import start_statistics
+from reports.claims import run_studies
+from reports.index import update_readme
+from reports.papers import get_paper, paper_keys
+from reports.privacy import build_privacy_page
+from reports.render import build_report
+from reports.site import build_site, finish_site
 
 
 class UsageError(ValueError):
@@ -72,12 +67,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     algs = Table(title="algorithms")
     for col in ("name", "paper", "private", "reference"):
         algs.add_column(col)
-    for name, cls in sorted(ALGORITHMS.items()):
+    for name, cls in sorted(ALGORITHMS.plugins().items()):
         algs.add_row(name, cls.paper, "yes" if cls.private else "no", cls.reference)
     probs = Table(title="problems")
     for col in ("name", "backends", "description"):
         probs.add_column(col)
-    for name, pcls in sorted(PROBLEMS.items()):
+    for name, pcls in sorted(PROBLEMS.plugins().items()):
         probs.add_row(name, ", ".join(pcls.backends), pcls.description)
     backs = Table(title="backends")
     backs.add_column("name")
@@ -92,7 +87,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def papers_table() -> Table:
     """Every declared paper: its claims and the roles its experiment files play."""
-    from reports.papers import get_paper, paper_keys
 
     table = Table(title="papers")
     for col in ("key", "claims", "roles", "title"):
@@ -109,89 +103,50 @@ def papers_table() -> Table:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    failures = run_experiment(load_checked(args.experiment, args), args)
+    experiment = load_checked(args.experiment, args)
+    if args.explain_cache:
+        explain_cache(experiment, Store(Path(args.out) / experiment.suite))
+        return 0
+    failures = sweep(experiment, args, make_executor(args))
     return 1 if failures else 0
+
+
+def explain_cache(experiment: Experiment, store: Store) -> None:
+    """Say, per method and problem, which runs would be reused and why the others would run
+    (runs nothing; tuned entries' tuning runs included)."""
+    specs = [*experiment.specs, *(s for g in experiment.groups
+                                  for s in g.tuning_specs(experiment.tuning))] \
+        if experiment.tuning else experiment.specs
+    reasons = Counter((s.display, s.problem.name, store.explain(s)) for s in specs)
+    table = Table(title=f"{experiment.suite}: the cache, run by run")
+    for col in ("method", "problem", "runs", "why"):
+        table.add_column(col)
+    for (method, problem, why), n in sorted(reasons.items()):
+        table.add_row(method, problem, str(n), why)
+    console.print(table)
+
+
+def sweep(experiment: Experiment, args: argparse.Namespace, executor: Executor
+          ) -> list[Outcome]:
+    """:func:`bench.sweep.run_experiment` into ``--out/<suite>`` with the CLI's options."""
+    return run_experiment(experiment, Store(Path(args.out) / experiment.suite), executor,
+                          force=args.force, collect=args.collect,
+                          progress=not args.no_progress)
 
 
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
     """An experiment file whose grid, if larger than --max-runs, the user confirmed (with
     --yes, or at a prompt on a terminal)."""
     try:
-        return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs))
+        return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs),
+                               getattr(args, "set", ()))
     except GridTooLarge as exc:
         if not sys.stdin.isatty():
             raise
         console.print(escape(str(exc)))
         if not Confirm.ask(f"run all {exc.size.total:,} runs?", default=False):
             raise UsageError("not confirmed; nothing was run") from None
-        return load_experiment(path)
-
-
-def run_experiment(experiment: Experiment, args: argparse.Namespace) -> list[Outcome]:
-    """Run an experiment into ``args.out/<suite>``: its runs, then for tuned entries the
-    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes.
-    Backends and devices this machine lacks are refused first (for the local executor)."""
-    if args.executor == "local" and not args.collect:
-        check_backends(experiment)
-    store = Store(Path(args.out) / experiment.suite)
-    store.write_suite(experiment)
-    for note in experiment.skipped:
-        console.print(f"  [yellow]skipped[/]: {note}")
-    rule = experiment.tuning
-    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
-    report_damage(store, [*experiment.specs, *tuning], args)
-    title = f"[bold]{experiment.suite}[/]"
-    failures = run_batch(experiment.specs, store, args, title)
-    if experiment.groups and rule:
-        selections, failed = tune(experiment.groups, rule, store,
-                                  lambda specs, what: run_batch(specs, store, args, what), title)
-        failures += failed
-        finals = [s for sel in selections if sel.chosen for s in sel.group.final_specs(sel.chosen)]
-        failures += run_batch(finals, store, args, f"{title} tuned")
-        store.write_suite(experiment, finals, [sel.to_dict(rule) for sel in selections])
-        for sel in selections:
-            if sel.chosen is None:
-                console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
-    return failures
-
-
-def report_damage(store: Store, specs: list[RunSpec], args: argparse.Namespace) -> None:
-    """Say which stored results of ``specs`` are damaged (corrupt or truncated files): they
-    count as not run, so they are recomputed (with --collect: reported missing)."""
-    damaged = store.check(s.digest for s in specs)
-    if damaged:
-        shown = "; ".join(map(str, damaged[:3])) + (" ..." if len(damaged) > 3 else "")
-        action = "counted as missing" if args.collect else "recomputing"
-        console.print(f"  [yellow]{len(damaged)} corrupt results found: {action}[/] "
-                      f"({escape(shown)})")
-
-
-def run_batch(specs: list[RunSpec], store: Store, args: argparse.Namespace,
-              title: str) -> list[Outcome]:
-    """Run the pending ``specs`` on the chosen executor with a progress bar (with
-    ``--collect``, only report what the store holds); the failed outcomes."""
-    if args.collect:
-        return collect_batch(specs, store, title)
-    todo = pending(specs, store, force=args.force)
-    console.print(f"{title}: {len(specs)} runs ({len(specs) - len(todo)} cached, "
-                  f"{len(todo)} to run) -> {store.root}")
-    counts: Counter[str] = Counter()
-    failures: list[Outcome] = []
-    if todo:
-        executor = make_executor(args)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      Tally(executor, counts), TimeRemainingColumn(), console=console,
-                      disable=args.no_progress) as progress, \
-                closing(executor.submit_all(todo, store.root)) as outcomes:
-            task = progress.add_task(f"running ({args.executor})", total=len(todo))
-            for outcome in outcomes:
-                counts[outcome.status] += 1
-                failures += [outcome] if outcome.status == "error" else []
-                progress.advance(task)
-    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to run"
-    console.print(f"finished: {summary}; results in {store.root}")
-    print_failures(failures, store)
-    return failures
+        return load_experiment(path, overrides=getattr(args, "set", ()))
 
 
 def make_executor(args: argparse.Namespace) -> Executor:
@@ -211,68 +166,45 @@ def make_executor(args: argparse.Namespace) -> Executor:
     return LocalExecutor(args.jobs)
 
 
-class Tally(ProgressColumn):
-    """Runs in flight (as far as the executor can tell), then finished runs by status."""
-
-    def __init__(self, executor: Executor, counts: Counter[str]) -> None:
-        super().__init__()
-        self.executor, self.counts = executor, counts
-
-    def render(self, task: Task) -> Text:
-        shown = {"running": self.executor.running, **self.counts, "failed": self.counts["error"]}
-        return Text(" ".join(f"{k}={v}" for k, v in shown.items() if k != "error"))
-
-
-def collect_batch(specs: list[RunSpec], store: Store, title: str) -> list[Outcome]:
-    """Report which ``specs`` are finished, failed or missing in the store (submits
-    nothing); the failed outcomes."""
-    stored = [stored_outcome(spec, store) for spec in specs]
-    failures = [o for o in stored if o is not None and o.status == "error"]
-    missing = stored.count(None)
-    console.print(f"{title}: {len(specs)} runs: {len(specs) - missing - len(failures)} "
-                  f"finished, {len(failures)} failed, {missing} missing -> {store.root}")
-    print_failures(failures, store)
-    return failures
-
-
-def print_failures(failures: list[Outcome], store: Store) -> None:
-    """Each failed run with its error's first and last lines."""
-    if failures:
-        console.print(f"[red]{len(failures)} failed[/] (tracebacks: info.traceback in "
-                      f"{store.runs_dir.name}/RUN_ID.json; a rerun retries them):")
-    for f in failures:
-        lines = [line for line in (f.error or "no message").splitlines() if line.strip()]
-        shown = lines if len(lines) <= 3 else [lines[0], "...", *lines[-2:]]
-        console.print(f"  [red]error[/] {f.run_id} ({escape(f.label)}): "
-                      + escape("\n      ".join(shown)))
-
-
 # -- reproduce --------------------------------------------------------------------------
 
+def experiment_folder(paper: str) -> Path:
+    """Where a paper's experiment files are: its Paper's ``experiments`` (a plugin's), else
+    bench/experiments/<paper>."""
+    declared = get_paper(paper).experiments if paper in paper_keys() else None
+    return declared or bench.experiment.EXPERIMENTS / paper
+
+
+def reproducible(scale: str) -> list[str]:
+    """The papers with experiment files at ``scale`` (built in and plugins)."""
+    found = {p.name for p in bench.experiment.EXPERIMENTS.iterdir() if (p / scale).is_dir()}
+    return sorted(found | {k for k in paper_keys() if (experiment_folder(k) / scale).is_dir()})
+
+
 def paper_experiments(paper: str, scale: str) -> list[Path]:
-    """The experiment files of a paper at a scale: bench/experiments/<paper>/<scale>/*.yaml."""
-    folder = EXPERIMENTS / paper / scale
+    """The experiment files of a paper at a scale: <its folder>/<scale>/*.yaml."""
+    folder = experiment_folder(paper) / scale
     files = sorted(folder.glob("*.yaml"))
     if not files:
-        known = sorted(p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir())
         raise UsageError(f"no {scale} experiments for {paper!r} in {folder} "
-                         f"(papers with {scale} experiments: {', '.join(known) or 'none'})")
+                         f"(papers with {scale} experiments: "
+                         f"{', '.join(reproducible(scale)) or 'none'})")
     return files
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from reports.site import build_site
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    papers = (sorted(p.name for p in EXPERIMENTS.iterdir() if (p / args.scale).is_dir())
-              if args.all else args.papers)
+    papers = reproducible(args.scale) if args.all else args.papers
     if not papers:
         raise UsageError("name at least one paper, or --all")
     start = time.perf_counter()
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
-    failures = [f for paper in papers for exp in plans[paper] for f in run_experiment(exp, args)]
+    executor = make_executor(args)
+    failures = [f for paper in papers for exp in plans[paper]
+                for f in sweep(exp, args, executor)]
     if not args.collect:
         run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
@@ -287,8 +219,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def run_paper_studies(papers: Sequence[str], scale: str, out: Path) -> None:
     """The simulations each paper's page needs beyond the run grid, stored under
     OUT/studies/ (pages only read them)."""
-    from reports.claims import run_studies
-    from reports.papers import get_paper, paper_keys
 
     for paper in papers:
         if paper in paper_keys():
@@ -303,7 +233,6 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
     import json
     import os
 
-    from bench.env import git_sha
 
     entry = {"papers": papers, "all": bool(args.all), "scale": args.scale, "jobs": args.jobs,
              "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
@@ -362,11 +291,6 @@ def cmd_account(args: argparse.Namespace) -> int:
 # -- estimate ---------------------------------------------------------------------------
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from algorithms.noisy_sgd import lemma_3_2_bound
-    from bench.spec import component, instantiate_params
-    from problems import get_problem
-    from problems.backend import BackendSpec, get_backend
-    from problems.statistics import start_statistics
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
@@ -393,8 +317,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A suite folder (``runs/`` inside): its report. A results root: the whole site."""
-    from reports.render import build_report
-    from reports.site import build_site, update_readme
 
     root = Path(args.results)
     if (root / "runs").is_dir():
@@ -423,12 +345,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     from joblib import Parallel, delayed
 
-    from bench.audit import audit_algorithm
-    from bench.env import git_sha
-    from reports.privacy import build_privacy_page
-    from reports.site import finish_site
 
-    private = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
+    private = sorted(name for name, cls in ALGORITHMS.plugins().items() if cls.private)
     names = private if args.all else args.algorithms
     if not names:
         raise UsageError("name at least one algorithm, or --all")
@@ -504,12 +422,20 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="saddlebench",
                                 description="Benchmarks for DP non-convex optimisation.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {importlib.metadata.version('saddlebench')}")
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="registered algorithms, problems and backends")
 
     r = sub.add_parser("run", help="run an experiment grid into out/<suite>")
     r.add_argument("experiment", help="experiment YAML file")
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a value of the file, validated like it (repeatable): "
+                        "seeds=5, privacy.epsilon=[1,2], algorithms.dp_sgd.lr=0.05")
+    r.add_argument("--explain-cache", action="store_true",
+                   help="run nothing: say which runs would be reused and why the others "
+                        "would run (no result, failed, or which code changed)")
     add_execution_options(r)
     add_grid_options(r)
 

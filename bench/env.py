@@ -1,8 +1,8 @@
-"""The environment a result came from: versions, git sha, CPU/GPU, code fingerprint."""
+"""The environment a result came from: versions, git sha, CPU/GPU (the code a run used is
+its fingerprint, :mod:`bench.fingerprint`)."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
 import platform
@@ -11,13 +11,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from problems.backend import BackendSpec
+from problems.backend import BackendSpec, get_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("saddlebench", "numpy", "scipy", "torch", "jax", "jaxlib", "dp-accounting",
             "array-api-compat")
-FINGERPRINTED = ("algorithms", "problems", "bench/runner.py", "bench/metrics.py",
-                 "bench/spec.py")
 
 
 def package_version(package: str) -> str | None:
@@ -41,19 +39,6 @@ def git_sha() -> str | None:
 
 
 @lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """Hash of the sources that determine a run's numbers (cache validity)."""
-    digest = hashlib.sha256()
-    for entry in FINGERPRINTED:
-        path = ROOT / entry
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for f in files:
-            digest.update(str(f.relative_to(ROOT)).encode())
-            digest.update(f.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-@lru_cache(maxsize=1)
 def _static() -> dict[str, Any]:
     return {
         "python": platform.python_version(),
@@ -62,7 +47,6 @@ def _static() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "versions": {p: package_version(p) for p in PACKAGES},
         "git_sha": git_sha(),
-        "code": code_fingerprint(),
     }
 
 
@@ -71,8 +55,6 @@ def environment(backend: BackendSpec | None = None) -> dict[str, Any]:
     out = dict(_static())
     if backend is not None and backend.device == "cuda":
         try:
-            from problems.backend import get_backend
-
             out["gpu"] = get_backend(backend).describe().get("gpu")
         except (ImportError, ValueError):
             out["gpu"] = None

@@ -18,7 +18,7 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import yaml
 
@@ -35,6 +35,7 @@ Outcomes = Generator[Outcome, None, None]  # what submit_all yields, as runs fin
 class Executor(Protocol):
     """Runs specs somewhere; ``running``: runs in flight now, as far as it can tell."""
 
+    name: ClassVar[str]
     running: int
 
     def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
@@ -67,6 +68,8 @@ class LocalExecutor:
     """In this process (``jobs=1``), else in ``jobs`` loky worker processes, with at most
     ``jobs`` runs in flight. A killed worker breaks the pool: the runs then in flight that
     did not reach the store are reported failed, and the rest go on in a fresh pool."""
+
+    name: ClassVar[str] = "local"
 
     jobs: int = 1
     running: int = 0
@@ -119,6 +122,8 @@ class DaskExecutor:
     workers must see ``root`` at the same path and run the same code. A run whose worker
     dies is rescheduled (up to dask's ``distributed.scheduler.allowed-failures``)."""
 
+    name: ClassVar[str] = "dask"
+
     cluster: str
     running: int = 0
 
@@ -170,6 +175,8 @@ class SlurmExecutor:
     ``ARRAY_LIMIT`` runs); submitit's logs and pickles go to ROOT/.submitit.
     ``max_concurrent`` caps the running tasks of each array (SLURM's ``--array=...%N``).
     ``cluster="local"`` runs the same code on submitit's local executor (the tests)."""
+
+    name: ClassVar[str] = "slurm"
 
     resources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     max_concurrent: int | None = None

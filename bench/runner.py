@@ -20,10 +20,12 @@ from algorithms.base import Plan, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
 from bench import env
+from bench.fingerprint import fingerprint
 from bench.metrics import evaluate, finite
 from bench.spec import RunSpec, instantiate_params
 from problems.backend import get_backend
 from problems.base import get_problem
+from problems.registry import import_plugins
 
 STATUSES = ("done", "diverged", "error", "skipped")
 
@@ -81,6 +83,9 @@ def run_one(spec: RunSpec) -> RunRecord:
     record = RunRecord(spec, environment=env.environment(spec.backend))
     started = time.perf_counter()
     try:
+        import_plugins(spec.plugins)  # outside code, in whichever process runs this
+        code, parts = fingerprint(spec)
+        record.environment.update(code=code, code_parts=parts)
         _execute(spec, record)
     except Exception as exc:  # a failing run must never take a sweep down
         record.status = "error"

@@ -45,11 +45,12 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from bench.env import code_fingerprint
+from bench.fingerprint import fingerprint
 from bench.runner import RunRecord
 from bench.spec import Experiment, RunSpec
 
 CACHED_STATUSES = ("done", "diverged")
+REUSED = "reused: finished, by the same code"
 LOCK = ".lock"
 ELSEWHERE = "or choose another --out"
 # errno -> (what happened, how to fix it)
@@ -295,9 +296,29 @@ class Store:
 
     def is_finished(self, spec: RunSpec) -> bool:
         """Whether ``spec`` already has a reusable (finished, undamaged) result."""
-        side = self.sidecar(spec.digest)
-        return bool(side and side.get("status") in CACHED_STATUSES
-                    and (side.get("environment") or {}).get("code") == code_fingerprint())
+        return self.explain(spec) == REUSED
+
+    def explain(self, spec: RunSpec) -> str:
+        """Why ``spec``'s stored result is reused (:data:`REUSED`) or not."""
+        try:
+            side = self._read(spec.digest)[0]
+        except FileNotFoundError:
+            return "no stored result"
+        except _Damaged as exc:
+            return f"damaged ({exc.damage.reason})"
+        if side.get("status") not in CACHED_STATUSES:
+            return (f"status {side.get('status')} (only "
+                    f"{' and '.join(CACHED_STATUSES)} runs are reused)")
+        stored = side.get("environment") or {}
+        code, parts = fingerprint(spec)
+        if stored.get("code") == code:
+            return REUSED
+        before = stored.get("code_parts") or {}
+        changed = sorted(k for k in {*parts, *before} if parts.get(k) != before.get(k))
+        if not before:
+            return "code changed (the stored result predates per-module fingerprints)"
+        return f"code changed: {', '.join(changed[:4])}" + (
+            f" and {len(changed) - 4} more" if len(changed) > 4 else "")
 
     def sidecars(self) -> Iterator[dict[str, Any]]:
         """Every undamaged run's sidecar; damaged runs are skipped with a warning."""

@@ -14,6 +14,7 @@ small), so every backend sees the same batches for a given seed.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -287,3 +288,22 @@ def available_backends() -> dict[str, bool]:
         except ImportError:
             out[name] = False
     return out
+
+
+def unavailable(name: str, device: str = "cpu") -> str | None:
+    """Why backend ``name`` cannot run on ``device`` on this machine (None: it can): not
+    installed, or a CUDA device the library does not see."""
+    if name == "numpy":
+        return None
+    if importlib.util.find_spec(name) is None:
+        return (f"{name} is not installed; pip install 'saddlebench[{name}]', "
+                "or choose another backend")
+    if device != "cuda":
+        return None
+    module = importlib.import_module(name)
+    try:
+        found = bool(module.cuda.is_available() if name == "torch" else module.devices("gpu"))
+    except RuntimeError:  # jax without a GPU platform
+        found = False
+    return None if found else (f"{name} sees no CUDA GPU on this machine (devices: cpu); "
+                               "set device: cpu, or run it on a machine with a GPU")

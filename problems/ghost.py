@@ -37,7 +37,8 @@ from torch.nn import functional as F
 from torch.nn.grad import conv2d_weight
 
 from problems.backend import Backend
-from problems.models.mlp import tapping
+from problems.models.mlp import MLP, tapping
+from problems.models.torch_module import TorchModel
 from problems.oracles import BatchLoss, TorchOracle
 
 
@@ -347,9 +348,6 @@ def mlp_tracer(shapes: list[tuple[tuple[int, int], int]], losses: BatchLoss) -> 
 def bookkeeping_tracer(model: Any, losses: BatchLoss) -> Tracer | None:
     """The tracer of ``model`` (an MLP or a TorchModel), or None where book-keeping does not
     apply (an unsupported layer)."""
-    from problems.models.mlp import MLP
-    from problems.models.torch_module import TorchModel
-
     if isinstance(model, MLP):
         return mlp_tracer(model.shapes, losses)
     if isinstance(model, TorchModel):

@@ -1,30 +1,79 @@
-"""Name → class registries (algorithms, problems), with errors that list the choices."""
+"""Name → class registries (algorithms, problems), with errors that list the choices, and
+the plugins that add to them.
+
+Outside code registers its classes the way built-in code does (``@register_algorithm``,
+``@register_problem``) in a module that is imported either
+
+* through an **entry point** of an installed distribution, in the group
+  ``saddlebench.algorithms``, ``saddlebench.problems`` or ``saddlebench.papers``
+  (``my_pkg.algos = "my_pkg.algos"`` under ``[project.entry-points."saddlebench.algorithms"]``
+  in its pyproject.toml): loaded the first time a name is not found, or the registry is
+  listed; or
+* by name, from an experiment file's ``plugins: [my_pkg.algos]`` (code that is not
+  installed but importable), which every executor imports before running.
+"""
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterable
+from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+GROUP = "saddlebench.{kind}s"  # entry-point group of a registry's plugins
+
+
+class PluginError(ImportError):
+    """A plugin module that cannot be imported."""
+
+
+def import_plugins(modules: Iterable[str]) -> None:
+    """Import each named module (registering what it declares)."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise PluginError(f"plugin {name!r} cannot be imported ({exc}); install it, or "
+                              "put its folder on PYTHONPATH") from None
+
+
+def load_entry_points(group: str) -> list[Any]:
+    """Load every entry point of ``group`` (importing its module); what they point to."""
+    return [ep.load() for ep in entry_points(group=group)]
 
 
 class Registry(dict[str, T], Generic[T]):
-    """Classes registered by their ``name`` attribute."""
+    """Classes registered by their ``name`` attribute; ``plugins()`` adds those of installed
+    distributions' entry points (group ``saddlebench.<kind>s``)."""
 
     def __init__(self, kind: str) -> None:
         super().__init__()
         self.kind = kind
+        self._loaded = False
 
     def register(self, cls: Any) -> Any:
         """Class decorator: make ``cls`` available by ``cls.name``."""
-        if cls.name in self:
+        if cls.name in self and self[cls.name] is not cls:
             raise ValueError(f"{self.kind} {cls.name!r} registered twice")
         self[cls.name] = cls
         return cls
 
+    def plugins(self) -> Registry[T]:
+        """This registry after loading its entry points (once)."""
+        if not self._loaded:
+            self._loaded = True
+            load_entry_points(GROUP.format(kind=self.kind))
+        return self
+
     def lookup(self, name: str) -> T:
-        """The class registered as ``name``; the error lists every registered name."""
+        """The class registered as ``name`` (looked for among the plugins too); the error
+        lists every registered name."""
+        if name not in self:
+            self.plugins()
         try:
             return self[name]
         except KeyError:
             raise ValueError(f"unknown {self.kind} {name!r}; registered {self.kind}s: "
-                             f"{', '.join(sorted(self))}") from None
+                             f"{', '.join(sorted(self))} (outside code: see README, "
+                             "Compare your own method)") from None

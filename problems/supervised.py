@@ -18,7 +18,7 @@ import numpy as np
 
 from problems.backend import Backend, TorchBackend
 from problems.base import Instance, Problem, register_problem
-from problems.data.common import Split
+from problems.data.common import Split, subset
 from problems.data.digits import load_digits_split
 from problems.data.generated import generated_split
 from problems.models.mlp import INITS, MLP, cross_entropy, layer_sizes
@@ -100,7 +100,10 @@ class ClassificationInstance(Instance):
         data = (*_as_tuple(features), self._onehot(y))
         losses = self.losses_fn(backend)
         if isinstance(backend, TorchBackend) and not self.l2:
-            from problems.ghost import BookkeepingOracle, bookkeeping_tracer
+            from problems.ghost import (  # lazy: needs the torch extra
+                BookkeepingOracle,
+                bookkeeping_tracer,
+            )
 
             trace = bookkeeping_tracer(self.model, losses)
             if trace is not None:  # clipped sums by book-keeping (an L2 term is per sample)
@@ -231,8 +234,6 @@ def subsampled(split: Any, p: DataParams) -> Any:
     """``split`` cut to ``p.n_train``/``p.n_test`` samples by ``problems.data.common.subset``."""
     if p.n_train is None and p.n_test is None:
         return split
-    from problems.data.common import subset
-
     return subset(split, p.n_train, p.n_test, p.data_seed)
 
 

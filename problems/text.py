@@ -22,8 +22,8 @@ import numpy as np
 
 from problems.backend import require
 from problems.base import Problem, register_problem
-from problems.data.cola import TextSplit
-from problems.data.common import Split
+from problems.data.cola import TextSplit, load_cola
+from problems.data.common import Split, local_path
 from problems.supervised import (
     ClassificationInstance,
     DataParams,
@@ -39,8 +39,6 @@ SMALL_BERT: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2,
 
 def load_text(data_dir: str | None) -> TextSplit:
     """CoLA from ``data_dir``: GLUE's train and dev ("test") sentences."""
-    from problems.data.cola import load_cola
-
     return load_cola(data_dir)
 
 
@@ -87,7 +85,7 @@ class ColaBert(Problem):
     def build(self, seed: int) -> ClassificationInstance:
         p: ColaBertParams = self.params
         require("transformers", "nlp")
-        from problems.models.bert import BertClassifier, char_vocab
+        from problems.models.bert import BertClassifier, char_vocab  # lazy: needs the torch extra
 
         split = subsampled_text(load_text(p.data_dir), p)
         if p.model_dir is None:
@@ -97,8 +95,6 @@ class ColaBert(Problem):
             model = BertClassifier(config=config, vocab=vocab, max_length=p.max_length,
                                    num_labels=split.classes)
         else:
-            from problems.data.common import local_path
-
             model = BertClassifier(str(local_path(p.model_dir, p.data_dir, "BERT model folder")),
                                    max_length=p.max_length, num_labels=split.classes)
         encoded = EncodedSplit(model.encode(split.train_sentences), split.y_train,

@@ -28,8 +28,10 @@ import numpy as np
 
 from problems.backend import require
 from problems.base import Problem, register_problem
-from problems.data.common import Split
+from problems.data.cifar import load_cifar
+from problems.data.common import Split, local_path
 from problems.data.digits import load_digits_split
+from problems.data.mnist import load_mnist
 from problems.models.mlp import MLP, layer_sizes
 from problems.supervised import (
     ClassificationInstance,
@@ -55,11 +57,7 @@ MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 def load_images(variant: str, data_dir: str | None) -> Split:
     """CIFAR-10/100 or MNIST (x float32 NCHW in [0, 1], y int64) from ``data_dir``."""
     if variant == "mnist":
-        from problems.data.mnist import load_mnist
-
         return load_mnist(data_dir)
-    from problems.data.cifar import load_cifar
-
     return load_cifar(data_dir, variant=variant)
 
 
@@ -131,8 +129,8 @@ class DigitsCNN(Problem):
     def build(self, seed: int) -> ClassificationInstance:
         p: DigitsCNNParams = self.params
         require("torch", "torch")
-        from problems.models.cnn import appendix_cnn
-        from problems.models.torch_module import TorchModel
+        from problems.models.cnn import appendix_cnn  # lazy: needs the torch extra
+        from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
 
         split = load_digits_split(p.test_fraction, p.data_seed)
         split = dataclasses.replace(split, x_train=split.x_train.reshape(-1, 1, 8, 8),
@@ -189,8 +187,8 @@ class Cifar10CNN(CifarProblem):
                    "(d = 2,274,880 at width 1), cross-entropy; paper Figs. 1a, 3")
 
     def network(self, classes: int) -> Any:
-        from problems.models.cnn import appendix_cnn
-        from problems.models.torch_module import TorchModel
+        from problems.models.cnn import appendix_cnn  # lazy: needs the torch extra
+        from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
 
         p: CifarCNNParams = self.params
         module = appendix_cnn(3, classes, width=p.width, norm=p.norm, groups=p.groups)
@@ -226,8 +224,8 @@ class Cifar10ResNet18(CifarProblem):
                    "CIFAR stem, from scratch (d = 11,173,962), cross-entropy; paper Fig. 1b")
 
     def network(self, classes: int) -> Any:
-        from problems.models.resnet import ResNet18, init_resnet
-        from problems.models.torch_module import TorchModel
+        from problems.models.resnet import ResNet18, init_resnet  # lazy: needs the torch extra
+        from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
 
         p: ResNetParams = self.params
         module = ResNet18(classes, width=p.width, groups=p.groups, stem=p.stem or "cifar")
@@ -256,16 +254,18 @@ class Cifar100ResNet18(CifarProblem):
                    "scratch; paper Fig. 2a")
 
     def network(self, classes: int) -> Any:
-        from problems.models.resnet import ResNet18, init_head, init_resnet
-        from problems.models.torch_module import TorchModel
+        from problems.models.resnet import (  # lazy: needs the torch extra
+            ResNet18,
+            init_head,
+            init_resnet,
+        )
+        from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
 
         p: PretrainedResNetParams = self.params
         stem = p.stem or ("imagenet" if p.weights else "cifar")
         module = ResNet18(classes, width=p.width, groups=p.groups, stem=stem)
         if p.weights is None:
             return TorchModel(module, sample_ndim=3, reinit=init_resnet)
-        from problems.data.common import local_path
-
         module.load_pretrained(str(local_path(p.weights, p.data_dir, "pretrained weights")))
         return TorchModel(module, sample_ndim=3, reinit=init_head)
 
@@ -294,8 +294,8 @@ class Cifar10VGG(CifarProblem):
                    "inputs in [-1, 1], cross-entropy; clients by partition; huang2025 Table 1")
 
     def network(self, classes: int) -> Any:
-        from problems.models.torch_module import TorchModel
-        from problems.models.vgg import init_vgg, vgg_tanh
+        from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
+        from problems.models.vgg import init_vgg, vgg_tanh  # lazy: needs the torch extra
 
         p: CifarVGGParams = self.params
         return TorchModel(vgg_tanh(3, classes, 32, width=p.width), sample_ndim=3,

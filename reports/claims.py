@@ -534,7 +534,9 @@ class Paper:
     ``sections(results, out)`` draws the figures and tables of the page;
     ``divergence_factor``: a run whose final loss exceeds this factor times its initial
     loss (in absolute value) is flagged diverged; ``regime``: the paper's setting beside
-    ours, quantity by quantity (:class:`Regime`).
+    ours, quantity by quantity (:class:`Regime`); ``experiments``: the folder of its
+    experiment files, ``<scale>/*.yaml`` (None: ``bench/experiments/<key>``; a plugin's
+    paper names its own).
     """
 
     key: str
@@ -547,6 +549,7 @@ class Paper:
     studies: Mapping[str, Study] = field(default_factory=dict)
     divergence_factor: float = DIVERGENCE_FACTOR
     regime: tuple[Regime, ...] = ()
+    experiments: Path | None = None
 
     def __post_init__(self) -> None:
         ids = [c.id for c in self.claims]

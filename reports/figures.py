@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from algorithms import ALGORITHMS
 from reports.tables import METRICS
 
 PALETTE = "colorblind"
@@ -42,15 +43,19 @@ def algorithm_colours() -> dict[str, RGB]:
     the same on every figure of every page."""
     import seaborn as sns
 
-    from algorithms import ALGORITHMS
 
     palette = sns.color_palette("tab20", n_colors=20)
     order = palette[0::2] + palette[1::2]
-    return {name: order[i % len(order)] for i, name in enumerate(sorted(ALGORITHMS))}
+    registry = ALGORITHMS.plugins()
+    builtin = sorted(n for n, cls in registry.items() if cls.__module__.startswith("algorithms."))
+    names = builtin + sorted(set(registry) - set(builtin))  # plugins after the built-ins
+    return {name: order[i % len(order)] for i, name in enumerate(names)}
 
 
 def _algorithm(label: str, algorithm_of: Mapping[str, str]) -> str | None:
-    if label in algorithm_of:
+    """The registered algorithm behind ``label`` (None: none, e.g. a plugin not importable
+    where the report is built; the label then takes the palette)."""
+    if algorithm_of.get(label) in algorithm_colours():
         return algorithm_of[label]
     known = [a for a in algorithm_colours() if label == a or label.startswith(f"{a}_")]
     return max(known, key=len) if known else None
@@ -134,7 +139,6 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
         ax.legend(fontsize=7)
     save_figure(fig, out_dir, stem)
     return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
-
 
 
 def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel: str,

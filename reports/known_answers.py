@@ -15,6 +15,7 @@ import pandas as pd
 
 from reports.claims import ClaimResult, evaluate
 from reports.paper import PaperResults, flag_divergence
+from reports.papers import get_paper
 
 RUN_DEFAULTS: dict[str, Any] = {"status": "done", "epsilon": 1.0, "delta": 1e-5,
                                 "calibration": "pld", "seed": 0, "problem": "p",
@@ -48,6 +49,5 @@ def synthetic_results(paper: str, runs: Sequence[Mapping[str, Any]],
 
 def verdict_of(paper: str, claim_id: str, results: PaperResults) -> ClaimResult:
     """Evaluate one declared claim of ``paper`` on ``results``."""
-    from reports.papers import get_paper
 
     return evaluate(get_paper(paper).claim(claim_id), results)

@@ -10,20 +10,20 @@ this module collects the results, evaluates the claims and renders.
 from __future__ import annotations
 
 import importlib
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from bench.scaling import ExponentCheck, ScalingFit
+from algorithms import get_algorithm
 from bench.store import Store
-from reports.claims import VERDICTS, ClaimResult, aggregate, study_path
+from reports.claims import DIVERGENCE_FACTOR, VERDICTS, ClaimResult, aggregate, study_path
+from reports.published import published_for
+from reports.scaling import ExponentCheck, ScalingFit, compare, declared_exponents, fit_exponents
 from reports.tables import Comparison
 
 
@@ -132,7 +132,6 @@ def collect(results_root: Path, paper: str, scale: str, trajectories: bool = Tru
     """Runs (and, with ``trajectories``, trajectories) of every suite under
     ``results_root`` for (paper, scale), with each run's ``diverged`` flag (see
     :func:`flag_divergence`) and the paper's stored studies."""
-    from reports.claims import DIVERGENCE_FACTOR
 
     suites, runs, curves = [], [], []
     for meta, store in stored_suites(results_root):
@@ -275,7 +274,6 @@ class ScalingGroup:
     def checks(self, privacy_exponent: float | None) -> dict[str, ExponentCheck]:
         """Per fitted predictor, the check against the exponent a bound (√d/(nε))^a with
         a = ``privacy_exponent`` predicts (none without a rate)."""
-        from bench.scaling import compare, declared_exponents
 
         declared = {} if privacy_exponent is None else declared_exponents(privacy_exponent)
         return {c.predictor: c for c in compare(self.fit, declared)}
@@ -283,10 +281,9 @@ class ScalingGroup:
 
 def scaling_fits(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
                  ) -> list[ScalingGroup]:
-    """Least-squares exponents of the final ``metric`` in n, d and ε (bench/scaling.py) for
+    """Least-squares exponents of the final ``metric`` in n, d and ε (reports/scaling.py) for
     every group of finished runs that differ only there (at least ``min_runs`` runs and one
     predictor that varies); groups that cannot be fitted are left out."""
-    from bench.scaling import fit_exponents
 
     runs = results.runs
     column = f"final_{metric}"
@@ -323,9 +320,8 @@ def scaling_fits(results: PaperResults, metric: str = "grad_norm", min_runs: int
 def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
                   ) -> dict[str, Any] | None:
     """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
-    declared rate predicts (bench/scaling.py), one row per predictor of each group of
+    declared rate predicts (reports/scaling.py), one row per predictor of each group of
     :func:`scaling_fits`."""
-    from algorithms import get_algorithm
 
     rows = []
     for group in scaling_fits(results, metric, min_runs):
@@ -346,7 +342,7 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
             "note": "Least-squares exponents of log(final metric) on log n, log d, log ε over "
                     "runs that differ only there (95 % bootstrap intervals over runs), beside "
                     "the exponents each algorithm's declared rate (√d/(nε))^a predicts while "
-                    "its privacy term dominates: −a in n and ε, a/2 in d (bench/scaling.py). "
+                    "its privacy term dominates: −a in n and ε, a/2 in d (reports/scaling.py). "
                     "'outside': the declared exponent is not in the interval.",
             "columns": ["suite", "method", "calibration", "held fixed", "predictor", "fitted",
                         "95 % CI",
@@ -355,7 +351,6 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
 
 def rates_table(paper: str) -> dict[str, Any] | None:
     """A paper's table of utility bounds from reports/published/<paper>.yaml."""
-    from reports.published import published_for
 
     published = published_for(paper)
     if published is None or not published.rates:
@@ -527,7 +522,7 @@ def _settings(names: Sequence[str], shown: int = 3) -> str:
     return " · ".join(unique[:shown]) + (f" · and {more} more settings" if more > 0 else "")
 
 
-def _with_provenance(sections: PaperSections, results: PaperResults) -> None:
+def with_provenance(sections: PaperSections, results: PaperResults) -> None:
     everything = results.provenance()
     for table in sections.tables:
         table.setdefault("provenance", everything)
@@ -546,74 +541,3 @@ def claim_rows(claims: Sequence[ClaimResult], results: PaperResults) -> list[dic
                                                                    .isin(ids)])
                      if ids and not results.runs.empty else Provenance(results.scale)})
     return rows
-
-
-SETTING_COLUMNS = ("quantity", "paper", "ours", "note")
-
-
-def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
-    """Render ``out/index.html`` for (paper, scale) from stored results, with its
-    ``status.json`` (verdicts and artefacts, for the site's index) and ``provenance.json``."""
-    from reports.latex import export_page
-    from reports.papers import get_paper
-    from reports.published import published_for
-    from reports.render import html_env
-    from reports.tables import compare
-
-    spec = get_paper(paper)
-    results = collect(results_root, paper, scale, divergence_factor=spec.divergence_factor)
-    out.mkdir(parents=True, exist_ok=True)
-    verdicts = spec.evaluate(results)
-    sections: PaperSections = spec.sections(results, out)
-    scaling = scaling_table(results)
-    if scaling:
-        sections.tables.append(scaling)
-    _with_provenance(sections, results)
-    published = published_for(paper)
-    comparisons = in_regime(compare(published, results.runs), verdicts) \
-        if published and len(results.runs) else []
-    status = artefacts(verdicts, comparisons)
-    found = findings(verdicts, results.runs, comparisons)
-    regime = out_of_regime(verdicts)
-    setting_rows = [r.row(results) for r in spec.regime]
-    setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),
-               "note": "The quantities the claims' regimes are about: the paper's value (from "
-                       "its stated setting) and ours (measured from the runs).",
-               "columns": list(SETTING_COLUMNS), "rows": setting_rows}
-    verdict_table = {
-        "title": "Verdicts", "provenance": results.provenance(),
-        "note": "Each claim of the paper with its verdict under the declared rule, the evidence "
-                "and the premises it rests on.",
-        "columns": ["claim", "checks", "statement", "verdict", "evidence", "premises"],
-        "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
-                  "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
-                            for p in r.premise_summary()) or "–"] for r in verdicts]}
-    html = html_env().get_template("paper.html.j2").render(
-        paper=paper, title=spec.title, source=spec.source, scale=scale,
-        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        suites=results.suites, n_runs=len(results.runs),
-        counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
-        diverged=int(results.runs["diverged"].sum()) if "diverged" in results.runs else 0,
-        provenance=results.provenance(), artefacts=status, sections=sections,
-        claims=claim_rows(verdicts, results), findings=found, regime=regime, setting=setting,
-        comparisons=comparisons, resolutions=spec.resolutions,
-        runs=results.runs.to_dict("records") if len(results.runs) else [],
-    )
-    (out / "index.html").write_text(html)
-    export_page(out, f"{spec.title} ({paper}, {scale})",
-                [verdict_table, *([setting] if setting_rows else []), *sections.tables],
-                [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
-                 for f in sections.figures])
-    (out / "status.json").write_text(json.dumps({
-        "paper": paper, "title": spec.title, "scale": scale, "runs": len(results.runs),
-        "claims": [r.to_dict() for r in verdicts], "artefacts": status,
-        "findings": found, "out_of_regime": regime,
-        "setting": [dict(zip(SETTING_COLUMNS, r, strict=True)) for r in setting_rows]},
-        indent=1))
-    (out / "provenance.json").write_text(json.dumps({
-        "page": asdict(results.provenance()),
-        "tables": {t["title"]: {**asdict(t["provenance"]), "row_runs": t.get("row_runs")}
-                   for t in sections.tables},
-        "figures": {f.path: asdict(f.provenance) for f in sections.figures if f.provenance}},
-        indent=1))
-    return out

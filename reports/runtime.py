@@ -18,9 +18,9 @@ from typing import Any
 
 from bench.env import git_sha
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
+from reports.index import build_index
 from reports.latex import export_page
 from reports.render import fmt, html_env
-from reports.site import build_index
 
 BENCH_JSON = "out/bench/micro.json"
 COMMANDS = (

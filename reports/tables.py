@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reports.claims import diverged_mask
 from reports.published import Entry, Published
 
 METRICS = {
@@ -144,7 +145,6 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
     """
     from scipy import stats
 
-    from reports.claims import diverged_mask
 
     out = []
     for entry in published.entries:

@@ -5,7 +5,7 @@ printed (:func:`reports.paper.rates_table`) and, beside each row that names our
 implementation, every power-law fit of that algorithm's final ‖∇F‖ in n, d and ε over the
 suites of *all* papers at one scale (:func:`reports.paper.scaling_fits`), with the exponents
 the row's bound (√d/(nε))^a predicts while its privacy term dominates (−a in n and ε, a/2 in
-d: :func:`bench.scaling.declared_exponents`) and whether they lie in the fitted 95 % interval.
+d: :func:`reports.scaling.declared_exponents`) and whether they lie in the fitted 95 % interval.
 A second table does the same for the rate each registered algorithm declares
 (``Algorithm.rate``), so algorithms without a published rate row appear too.
 
@@ -16,7 +16,6 @@ cells (the shape the paper pages use); :func:`build_theory_page` renders them to
 
 from __future__ import annotations
 
-import pkgutil
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -25,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from algorithms import ALGORITHMS
+from reports.latex import export_page
 from reports.paper import (
     PaperResults,
     ScalingGroup,
@@ -33,7 +34,9 @@ from reports.paper import (
     scaling_fits,
     stored_suites,
 )
+from reports.papers import paper_keys
 from reports.published import PUBLISHED_DIR, published_for
+from reports.render import html_env
 
 METRIC = "grad_norm"
 NO_RUNS = "no scaling runs"
@@ -51,7 +54,7 @@ EXPLANATION = (
     "log d and log ε by least squares, over a group of runs of one suite, problem, run label "
     "and calibration that differ only in those (at least 6 runs; a predictor enters only "
     "where it varies), with 95 % percentile intervals from 2000 bootstrap resamples of the "
-    "runs (bench/scaling.py). An algorithm's fits come from every paper's suites at this "
+    "runs (reports/scaling.py). An algorithm's fits come from every paper's suites at this "
     "scale, not only its own paper's; groups are never pooled, as constants differ between "
     "problems and settings. "
     "A bound Õ(n^{−b} + (√d/(nε))^a) predicts the exponents −a in ε and in n and a/2 in d "
@@ -152,7 +155,6 @@ def paper_rate_table(paper: str, fits: dict[str, list[ScalingGroup]]) -> dict[st
 
 def declared_rate_table(fits: dict[str, list[ScalingGroup]]) -> dict[str, Any]:
     """Every registered algorithm's declared rate (``Algorithm.rate``) beside its fits."""
-    from algorithms import ALGORITHMS
 
     rows: list[list[str]] = []
     for name in sorted(ALGORITHMS):
@@ -191,9 +193,7 @@ def theory_tables(results_root: Path, scale: str = "quick") -> list[dict[str, An
 
 
 def _papers_without_rates() -> list[str]:
-    import reports.papers
-
-    known = {m.name for m in pkgutil.iter_modules(reports.papers.__path__)}
+    known = set(paper_keys())
     known |= {p.stem for p in PUBLISHED_DIR.glob("*.yaml")}
     return sorted(known - set(_papers_with_rates()))
 
@@ -201,8 +201,6 @@ def _papers_without_rates() -> list[str]:
 def build_theory_page(results_root: Path, out: Path, scale: str = "quick") -> Path:
     """Render ``out/index.html``: the rate tables with our fitted exponents beside them, and
     their LaTeX (``out/tables/``, ``out/latex.json``: :func:`reports.latex.export_page`)."""
-    from reports.latex import export_page
-    from reports.render import html_env
 
     results = all_results(Path(results_root), scale)
     tables = _tables(results)

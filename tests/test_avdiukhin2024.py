@@ -19,8 +19,8 @@ from algorithms.lambda_min import lambda_min_lanczos, lambda_min_power
 from algorithms.noisy_sgd import lemma_3_2_bound
 from algorithms.privacy.accounting import calibrate, epsilons
 from algorithms.privacy.ledger import Mechanism
+from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
-from bench.spec import load_experiment, parse_experiment
 from problems import DataSize
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults

@@ -28,6 +28,7 @@ import pytest
 import yaml
 from test_xu2026 import TINY
 
+import bench.experiment
 from bench import cli
 from reports.latex import pdflatex_available
 
@@ -248,7 +249,7 @@ def site(tmp_path_factory: pytest.TempPathFactory, chromium: str) -> Iterator[Pa
         (folder / name).write_text(yaml.safe_dump(doc))
     out = tmp / "out"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli, "EXPERIMENTS", tmp / "experiments")
+        mp.setattr(bench.experiment, "EXPERIMENTS", tmp / "experiments")
         # no PDF yet: `report` below rebuilds the whole site, report.pdf included
         assert cli.main(["reproduce", "xu2026", "--out", str(out), "--jobs", "2",
                          "--no-progress", "--no-pdf"]) == 0

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bench.cli import main
-from bench.spec import load_experiment
+from bench.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "bench" / "experiments" / "smoke.yaml"

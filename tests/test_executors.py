@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 import yaml
 
-from bench import env, executors
-from bench.cli import Tally, main
+from bench import env, executors, fingerprint
+from bench.cli import main
 from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
-from bench.spec import RunSpec, load_experiment
+from bench.experiment import load_experiment
+from bench.spec import RunSpec
 from bench.store import Store
+from bench.sweep import Tally
 from problems.backend import MissingExtraError
 
 pytest.importorskip("distributed")
@@ -46,7 +48,7 @@ def experiment(tmp_path: Path, name: str = "tiny", **overrides: Any) -> Path:
 def fresh_fingerprint() -> None:
     """Workers compute the code fingerprint afresh; so does this process, per test (the
     sources may change between tests while one develops)."""
-    env.code_fingerprint.cache_clear()
+    fingerprint.clear()
     env._static.cache_clear()
 
 

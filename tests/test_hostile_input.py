@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import os
 import pickle
+import re
 import struct
 import tempfile
 import time
@@ -24,10 +25,11 @@ import pytest
 import yaml
 from test_store_robustness import failing
 
-import bench.spec
 import bench.store
+import problems.backend
 from bench.cli import main
-from bench.spec import GridTooLarge, SpecError, load_experiment, parse_experiment
+from bench.experiment import GridTooLarge, load_experiment, parse_experiment
+from bench.spec import SpecError
 from problems.data import DataCorruptError, load_cifar, load_mnist
 from problems.data.cifar import CIFAR10_MD5, VARIANTS
 from problems.data.mnist import IMAGE_MAGIC, LABEL_MAGIC, MNIST_GZ_MD5
@@ -188,6 +190,16 @@ def test_bad_values_are_refused_with_a_short_message(patch: dict[str, Any],
     assert len(message) < 600 and "\n" not in message
 
 
+@pytest.mark.parametrize(("where", "fragment"), [("top", "src.yaml: privacy.delta"),
+                                                 ("entry", "algorithms[0].privacy.delta")])
+def test_a_privacy_error_names_the_block_it_is_in(where: str, fragment: str) -> None:
+    bad = {"epsilon": 1, "delta": "tiny"}
+    patch = ({"privacy": bad, "algorithms": [dp_sgd()]} if where == "top" else
+             {"algorithms": [{**dp_sgd(), "privacy": bad}]})
+    with pytest.raises(SpecError, match=re.escape(fragment)):
+        parse_experiment(doc(**patch), "src.yaml")
+
+
 # -- huge grids ------------------------------------------------------------------------
 
 
@@ -300,8 +312,8 @@ def test_cuda_without_a_gpu_is_refused_before_anything_runs(
 def test_backend_not_installed_is_refused_before_anything_runs(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    real = bench.spec.importlib.util.find_spec
-    monkeypatch.setattr(bench.spec.importlib.util, "find_spec",
+    real = problems.backend.importlib.util.find_spec
+    monkeypatch.setattr(problems.backend.importlib.util, "find_spec",
                         lambda name, *a: None if name == "jax" else real(name, *a))
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(backend_doc("jax")))

@@ -19,8 +19,9 @@ from algorithms import PrivacyTarget, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
 from bench import cli
+from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
-from bench.spec import SpecError, load_experiment, parse_experiment
+from bench.spec import SpecError
 from problems import DataSize, get_problem
 from problems.backend import get_backend
 from problems.partition import partition

@@ -19,7 +19,7 @@ from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Mechanism, Pool
 from algorithms.privacy.tree import GaussianSums, TreeSums, leaf_node_counts, tree_depth, tree_nodes
 from algorithms.spider_sosp import SpiderSOSP, _Run, escape
-from bench.spec import load_experiment
+from bench.experiment import load_experiment
 from bench.studies.liu2024 import (
     TRIALS,
     escape_summary,

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+import bench.experiment
 from bench import cli
 from reports.claims import VERDICTS
 from reports.papers import get_paper, paper_keys
 
 TINY = Path(__file__).resolve().parent / "tiny"
-EXPERIMENTS = Path(cli.EXPERIMENTS)
+EXPERIMENTS = Path(bench.experiment.EXPERIMENTS)
 PAPERS = paper_keys()
 
 
@@ -76,7 +77,7 @@ def reproduced(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
             shutil.copy(path, folder / path.name)
     out = tmp / "out"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cli, "EXPERIMENTS", tmp / "experiments")
+        mp.setattr(bench.experiment, "EXPERIMENTS", tmp / "experiments")
         assert cli.main(["reproduce", "--no-pdf", paper, "--out", str(out), "--jobs", "2",
                          "--no-progress"]) == 0
     return paper, out

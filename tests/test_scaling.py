@@ -1,4 +1,4 @@
-"""bench.scaling: power-law fits with bootstrap intervals, checks against declared exponents,
+"""reports.scaling: power-law fits with bootstrap intervals, checks against declared exponents,
 and the utility rate every registered algorithm declares."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from algorithms import ALGORITHMS, Rate
-from bench.scaling import (
+from reports.scaling import (
     ExponentCheck,
     ScalingFit,
     compare,

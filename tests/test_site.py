@@ -11,18 +11,18 @@ import pytest
 
 from bench import cli
 from reports.claims import Claim, ClaimResult, Runs, SettingResult, flag
-from reports.paper import artefacts
-from reports.published import Entry
-from reports.rules import Always
-from reports.site import (
+from reports.index import (
     README_END,
     README_START,
     build_index,
     matrix_markdown,
-    paper_pages,
     paper_statuses,
     update_readme,
 )
+from reports.paper import artefacts
+from reports.published import Entry
+from reports.rules import Always
+from reports.site import paper_pages
 from reports.tables import Comparison
 
 

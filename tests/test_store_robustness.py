@@ -25,8 +25,8 @@ import yaml
 
 import bench.store
 from bench.cli import main
+from bench.experiment import load_experiment, parse_experiment
 from bench.runner import RunRecord, run_one
-from bench.spec import load_experiment, parse_experiment
 from bench.store import CorruptResultWarning, Store, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +193,7 @@ WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from bench.runner import run_one
-    from bench.spec import load_experiment
+    from bench.experiment import load_experiment
     from bench.store import Store
     experiment, root, name = sys.argv[1:]
     record = run_one(load_experiment(experiment).specs[0])

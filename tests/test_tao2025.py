@@ -19,8 +19,8 @@ from algorithms.ada_dp_spider import SpiderOracle
 from algorithms.dp_spider_at import HELD_OUT
 from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Ledger, Mechanism, Pool, Release, Sampling
+from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
-from bench.spec import load_experiment, parse_experiment
 from reports.known_answers import synthetic_results, verdict_of
 from reports.papers import get_paper
 

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from bench import cli
-from bench.spec import SpecError, TuningRule, parse_experiment
+from bench.experiment import parse_experiment
+from bench.spec import SpecError, TuningRule
 from bench.tuning import step_past
 from reports.claims import tuned_inside_grid
 

@@ -22,7 +22,7 @@ from algorithms.lambda_min import lambda_min_lanczos
 from algorithms.minimax import release_pair
 from algorithms.privacy.accounting import advanced_composition, calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
-from bench.spec import load_experiment, parse_experiment
+from bench.experiment import load_experiment, parse_experiment
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle

@@ -19,6 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from algorithms import PrivacyTarget, get_algorithm
+from algorithms.privacy.accounting import epsilon
+from problems import DataSize
+from problems.synthetic.strict_saddle import StrictSaddleParams
 from reports.claims import (
     Claim,
     Control,
@@ -32,7 +36,7 @@ from reports.claims import (
     numeric,
     truthy,
 )
-from reports.figures import curves_with_band
+from reports.figures import curves_with_band, save_figure, style
 from reports.paper import (
     Figure,
     PaperResults,
@@ -320,7 +324,6 @@ def _calibrated(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 
 def _strict_defaults() -> Any:
-    from problems.synthetic.strict_saddle import StrictSaddleParams
 
     return StrictSaddleParams()
 
@@ -566,7 +569,6 @@ def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from reports.figures import save_figure, style
 
     style()
     cols = min(len(panels), 3)
@@ -721,9 +723,6 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
 
 def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float) -> float:
     """ε (PLD) that noisy SGD's ledger spends at noise multiplier σ (Poisson, q = B/n)."""
-    from algorithms import get_algorithm
-    from algorithms.privacy.accounting import epsilon
-    from problems import DataSize
 
     cls = get_algorithm("noisy_sgd")
     ledger = cls(cls.Params(steps=steps, batch_size=batch, bound=1.0)).planned_ledger(
@@ -842,8 +841,6 @@ def _paper_scale_calibration() -> dict[str, Any]:
     B and the number of epochs are not stated in the paper; FFCV's defaults (B = 512,
     24 epochs) are assumed, as in notes §3. σ does not depend on C.
     """
-    from algorithms import PrivacyTarget, get_algorithm
-    from problems import DataSize
 
     s = PAPER_SETTING
     cls = get_algorithm("noisy_sgd")

@@ -28,8 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import bench.experiment
+from algorithms import get_algorithm
+from algorithms.base import PrivacyTarget
 from algorithms.dp_rgda import DPRGDA
-from bench.scaling import fit_slope
+from algorithms.privacy.ledger import Mechanism
+from bench.experiment import load_experiment
+from bench.spec import instantiate_params
+from problems import get_problem
+from problems.backend import BackendSpec, get_backend
+from problems.minimax import MinimaxOracle
 from reports.claims import (
     Claim,
     Control,
@@ -54,6 +62,7 @@ from reports.paper import (
     settings,
 )
 from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost
+from reports.scaling import fit_slope
 
 KEY = "xu2026"
 OURS = "dp_rgda"
@@ -404,9 +413,6 @@ CLAIMS = (
 
 def _instance_row(scale: float | None, seed: int) -> dict[str, Any]:
     """One instance (data seed ``seed``): Φ and ∇²Φ at 0 and x₀, per-sample partials."""
-    from problems import get_problem
-    from problems.backend import BackendSpec, get_backend
-    from problems.minimax import MinimaxOracle
 
     problem = get_problem("matrix_sensing")
     params = problem.Params(x_star_norm=scale, data_seed=seed)
@@ -458,11 +464,10 @@ def table2_specs(scale: str, labels: tuple[str, ...] = PRIVATE) -> list[Any]:
     target (``table2_scale*.yaml``)."""
     from dataclasses import replace
 
-    from bench import cli
-    from bench.spec import load_experiment
 
     specs = []
-    for path in sorted((cli.EXPERIMENTS / KEY / scale).glob("table2_scale*_references.yaml")):
+    folder = bench.experiment.EXPERIMENTS / KEY / scale
+    for path in sorted(folder.glob("table2_scale*_references.yaml")):
         private = load_experiment(path.with_name(path.name.replace("_references", "")))
         target = private.groups[0].candidates[0].privacy if private.groups else \
             private.specs[0].privacy
@@ -487,10 +492,6 @@ def trajectory(spec: Any, instance: Any, steps: int, sigma: float | None = None
                ) -> np.ndarray:
     """The first ``steps`` iterates of ``spec``'s algorithm on ``instance`` with the run's
     seeds (the runner's streams); ``sigma`` overrides the calibrated noise multiplier."""
-    from algorithms import get_algorithm
-    from algorithms.privacy.ledger import Mechanism
-    from bench.spec import instantiate_params
-    from problems.backend import get_backend
 
     backend = get_backend(spec.backend)
     algorithm = get_algorithm(spec.algorithm.name)(instantiate_params("algorithm",
@@ -522,8 +523,6 @@ def data_influence(spec: Any, instance: Any, steps: int = INFLUENCE_STEPS) -> fl
 
 
 def _build(spec: Any) -> Any:
-    from bench.spec import instantiate_params
-    from problems import get_problem
 
     return get_problem(spec.problem.name)(instantiate_params("problem", spec.problem)
                                           ).build(spec.seed)
@@ -570,10 +569,6 @@ def sigma_study(scale: str) -> pd.DataFrame:
     (2, 1e-6)."""
     from dataclasses import replace
 
-    from algorithms import get_algorithm
-    from algorithms.base import PrivacyTarget
-    from bench.spec import instantiate_params
-    from problems.backend import get_backend
 
     rows = []
     seeds = range(1) if scale == "quick" else range(5)

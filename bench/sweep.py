@@ -1,0 +1,144 @@
+"""A sweep: an experiment's runs, tuning and chosen runs, executed into a store on an
+executor with a progress bar, failures listed (the CLI's ``run`` and ``reproduce`` call
+:func:`run_experiment`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from contextlib import closing
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from bench.executors import Executor, LocalExecutor
+from bench.experiment import check_backends
+from bench.parallel import Outcome, pending, stored_outcome
+from bench.spec import Experiment, RunSpec
+from bench.store import Store
+from bench.tuning import tune
+
+console = Console()
+
+
+def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
+                   force: bool = False, collect: bool = False, progress: bool = True
+                   ) -> list[Outcome]:
+    """Run an experiment into ``store`` on ``executor``: its runs, then for tuned entries the
+    tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes.
+    ``force`` reruns finished runs; ``collect`` submits nothing and reports what the store
+    holds. Backends and devices this machine lacks are refused first (local executor)."""
+    if isinstance(executor, LocalExecutor) and not collect:
+        check_backends(experiment)
+    batch = Batch(store, executor, force, collect, progress)
+    store.write_suite(experiment)
+    for note in experiment.skipped:
+        console.print(f"  [yellow]skipped[/]: {note}")
+    rule = experiment.tuning
+    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
+    report_damage(store, [*experiment.specs, *tuning], collect)
+    title = f"[bold]{experiment.suite}[/]"
+    failures = batch(experiment.specs, title)
+    if experiment.groups and rule:
+        selections, failed = tune(experiment.groups, rule, store, batch, title)
+        failures += failed
+        finals = [s for sel in selections if sel.chosen for s in sel.group.final_specs(sel.chosen)]
+        failures += batch(finals, f"{title} tuned")
+        store.write_suite(experiment, finals, [sel.to_dict(rule) for sel in selections])
+        for sel in selections:
+            if sel.chosen is None:
+                console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
+    return failures
+
+
+def report_damage(store: Store, specs: list[RunSpec], collect: bool) -> None:
+    """Say which stored results of ``specs`` are damaged (corrupt or truncated files): they
+    count as not run, so they are recomputed (with --collect: reported missing)."""
+    damaged = store.check(s.digest for s in specs)
+    if damaged:
+        shown = "; ".join(map(str, damaged[:3])) + (" ..." if len(damaged) > 3 else "")
+        action = "counted as missing" if collect else "recomputing"
+        console.print(f"  [yellow]{len(damaged)} corrupt results found: {action}[/] "
+                      f"({escape(shown)})")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Runs a list of specs into ``store`` on ``executor`` under a progress title and
+    returns the failed outcomes (with ``collect``: only reports what the store holds)."""
+
+    store: Store
+    executor: Executor
+    force: bool = False
+    collect: bool = False
+    progress: bool = True
+
+    def __call__(self, specs: list[RunSpec], title: str) -> list[Outcome]:
+        if self.collect:
+            return collect_batch(specs, self.store, title)
+        todo = pending(specs, self.store, force=self.force)
+        console.print(f"{title}: {len(specs)} runs ({len(specs) - len(todo)} cached, "
+                      f"{len(todo)} to run) -> {self.store.root}")
+        counts: Counter[str] = Counter()
+        failures: list[Outcome] = []
+        if todo:
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          Tally(self.executor, counts), TimeRemainingColumn(), console=console,
+                          disable=not self.progress) as bar, \
+                    closing(self.executor.submit_all(todo, self.store.root)) as outcomes:
+                task = bar.add_task(f"running ({self.executor.name})",
+                                    total=len(todo))
+                for outcome in outcomes:
+                    counts[outcome.status] += 1
+                    failures += [outcome] if outcome.status == "error" else []
+                    bar.advance(task)
+        summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to run"
+        console.print(f"finished: {summary}; results in {self.store.root}")
+        print_failures(failures, self.store)
+        return failures
+
+
+class Tally(ProgressColumn):
+    """Runs in flight (as far as the executor can tell), then finished runs by status."""
+
+    def __init__(self, executor: Executor, counts: Counter[str]) -> None:
+        super().__init__()
+        self.executor, self.counts = executor, counts
+
+    def render(self, task: Task) -> Text:
+        shown = {"running": self.executor.running, **self.counts, "failed": self.counts["error"]}
+        return Text(" ".join(f"{k}={v}" for k, v in shown.items() if k != "error"))
+
+
+def collect_batch(specs: list[RunSpec], store: Store, title: str) -> list[Outcome]:
+    """Report which ``specs`` are finished, failed or missing in the store (submits
+    nothing); the failed outcomes."""
+    stored = [stored_outcome(spec, store) for spec in specs]
+    failures = [o for o in stored if o is not None and o.status == "error"]
+    missing = stored.count(None)
+    console.print(f"{title}: {len(specs)} runs: {len(specs) - missing - len(failures)} "
+                  f"finished, {len(failures)} failed, {missing} missing -> {store.root}")
+    print_failures(failures, store)
+    return failures
+
+
+def print_failures(failures: list[Outcome], store: Store) -> None:
+    """Each failed run with its error's first and last lines."""
+    if failures:
+        console.print(f"[red]{len(failures)} failed[/] (tracebacks: info.traceback in "
+                      f"{store.runs_dir.name}/RUN_ID.json; a rerun retries them):")
+    for f in failures:
+        lines = [line for line in (f.error or "no message").splitlines() if line.strip()]
+        shown = lines if len(lines) <= 3 else [lines[0], "...", *lines[-2:]]
+        console.print(f"  [red]error[/] {f.run_id} ({escape(f.label)}): "
+                      + escape("\n      ".join(shown)))

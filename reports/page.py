@@ -1,0 +1,92 @@
+"""A paper's page: its verdicts, findings, the paper's setting beside ours, sections, the
+published-vs-ours comparison, tuning, resolutions and every run, from stored results
+(``out/index.html``, ``status.json`` for the site's index, ``provenance.json``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from reports.latex import export_page
+from reports.paper import (
+    PREMISE_MARK,
+    PaperSections,
+    artefacts,
+    claim_rows,
+    collect,
+    findings,
+    in_regime,
+    out_of_regime,
+    scaling_table,
+    with_provenance,
+)
+from reports.papers import get_paper
+from reports.published import published_for
+from reports.render import html_env
+from reports.tables import compare
+
+SETTING_COLUMNS = ("quantity", "paper", "ours", "note")
+
+
+def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
+    """Render ``out/index.html`` for (paper, scale) from stored results, with its
+    ``status.json`` (verdicts and artefacts, for the site's index) and ``provenance.json``."""
+    spec = get_paper(paper)
+    results = collect(results_root, paper, scale, divergence_factor=spec.divergence_factor)
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts = spec.evaluate(results)
+    sections: PaperSections = spec.sections(results, out)
+    scaling = scaling_table(results)
+    if scaling:
+        sections.tables.append(scaling)
+    with_provenance(sections, results)
+    published = published_for(paper)
+    comparisons = in_regime(compare(published, results.runs), verdicts) \
+        if published and len(results.runs) else []
+    status = artefacts(verdicts, comparisons)
+    found = findings(verdicts, results.runs, comparisons)
+    regime = out_of_regime(verdicts)
+    setting_rows = [r.row(results) for r in spec.regime]
+    setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),
+               "note": "The quantities the claims' regimes are about: the paper's value (from "
+                       "its stated setting) and ours (measured from the runs).",
+               "columns": list(SETTING_COLUMNS), "rows": setting_rows}
+    verdict_table = {
+        "title": "Verdicts", "provenance": results.provenance(),
+        "note": "Each claim of the paper with its verdict under the declared rule, the evidence "
+                "and the premises it rests on.",
+        "columns": ["claim", "checks", "statement", "verdict", "evidence", "premises"],
+        "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
+                  "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
+                            for p in r.premise_summary()) or "–"] for r in verdicts]}
+    html = html_env().get_template("paper.html.j2").render(
+        paper=paper, title=spec.title, source=spec.source, scale=scale,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        suites=results.suites, n_runs=len(results.runs),
+        counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
+        diverged=int(results.runs["diverged"].sum()) if "diverged" in results.runs else 0,
+        provenance=results.provenance(), artefacts=status, sections=sections,
+        claims=claim_rows(verdicts, results), findings=found, regime=regime, setting=setting,
+        comparisons=comparisons, resolutions=spec.resolutions,
+        runs=results.runs.to_dict("records") if len(results.runs) else [],
+    )
+    (out / "index.html").write_text(html)
+    export_page(out, f"{spec.title} ({paper}, {scale})",
+                [verdict_table, *([setting] if setting_rows else []), *sections.tables],
+                [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
+                 for f in sections.figures])
+    (out / "status.json").write_text(json.dumps({
+        "paper": paper, "title": spec.title, "scale": scale, "runs": len(results.runs),
+        "claims": [r.to_dict() for r in verdicts], "artefacts": status,
+        "findings": found, "out_of_regime": regime,
+        "setting": [dict(zip(SETTING_COLUMNS, r, strict=True)) for r in setting_rows]},
+        indent=1))
+    (out / "provenance.json").write_text(json.dumps({
+        "page": asdict(results.provenance()),
+        "tables": {t["title"]: {**asdict(t["provenance"]), "row_runs": t.get("row_runs")}
+                   for t in sections.tables},
+        "figures": {f.path: asdict(f.provenance) for f in sections.figures if f.provenance}},
+        indent=1))
+    return out
