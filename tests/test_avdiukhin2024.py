@@ -313,6 +313,18 @@ def rising(eps: float) -> float:
     return 0.5 + 0.05 * math.log2(eps)
 
 
+@pytest.mark.known_answer("avdiukhin2024", "P1b")
+@pytest.mark.known_answer("avdiukhin2024", "P1c")
+@pytest.mark.known_answer("avdiukhin2024", "P1d")
+@pytest.mark.parametrize(("claim", "role"), [("P1b", "fig1b"), ("P1c", "fig2a"),
+                                             ("P1d", "fig2b")])
+def test_paper_scale_figures_read_only_their_own_suites(claim: str, role: str) -> None:
+    assert verdict(claim, grid(rising)).verdict == "not run"  # quick runs are not theirs
+    assert verdict(claim, grid(rising, role=role)).verdict == "held"
+    falling = grid(lambda e: rising(e) - (0.1 if e == 8 else 0.0), role=role)
+    assert verdict(claim, falling).verdict == "contradicted"
+
+
 @pytest.mark.known_answer("avdiukhin2024", "P1")
 @pytest.mark.known_answer("avdiukhin2024", "P5")
 def test_accuracy_monotone_in_epsilon_held_contradicted_inconclusive() -> None:
