@@ -125,6 +125,9 @@ class GaussPSGD(SpiderAlgorithm):
     Params: ClassVar[type] = GaussPSGDParams
     #: ``triggers``: the escape test ‖ĝ‖ ≤ 3χ fired (step 5)
     premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
+    # small runs (conformance, audit) use the paper's fixed χ: under the noise-scaled χ the
+    # first test may open an escape episode that a few hundred records cannot feed
+    small: ClassVar[dict[str, Any]] = {"chi": 0.01}
 
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
@@ -161,17 +164,18 @@ class GaussPSGD(SpiderAlgorithm):
         def norm(v: Any) -> float:
             return float(oracle.backend.to_numpy(xp.linalg.vector_norm(v)))
 
-        def out_of_data(anchor: Any) -> None:
-            """T3: the data ran out; inside an episode the output is its anchor x̃."""
+        def stop(why: str, anchor: Any) -> None:
+            """T3: the data (or the step budget) ran out; inside an episode the output is
+            its anchor x̃, the last point that passed the small-gradient test."""
             if anchor is not None:
-                stats.termination, self._output = "data (escape)", anchor
+                stats.termination, self._output = f"{why} (escape)", anchor
             else:
-                stats.termination = "data"
+                stats.termination = why
 
         while t < plan.steps:
             g = spider.estimate(x, x_prev)  # step 4
             if g is None:
-                return out_of_data(None)
+                return stop("data", None)
             stats.tests += 1
             if norm(g) <= 3 * chi:  # step 5
                 stats.triggers += 1
@@ -182,7 +186,7 @@ class GaussPSGD(SpiderAlgorithm):
                     for tau in range(p.escape_steps):  # step 9
                         g = spider.estimate(x, x_prev)  # step 10
                         if g is None:
-                            return out_of_data(anchor)
+                            return stop("data", anchor)
                         if extra and tau == 0:
                             g = mech.perturb(g, extra)  # T10 ablation: [29]'s extra noise
                         x_prev, x = x, x - p.lr * g  # step 11
@@ -191,6 +195,8 @@ class GaussPSGD(SpiderAlgorithm):
                         stats.escape_steps += 1
                         self._x = x
                         yield Step(t, x, epoch=spider.progress)
+                        if t >= plan.steps:  # the budget T ends inside the episode
+                            return stop("steps", anchor)
                         if norm(x - anchor) >= self.radius:  # step 12
                             escaped = True
                             break

@@ -243,8 +243,9 @@ def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     if "diag_termination" not in ours or ours["diag_termination"].isna().all():
         return None, "termination not recorded"
     ends = ours["diag_termination"].value_counts()
-    exited = int(ends.get("sosp", 0) + ends.get("data (escape)", 0))
-    return exited == len(ours), (f"the output is x̃ (SOSP exit, or data spent inside an "
+    exited = int(ends.get("sosp", 0) + ends.get("data (escape)", 0)
+                 + ends.get("steps (escape)", 0))
+    return exited == len(ours), (f"the output is x̃ (SOSP exit, or data or steps spent inside an "
                                  f"escape episode) in {exited}/{len(ours)} runs ("
                                  + ", ".join(f"{k}: {v}" for k, v in ends.items()) + ")")
 
