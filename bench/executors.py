@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -95,7 +96,10 @@ class LocalExecutor:
         from joblib.externals.loky.process_executor import BrokenProcessPool
 
         threads = str(max(1, (os.cpu_count() or 1) // self.jobs))
-        env = {name: threads for name in THREAD_VARIABLES}
+        # workers see this process's import path (plugins found on it, see
+        # problems.registry); a changed path starts a fresh pool
+        env = {**{name: threads for name in THREAD_VARIABLES},
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
         while queue or flight:

@@ -36,10 +36,10 @@ class HalfSGD(SGD):
 
 @pytest.fixture
 def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A module ``my_plugin`` importable here and in worker processes."""
+    """A module ``my_plugin`` importable here, hence in worker processes (the local
+    executor passes its import path on, even to a pool started before)."""
     (tmp_path / "my_plugin.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     yield "my_plugin"
     ALGORITHMS.pop("half_sgd", None)
     sys.modules.pop("my_plugin", None)
