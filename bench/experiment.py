@@ -290,34 +290,35 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
                       tuning=rule, groups=groups)
 
 
-def _plugins(value: Any, source: str) -> tuple[str, ...]:
-    """``plugins:`` — modules of outside code to import (registering their algorithms and
-    problems) before the file is read; every run imports them again where it executes."""
+def _names(value: Any, source: str, key: str, pattern: re.Pattern[str], what: str
+           ) -> tuple[str, ...]:
+    """``key:`` — one ``what`` or a non-empty list of them, each matching ``pattern``
+    (duplicates dropped, order kept)."""
     if value is None:
         return ()
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not names or not all(
-            isinstance(n, str) and MODULE_NAME.match(n) for n in names):
-        raise SpecError(f"{source}: 'plugins' must be a module name or a non-empty list of "
-                        f"module names, got {show(value)}")
+            isinstance(n, str) and pattern.match(n) for n in names):
+        raise SpecError(f"{source}: '{key}' must be a {what} or a non-empty list of {what}s, "
+                        f"got {show(value)}")
+    return tuple(dict.fromkeys(names))
+
+
+def _plugins(value: Any, source: str) -> tuple[str, ...]:
+    """``plugins:`` — modules of outside code to import (registering their algorithms and
+    problems) before the file is read; every run imports them again where it executes."""
+    names = _names(value, source, "plugins", MODULE_NAME, "module name")
     try:
         import_plugins(names)
     except PluginError as exc:
         raise SpecError(f"{source}: {exc}") from None
-    return tuple(dict.fromkeys(names))
+    return names
 
 
 def _roles(value: Any, source: str) -> tuple[str, ...]:
     """``role:`` — one name or a list of names of the parts of its paper's page the suite
     feeds (declared by the paper's ``Paper.roles``; checked by the paper tests)."""
-    if value is None:
-        return ()
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(
-            isinstance(n, str) and SUITE_NAME.match(n) for n in names):
-        raise SpecError(f"{source}: 'role' must be a name or a non-empty list of names, got "
-                        f"{show(value)}")
-    return tuple(dict.fromkeys(names))
+    return _names(value, source, "role", SUITE_NAME, "name")
 
 
 def _group_key(spec: RunSpec) -> str:
