@@ -13,6 +13,7 @@ plugin's version reruns the plugin's runs. :func:`modules` keeps each module's o
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import importlib.util
 from functools import cache, lru_cache
@@ -23,7 +24,6 @@ from algorithms.base import get_algorithm
 from bench.spec import RunSpec
 from problems.base import get_problem
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ("bench.runner", "bench.metrics", "bench.spec")  # shared by every run
 
 
@@ -72,7 +72,7 @@ def module_hash(module: str) -> str:
     tree = _tree(module)
     if tree is None:
         return "missing"
-    bare = _strip_docstrings(ast.parse(ast.unparse(tree)))
+    bare = _strip_docstrings(copy.deepcopy(tree))  # the cached tree is shared
     return hashlib.sha256(ast.dump(bare, include_attributes=False).encode()).hexdigest()[:16]
 
 
