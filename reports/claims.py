@@ -536,7 +536,8 @@ class Paper:
     loss (in absolute value) is flagged diverged; ``regime``: the paper's setting beside
     ours, quantity by quantity (:class:`Regime`); ``experiments``: the folder of its
     experiment files, ``<scale>/*.yaml`` (None: ``bench/experiments/<key>``; a plugin's
-    paper names its own).
+    paper names its own); ``url``: the paper's arXiv or DOI page ("" where its text names
+    none).
     """
 
     key: str
@@ -550,6 +551,7 @@ class Paper:
     divergence_factor: float = DIVERGENCE_FACTOR
     regime: tuple[Regime, ...] = ()
     experiments: Path | None = None
+    url: str = ""
 
     def __post_init__(self) -> None:
         ids = [c.id for c in self.claims]

@@ -1,5 +1,10 @@
-"""Figures with seaborn, in one style (:func:`style`) with one colour per algorithm, fixed
-across every figure of every page (:func:`colours`).
+"""Figures with seaborn, in one style (:func:`style`: serif text and math as in the LaTeX
+report, legends readable at page width) with one distinct hue per algorithm, fixed
+across every figure of every page (:func:`colours`), and a discrete ε palette whose
+neighbours differ (:func:`epsilon_colours`).
+
+Uncertainty is shown one way everywhere, as the tables show it: mean ± one standard error
+over seeds (:data:`INTERVAL`).
 
 ``utility_vs_epsilon``: one panel per problem, the problem's headline metric (test
 accuracy where there is a test set, else ‖∇F‖) at the output point against ε on a log
@@ -21,7 +26,27 @@ from algorithms import ALGORITHMS
 from reports.tables import METRICS
 
 PALETTE = "colorblind"
-MAX_COLUMNS = 4
+MAX_COLUMNS = 3  # panels per row: at page width (1400 px) a panel stays ~450 px wide
+INTERVAL = "mean ± one standard error over seeds"
+LEGEND_POINTS = 9.0  # the smallest legend font size (pt) any figure is saved with
+#: every registered algorithm's hue (Okabe–Ito, then Paul Tol's muted set), fixed on every
+#: page; non-private references in greys
+ALGORITHM_HUES: dict[str, str] = {
+    "dp_sgd": "#0072B2", "dp_spider_at": "#E69F00", "gauss_psgd": "#009E73",
+    "ada_dp_spider": "#D55E00", "dp_rgda": "#56B4E9", "dp_sgda": "#CC79A7",
+    "dpsgd_gc": "#882255", "prisma": "#332288", "private_diff": "#999933",
+    "spider_sosp": "#AA4499", "noisy_sgd": "#555555", "sgd": "#000000"}
+#: hues for algorithms without one above (plugins), given out in name order
+SPARE_HUES = ("#44AA99", "#88CCEE", "#DDCC77", "#117733", "#CC6677", "#6699CC", "#AA7744",
+              "#661100", "#999999", "#F0E442")
+#: the ε palette: eight hues that neighbouring ε never share (ε = ∞ is black)
+EPSILON_HUES = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#882255",
+                "#999933")
+#: the figure style: serif text and math in STIX (matplotlib's own fonts, which cover the
+#: Greek and the symbols our labels use; no TeX needed), beside report.tex's serif text
+RC = {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"], "mathtext.fontset": "stix",
+      "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
+      "ytick.labelsize": 9, "legend.fontsize": LEGEND_POINTS, "legend.title_fontsize": 9}
 
 
 def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
@@ -37,19 +62,28 @@ def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
 RGB = tuple[float, float, float]
 
 
+def _rgb(hex_colour: str) -> RGB:
+    return (int(hex_colour[1:3], 16) / 255, int(hex_colour[3:5], 16) / 255,
+            int(hex_colour[5:7], 16) / 255)
+
+
 @lru_cache(maxsize=1)
 def algorithm_colours() -> dict[str, RGB]:
-    """One colour per registered algorithm (sorted names over tab20, saturated shades first),
-    the same on every figure of every page."""
-    import seaborn as sns
+    """One distinct hue per registered algorithm (:data:`ALGORITHM_HUES`), the same on every
+    figure of every page; algorithms without one (plugins) take :data:`SPARE_HUES` in name
+    order."""
+    names = sorted(ALGORITHMS.plugins())
+    spare = [n for n in names if n not in ALGORITHM_HUES]
+    hues = {**ALGORITHM_HUES, **{n: SPARE_HUES[i % len(SPARE_HUES)] for i, n in enumerate(spare)}}
+    return {name: _rgb(hues[name]) for name in names}
 
 
-    palette = sns.color_palette("tab20", n_colors=20)
-    order = palette[0::2] + palette[1::2]
-    registry = ALGORITHMS.plugins()
-    builtin = sorted(n for n, cls in registry.items() if cls.__module__.startswith("algorithms."))
-    names = builtin + sorted(set(registry) - set(builtin))  # plugins after the built-ins
-    return {name: order[i % len(order)] for i, name in enumerate(names)}
+def epsilon_colours(values: Iterable[float]) -> dict[float, RGB]:
+    """A colour per ε: finite values in increasing order over :data:`EPSILON_HUES` (so
+    neighbouring ε differ in hue), ε = ∞ (non-private) black."""
+    finite = sorted(v for v in set(values) if np.isfinite(v))
+    out = {v: _rgb(EPSILON_HUES[i % len(EPSILON_HUES)]) for i, v in enumerate(finite)}
+    return {**out, **{v: (0.0, 0.0, 0.0) for v in set(values) if not np.isfinite(v)}}
 
 
 def _algorithm(label: str, algorithm_of: Mapping[str, str]) -> str | None:
@@ -91,10 +125,11 @@ def palette(n: int) -> list[RGB]:
 
 
 def style() -> None:
-    """The one figure style of every page."""
+    """The one figure style of every page: seaborn's white grid with :data:`RC` (serif
+    Computer Modern text, readable legends)."""
     import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="paper")
+    sns.set_theme(style="whitegrid", context="paper", rc=RC)
 
 
 def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_vs_epsilon"
@@ -136,14 +171,15 @@ def utility_vs_epsilon(runs: pd.DataFrame, out_dir: Path, stem: str = "utility_v
         ax.set_ylabel(METRICS.get(metric, metric))
         if metric == "grad_norm":
             ax.set_yscale("log")
-        ax.legend(fontsize=7)
+        ax.legend()
     save_figure(fig, out_dir, stem)
     return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
 
 
 def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel: str,
                      out_dir: Path, stem: str, xlabel: str = "epoch") -> list[Path]:
-    """The paper's figure style: mean over runs with a min–max band, one curve per ε.
+    """One curve per ε: the mean over runs with a band of ± one standard error
+    (:data:`INTERVAL`, as the tables show it).
 
     Each panel is (title, rows) with columns ``x``, ``metric``, ``epsilon`` and ``run_id``;
     non-private runs (ε = ∞) are drawn black and labelled "SGD".
@@ -152,7 +188,6 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     style()
     cols = min(max(len(panels), 1), MAX_COLUMNS)
@@ -162,29 +197,36 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
         ax.set_visible(False)
     for ax, (title, rows) in zip(axes.flat, panels, strict=False):
         eps_values = sorted(rows["epsilon"].unique(), key=lambda e: (np.isinf(e), e))
-        finite = [e for e in eps_values if np.isfinite(e)]
-        cmap = sns.color_palette("viridis", n_colors=max(len(finite), 1))
+        colour = epsilon_colours(eps_values)
         for eps in eps_values:
-            part = rows[rows["epsilon"] == eps].groupby("x")[metric].agg(["mean", "min", "max"])
-            colour = "black" if np.isinf(eps) else cmap[finite.index(eps)]
+            part = rows[rows["epsilon"] == eps].groupby("x")[metric].agg(["mean", "sem"])
             label = "SGD" if np.isinf(eps) else f"ε = {eps:g}"
-            ax.plot(part.index, part["mean"], color=colour, label=label, lw=1.4)
-            ax.fill_between(part.index, part["min"], part["max"], color=colour, alpha=0.18, lw=0)
-        ax.set_title(title, fontsize=9)
+            ax.plot(part.index, part["mean"], color=colour[eps], label=label, lw=1.4)
+            se = part["sem"].fillna(0.0)
+            ax.fill_between(part.index, part["mean"] - se, part["mean"] + se, color=colour[eps],
+                            alpha=0.18, lw=0)
+        ax.set_title(title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=6, ncol=2)
+        ax.legend(ncol=2)
     save_figure(fig, out_dir, stem)
     return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
 
 
 def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
     """The one way every figure is written: ``out/stem.png`` (for the HTML, at ``dpi``)
-    and ``out/stem.pdf`` (for LaTeX), after ``tight_layout``; closes the figure and returns
-    the PNG's name."""
+    and ``out/stem.pdf`` (for LaTeX), after ``tight_layout``, with serif text and legends of
+    at least :data:`LEGEND_POINTS` (whatever style the figure was drawn in); closes the
+    figure and returns the PNG's name."""
     import matplotlib.pyplot as plt
+    from matplotlib.text import Text
 
     out.mkdir(parents=True, exist_ok=True)
+    for legend in (ax.get_legend() for ax in fig.axes):
+        for text in legend.get_texts() if legend is not None else []:
+            text.set_fontsize(max(text.get_fontsize(), LEGEND_POINTS))
+    for text in fig.findobj(Text):
+        text.set_fontfamily(RC["font.serif"])
     fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(out / f"{stem}.{ext}", dpi=dpi)

@@ -12,7 +12,7 @@ from typing import Any
 
 from reports.claims import VERDICTS
 from reports.latex import export_page
-from reports.render import html_env
+from reports.render import write_page
 
 README_START = "<!-- status-matrix:start -->"
 README_END = "<!-- status-matrix:end -->"
@@ -20,15 +20,26 @@ MATRIX_COLUMNS = ["paper", "scale", "table / figure / result", "verdict",
                   "Δ (published numbers)", "checked by"]
 
 
+def part_anchor(name: str) -> str:
+    """Where a part of an artefact's verdict is shown on its paper page: the row of the
+    claim (``claim <id> …``), else the published comparison."""
+    words = name.split()
+    return f"claim-{words[1]}" if len(words) > 1 and words[0] == "claim" else "published"
+
+
 def paper_statuses(report: Path) -> list[dict[str, Any]]:
     """One entry per paper page under ``report``: title, scale, runs, claims (with their
-    verdicts), artefacts and the number of claims with each verdict."""
+    verdicts), artefacts (each part with the ``anchor`` of its row on the paper page) and
+    the number of claims with each verdict."""
     pages = []
     for path in sorted(report.glob("*/*/status.json")):
         status = json.loads(path.read_text())
         counts = [sum(c["verdict"] == v for c in status["claims"]) for v in VERDICTS]
+        artefacts = [{**a, "parts": [{**part, "anchor": part_anchor(part["name"])}
+                                     for part in a["parts"]]}
+                     for a in status.get("artefacts", [])]
         pages.append({**status, "href": f"{path.parent.relative_to(report).as_posix()}/",
-                      "counts": counts, "artefacts": status.get("artefacts", [])})
+                      "counts": counts, "artefacts": artefacts})
     return pages
 
 
@@ -59,13 +70,11 @@ def build_index(report: Path) -> Path:
     extra += [(f"theory ({p.parent.name})", f"theory/{p.parent.name}/")
               for p in sorted(report.glob("theory/*/index.html"))]
     pages = paper_statuses(report)
-    html = html_env().get_template("site.html.j2").render(
-        papers=pages, verdicts=VERDICTS, extra=extra,
+    path = write_page(
+        "site.html.j2", report, report, [], papers=pages, verdicts=VERDICTS, extra=extra,
         suites=other_suites(report),
         latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
-    path = report / "index.html"
-    path.write_text(html)
     export_page(report, "Reproduction status", [{
         "title": "Reproduction status of every paper",
         "note": "The verdict of each artefact from its claims and published numbers: "

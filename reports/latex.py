@@ -120,11 +120,60 @@ class PdflatexMissing(FileNotFoundError):
 
 
 # -- escaping -----------------------------------------------------------------------------
+#: a rate formula as our texts write it: O(…), Õ(…), Ω(…), Ω̃(…), Θ(…) with balanced brackets
+RATE_START = re.compile(r"(?<!\w)(?:[OΩΘ]\u0303?|Õ)\(")
+_TILDED = {"Õ": r"\tilde{O}", "O\u0303": r"\tilde{O}", "Ω\u0303": r"\tilde{\Omega}"}
+
+
+def _closing(text: str, start: int) -> int:
+    """The index just after the bracket that closes the one at ``text[start]`` (-1: none)."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
+def formula_end(text: str, match: re.Match[str]) -> int:
+    """Where the rate formula that :data:`RATE_START` matched ends (-1: unbalanced, or not
+    plain ASCII once written as TeX)."""
+    end = _closing(text, match.end() - 1)
+    return end if end > 0 and formula_tex(text[match.start():end]).isascii() else -1
+
+
+def formula_tex(text: str) -> str:
+    """A formula written in Unicode (``Õ(n^{-1/3} + (√d/(nε))^{1/2})``) as TeX:
+    ``√x``/``√(…)`` as ``\\sqrt``, symbols as macros, ``log`` as ``\\log``."""
+    for plain, tex in _TILDED.items():
+        text = text.replace(plain, tex + " ")
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "√":
+            end = _closing(text, i + 1) if text[i + 1:i + 2] == "(" else i + 2
+            inner = text[i + 2:end - 1] if text[i + 1:i + 2] == "(" else text[i + 1:end]
+            out.append(rf"\sqrt{{{formula_tex(inner)}}}")
+            i = max(end, i + 2)
+            continue
+        out.append(f"{_MATH[ch]} " if ch in _MATH and _MATH[ch].startswith("\\")
+                   else _MATH.get(ch, ch))
+        i += 1
+    return re.sub(r"(?<!\\)\blog\b", r"\\log ", "".join(out))
+
+
 def latex_escape(value: Any) -> str:
-    """``value`` as ASCII LaTeX for text mode: specials escaped, known symbols as math
-    macros, super/subscript runs as ``^{}``/``_{}``, accents as accent macros, anything
+    """``value`` as ASCII LaTeX for text mode: rate formulas (``Õ(…)``, ``O(…)``, ``Ω(…)``)
+    as math (:func:`formula_tex`), specials escaped, known symbols as math macros,
+    super/subscript runs as ``^{}``/``_{}``, accents as accent macros, anything
     else as its NFKD ASCII decomposition, or ``?`` where it has none."""
-    return _LIGATURE.sub("{}", _escape(unicodedata.normalize("NFC", str(value))))
+    text, out, done = unicodedata.normalize("NFC", str(value)), [], 0
+    for match in RATE_START.finditer(text):
+        if match.start() >= done and (end := formula_end(text, match)) > 0:
+            out += [_LIGATURE.sub("{}", _escape(text[done:match.start()])),
+                    rf"\ensuremath{{{formula_tex(text[match.start():end])}}}"]
+            done = end
+    return "".join([*out, _LIGATURE.sub("{}", _escape(text[done:]))])
 
 
 def _escape(text: str) -> str:

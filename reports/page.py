@@ -24,7 +24,7 @@ from reports.paper import (
 )
 from reports.papers import get_paper
 from reports.published import published_for
-from reports.render import html_env
+from reports.render import write_page
 from reports.tables import compare
 
 SETTING_COLUMNS = ("quantity", "paper", "ours", "note")
@@ -61,8 +61,10 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
                   "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
                             for p in r.premise_summary()) or "–"] for r in verdicts]}
-    html = html_env().get_template("paper.html.j2").render(
-        paper=paper, title=spec.title, source=spec.source, scale=scale,
+    write_page(
+        "paper.html.j2", out, out.parents[1],
+        [("Papers", "index.html#papers"), (paper, None), (scale, None)],
+        paper=paper, title=spec.title, source=spec.source, url=spec.url, scale=scale,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         suites=results.suites, n_runs=len(results.runs),
         counts=results.runs["status"].value_counts().to_dict() if len(results.runs) else {},
@@ -72,7 +74,6 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         comparisons=comparisons, resolutions=spec.resolutions,
         runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
-    (out / "index.html").write_text(html)
     export_page(out, f"{spec.title} ({paper}, {scale})",
                 [verdict_table, *([setting] if setting_rows else []), *sections.tables],
                 [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.latex import export_page
-from reports.render import fmt, html_env
+from reports.render import fmt, write_page
 
 COLUMNS = ("algorithm", "paper", "problem", "σ", "ε claimed (PLD)", "ε RDP", "ε GDP",
            "ε paper formula", "L0", "max Δ ratio", "noise std", "L1 runs", "FPR ub",
@@ -58,9 +58,9 @@ def build_privacy_page(audit_dir: Path, out: Path) -> Path:
         "title": "Privacy audit", "columns": list(COLUMNS), "rows": rows,
         "note": "Claimed ε, exact checks (L0) and the white-box canary audit (L1) per "
                 "algorithm."}], [])
-    html = html_env().get_template("privacy.html.j2").render(
+    write_page(
+        "privacy.html.j2", out, out.parent, [("Privacy audit", None)],
         columns=COLUMNS, rows=rows, audits=audits,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         shas=sorted({a.get("git_sha") or "unknown" for a in audits}))
-    (out / "index.html").write_text(html)
     return out

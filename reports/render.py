@@ -9,22 +9,35 @@ Output (``<results>/report/`` by default)::
     tables/<metric>_fragment.tex the same tabular, to \\input into a paper
     latex.json                   the LaTeX manifest (:mod:`reports.latex`)
 
-HTML from Jinja2 with autoescape; LaTeX through :mod:`reports.latex`.
+HTML from Jinja2 with autoescape, in the site's one layout (``templates/base.html.j2``:
+:func:`write_page`); LaTeX through :mod:`reports.latex`.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import shutil
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import pandas as pd
+from markupsafe import Markup, escape
 
 from bench.store import Store
 from reports.figures import utility_vs_epsilon
-from reports.latex import TEMPLATES, write_manifest, write_table
+from reports.latex import (
+    RATE_START,
+    TEMPLATES,
+    formula_end,
+    formula_tex,
+    write_manifest,
+    write_table,
+)
 from reports.published import PUBLISHED_DIR, published_for
 from reports.tables import (
     METRICS,
@@ -60,12 +73,110 @@ def cell_text(cell: dict[str, Any] | None) -> str:
     return text
 
 
+# the reStructuredText our docstrings use: ``code``, :math:`x`, :class:`~a.B` (and the
+# other Python roles), `default role`, **strong**, *emphasis*
+_RST: list[tuple[re.Pattern[str], Any]] = [(re.compile(r"``(.+?)``"), r"<code>\1</code>"),
+        (re.compile(r":math:`(.+?)`"), r"\\(\1\\)"),
+        (re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|obj|exc):`(~?)(.+?)`"),
+         lambda m: f"<code>{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}</code>"),
+        (re.compile(r"(?<![\w`])`([^`]+?)`(?![\w`])"), r"<code>\1</code>"),
+        (re.compile(r"(?<![\w*])\*\*(\S(?:.*?\S)?)\*\*(?![\w*])"), r"<strong>\1</strong>"),
+        (re.compile(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])"), r"<em>\1</em>")]
+
+
+def rst_inline(text: Any) -> Markup:
+    """Docstring text as HTML: the inline reStructuredText our docstrings use (``code``,
+    roles, :math: as KaTeX \\( \\), emphasis) rendered, everything else escaped."""
+    html = str(escape(str(text)))
+    for pattern, replacement in _RST:
+        html = pattern.sub(replacement, html)
+    return Markup(html)
+
+
+def with_math(text: Any) -> Markup:
+    """``text`` escaped for HTML, each rate formula in it (``O(…)``, ``Õ(…)``, ``Ω(…)``)
+    as TeX between ``\\(`` and ``\\)``, which KaTeX typesets in the browser."""
+    text, out, done = str(text), [], 0
+    for match in RATE_START.finditer(text):
+        if match.start() < done or (end := formula_end(text, match)) < 0:
+            continue
+        out += [str(escape(text[done:match.start()])),
+                rf"\({escape(formula_tex(text[match.start():end]))}\)"]
+        done = end
+    return Markup("".join([*out, str(escape(text[done:]))]))
+
+
 def html_env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)
-    env.filters.update(fmt=fmt, cell=cell_text, eps=epsilon_label)
+    env.filters.update(fmt=fmt, cell=cell_text, eps=epsilon_label, rst=rst_inline,
+                       math=with_math)
     return env
+
+
+# -- the site's layout: static files, navigation bar, breadcrumbs ---------------------------
+STATIC = Path(__file__).resolve().parent / "static"
+NAV_START, NAV_END = "<!-- site-nav:start -->", "<!-- site-nav:end -->"
+Crumbs = Sequence[tuple[str, str | None]]  # (label, href from the site's root; None: no link)
+
+
+def site_links(site: Path) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The navigation bar's groups: (group, [(label, href from the site's root)]) for every
+    page found under ``site`` (paper pages, theory, privacy, runtime, other suites, the PDF)."""
+    papers = [(f"{p.parent.parent.name} ({p.parent.name})",
+               f"{p.parent.relative_to(site).as_posix()}/index.html")
+              for p in sorted(site.glob("*/*/status.json"))]
+    groups = [("Papers", papers),
+              ("Theory", [(f"Theory ({p.parent.name})", f"theory/{p.parent.name}/index.html")
+                          for p in sorted(site.glob("theory/*/index.html"))]),
+              ("Privacy", [("Privacy audit", "privacy/index.html")]
+               if (site / "privacy" / "index.html").exists() else []),
+              ("Runtime", [("Runtime", "runtime/index.html")]
+               if (site / "runtime" / "index.html").exists() else []),
+              ("Suites", [(f"Suite {p.parent.name}", f"suites/{p.parent.name}/index.html")
+                          for p in sorted(site.glob("suites/*/index.html"))]),
+              ("LaTeX", [("report.pdf", "report.pdf")] if (site / "report.pdf").exists() else [])]
+    return [(group, links) for group, links in groups if links]
+
+
+def _root(site: Path, folder: Path) -> str:
+    """The relative path from a page's folder up to the site's root ('' or '../../')."""
+    up = Path(os.path.relpath(site.resolve(), folder.resolve())).as_posix()
+    return "" if up == "." else f"{up}/"
+
+
+def site_nav(site: Path, folder: Path) -> str:
+    """The navigation bar of the page in ``folder`` (its links relative to ``folder``)."""
+    current = f"{folder.resolve().relative_to(site.resolve()).as_posix()}/index.html"
+    return html_env().get_template("nav.html.j2").render(
+        root=_root(site, folder), groups=site_links(site),
+        current=current.removeprefix("./"))
+
+
+def write_page(template: str, out: Path, site: Path, crumbs: Crumbs, **context: Any) -> Path:
+    """Render ``template`` (which extends ``base.html.j2``) to ``out/index.html``, a page of
+    the site rooted at ``site``: the static files (stylesheet, script, KaTeX) are copied to
+    ``site/static``, and the page links them, the navigation bar and its breadcrumbs
+    (``crumbs``, from the site's root) by relative path. Returns the page's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(STATIC, site / "static", dirs_exist_ok=True)
+    html = html_env().get_template(template).render(
+        root=_root(site, out), nav=site_nav(site, out), nav_start=NAV_START, nav_end=NAV_END,
+        crumbs=[("Report", "index.html"), *crumbs], **context)
+    path = out / "index.html"
+    path.write_text(html)
+    return path
+
+
+def refresh_nav(site: Path) -> None:
+    """Rewrite the navigation bar of every page under ``site`` from the pages there now, so
+    that pages built before others link to them too."""
+    block = re.compile(f"{re.escape(NAV_START)}.*?{re.escape(NAV_END)}", re.S)
+    for page in site.rglob("index.html"):
+        text = page.read_text()
+        nav = f"{NAV_START}{site_nav(site, page.parent)}{NAV_END}"
+        page.write_text(block.sub(lambda _, nav=nav: nav, text, count=1))
 
 
 def _metric_table(summary: pd.DataFrame, metric: str, suite: str) -> dict[str, Any]:
@@ -89,8 +200,10 @@ def _latex(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str,
 
 
 def build_report(results: Path, out: Path | None = None,
-                 published_dir: Path = PUBLISHED_DIR) -> Path:
-    """Write the report of the suite stored at ``results``; returns the report folder."""
+                 published_dir: Path = PUBLISHED_DIR, site: Path | None = None) -> Path:
+    """Write the report of the suite stored at ``results``; returns the report folder.
+    ``site``: the root of the site the page belongs to (default: the report folder itself,
+    a site of one page)."""
     store = Store(results)
     out = out or results / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -105,8 +218,10 @@ def build_report(results: Path, out: Path | None = None,
     tex = _latex(summary, metrics, out, suite.get("suite", results.name), figures[1])
     published = published_for(suite.get("paper"), published_dir)
     comparisons = compare(published, runs) if published else []
-    html = html_env().get_template("index.html.j2").render(
-        suite=suite,
+    name = str(suite.get("suite", results.name))
+    write_page(
+        "index.html.j2", out, site or out,
+        [("Suites", "index.html#suites"), (name, None)] if site else [], suite=suite,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         counts=runs["status"].value_counts().to_dict(),
         tables=[{"metric": m, "name": METRICS[m], "pivot": pivot(summary, m)} for m in metrics],
@@ -118,5 +233,4 @@ def build_report(results: Path, out: Path | None = None,
         runs=runs.sort_values(["problem", "label", "epsilon", "seed"]).to_dict("records"),
         git_shas=sorted({str(s) for s in runs["git_sha"].dropna()}),
     )
-    (out / "index.html").write_text(html)
     return out

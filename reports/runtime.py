@@ -20,7 +20,7 @@ from bench.env import git_sha
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
 from reports.index import build_index
 from reports.latex import export_page
-from reports.render import fmt, html_env
+from reports.render import fmt, write_page
 
 BENCH_JSON = "out/bench/micro.json"
 COMMANDS = (
@@ -186,7 +186,8 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
          "rows": kernel_rows, "note": ""},
         *([{"title": "Peak memory", "columns": list(MEMORY_COLUMNS), "rows": memory,
             "note": ""}] if memory else [])], [])
-    html = html_env().get_template("runtime.html.j2").render(
+    write_page(
+        "runtime.html.j2", out, out.parent, [("Runtime", None)],
         ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
         kernel_columns=kernel_columns, kernel_rows=kernel_rows,
         memory_columns=MEMORY_COLUMNS, memory_rows=memory,
@@ -195,7 +196,6 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         measured=data.get("datetime", "unknown"), main_job=main_job(times),
         costs=suite_costs(times.parent) if times is not None and times.exists() else [],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
-    (out / "index.html").write_text(html)
     return out
 
 

@@ -27,7 +27,7 @@ from reports.page import build_paper_page
 from reports.paper import stored_suites
 from reports.papers import paper_keys
 from reports.privacy import build_privacy_page
-from reports.render import build_report
+from reports.render import build_report, refresh_nav
 from reports.runtime import build_runtime_page
 from reports.theory import build_theory_page
 
@@ -51,7 +51,7 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
         build_paper_page(paper, scale, root, report / paper / scale)
     for meta, store in stored_suites(root):
         if not meta.get("paper") and not store.runs().empty:
-            build_report(store.root, report / "suites" / store.root.name)
+            build_report(store.root, report / "suites" / store.root.name, site=report)
     for scale in sorted({scale for _, scale in found}):
         build_theory_page(root, report / "theory" / scale, scale)
     if any((root / "audit").glob("*.json")):
@@ -64,9 +64,11 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
 
 def finish_site(report: Path, pdf: bool = True) -> Path:
     """After pages changed: the index, ``report.tex`` (and ``report.pdf``), then the index
-    again, which links the PDF. Returns the index's path."""
+    again, which links the PDF, and every page's navigation bar. Returns the index's path."""
     build_index(report)  # its LaTeX manifest first, so that report.tex includes the matrix
     tex = build_report_tex(report)
     if pdf and pdflatex_available():
         compile_pdf(tex)
-    return build_index(report)
+    index = build_index(report)
+    refresh_nav(report)
+    return index

@@ -36,7 +36,7 @@ from reports.paper import (
 )
 from reports.papers import paper_keys
 from reports.published import PUBLISHED_DIR, published_for
-from reports.render import html_env
+from reports.render import write_page
 
 METRIC = "grad_norm"
 NO_RUNS = "no scaling runs"
@@ -57,7 +57,7 @@ EXPLANATION = (
     "runs (reports/scaling.py). An algorithm's fits come from every paper's suites at this "
     "scale, not only its own paper's; groups are never pooled, as constants differ between "
     "problems and settings. "
-    "A bound Õ(n^{−b} + (√d/(nε))^a) predicts the exponents −a in ε and in n and a/2 in d "
+    "A bound Õ(n^{−b} + (√d/(nε))^{a}) predicts the exponents −a in ε and in n and a/2 in d "
     "only where its privacy term dominates. Where the sample term n^{−b}, the optimisation "
     "error of a fixed step budget or a floor of the problem dominates, the fitted slope is "
     "flatter, so 'outside' can mean the regime rather than a failed theorem; a bound is an "
@@ -162,8 +162,8 @@ def declared_rate_table(fits: dict[str, list[ScalingGroup]]) -> dict[str, Any]:
         rate = cls.rate
         a = None if rate is None else rate.privacy_exponent
         b = None if rate is None else rate.sample_exponent
-        terms = [*([f"n^(−{_fraction(b)})"] if b is not None else []),
-                 *([f"(√d/(nε))^({_fraction(a)})"] if a is not None else [])]
+        terms = [*([f"n^{{−{_fraction(b)}}}"] if b is not None else []),
+                 *([f"(√d/(nε))^{{{_fraction(a)}}}"] if a is not None else [])]
         bound = "–" if rate is None else (f"Õ({' + '.join(terms)})" if terms else "no rate")
         cells = [name, str(getattr(cls, "paper", "") or "–"),
                  "–" if rate is None else rate.objective,
@@ -204,14 +204,13 @@ def build_theory_page(results_root: Path, out: Path, scale: str = "quick") -> Pa
 
     results = all_results(Path(results_root), scale)
     tables = _tables(results)
-    out.mkdir(parents=True, exist_ok=True)
     runs = results.runs
-    html = html_env().get_template("theory.html.j2").render(
+    write_page(
+        "theory.html.j2", out, out.parents[1], [("Theory", None), (scale, None)],
         scale=scale, results_root=str(results_root),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         provenance=results.provenance().summary(), n_suites=len(results.suites),
         counts=runs["status"].value_counts().to_dict() if len(runs) else {},
         explanation=EXPLANATION, without_rates=_papers_without_rates(), tables=tables)
-    (out / "index.html").write_text(html)
     export_page(out, f"Theory: published rates and fitted exponents ({scale})", tables, [])
     return out

@@ -1019,7 +1019,7 @@ PAPER = Paper(
     key="huang2025",
     title="Differential Privacy in Distributed Learning: Beyond Uniformly Bounded Stochastic "
           "Gradients",
-    source="Huang, Zhang, Ling, AISTATS 2025 (text: shared/papers, notes §1–§7)",
+    source="Huang, Zhang, Ling, AISTATS 2025 (PMLR 258)",
     claims=CLAIMS,
     roles=ROLES,
     sections=sections,

@@ -816,8 +816,7 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 PAPER = Paper(
     key="liu2024",
     title="Adaptive Batch Size for Privately Finding Second-Order Stationary Points",
-    source="Liu, Talwar 2024 (text: shared/papers/liu2024_adaptive_batch_sosp.txt); the paper "
-           "has no experiments: E1–E4 are the suite's designs (notes §5)",
+    source="Liu, Talwar 2024; the paper has no experiments: E1–E4 are the suite's designs",
     claims=CLAIMS,
     roles=ROLES,
     sections=sections,

@@ -824,7 +824,8 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 PAPER = Paper(
     key="tao2025",
     title="Second-Order Convergence in Private Stochastic Non-Convex Optimization",
-    source="Tao, Zhang, Yu, Cheng, Dressler, Wang, arXiv:2505.15647 (text: shared/papers)",
+    source="Tao, Zhang, Yu, Cheng, Dressler, Wang 2025, arXiv:2505.15647",
+    url="https://arxiv.org/abs/2505.15647",
     claims=CLAIMS,
     roles={FIGURES: "Figures 1-2 (accuracy and loss per pass over clients m and ε): claims "
                     "E1-E6 and the regenerated figures",

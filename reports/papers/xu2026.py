@@ -1030,7 +1030,8 @@ PAPER = Paper(
     key=KEY,
     title=("Finding Differentially Private Second Order Stationary Points in Stochastic "
            "Minimax Optimization"),
-    source="Xu, Tao, Ding, Fan, Wang 2026 (text: shared/papers/xu2026_dp_minimax_sosp.txt)",
+    source="Xu, Tao, Ding, Fan, Wang 2026, arXiv:2602.01339",
+    url="https://arxiv.org/abs/2602.01339",
     claims=CLAIMS,
     roles={"table2": "Table 2 / Figure 1 on matrix sensing (claims C1–C3, P1, A1; the "
                      "published comparison, Table 2 regenerated, the calibrations, Figure 1)",
