@@ -44,7 +44,8 @@ EPSILON_HUES = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"
                 "#999933")
 #: the figure style: serif text and math in STIX (matplotlib's own fonts, which cover the
 #: Greek and the symbols our labels use; no TeX needed), beside report.tex's serif text
-RC = {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"], "mathtext.fontset": "stix",
+RC = {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"],
+      "mathtext.fontset": "stix",
       "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
       "ytick.labelsize": 9, "legend.fontsize": LEGEND_POINTS, "legend.title_fontsize": 9}
 

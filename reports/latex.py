@@ -36,6 +36,8 @@ MANIFEST = "latex.json"
 #: (<paper>/<scale>), theory, privacy, runtime, then the rest; ties sorted by path
 DEFAULT_ORDER = (".", "*/*", "theory", "privacy", "runtime")
 WRAP_CHARS = 40  # a text column whose longest cell is longer wraps at 16em
+#: a cell of a number column: one plain number, aligned on its decimal point (siunitx ``S``)
+NUMBER = re.compile(r"[-+−]?(\d+\.?\d*|\.\d+)([eE][-+−]?\d+)?")
 
 _ASCII = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "#": r"\#", "_": r"\_",
           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
@@ -263,9 +265,10 @@ def latex_env() -> jinja2.Environment:
 
 
 # -- tables and manifests -----------------------------------------------------------------
-def slug(text: str, taken: Collection[str] = (), length: int = 40) -> str:
-    """A file stem from ``text``: ASCII ``[a-z0-9_]``, at most ``length`` characters (plus
-    ``_2``, ``_3``, ... where the stem is in ``taken``); Greek letters by their names."""
+def slug(text: str, taken: Collection[str] = (), length: int = 120) -> str:
+    """A file stem from ``text``: ASCII ``[a-z0-9_]``, whole up to ``length`` characters
+    (far longer than any table title; plus ``_2``, ``_3``, ... where the stem is in
+    ``taken``); Greek letters by their names."""
     words = "".join(_slug_char(c) for c in unicodedata.normalize("NFKD", text)).lower()
     base = re.sub(r"[^a-z0-9]+", "_", words).strip("_")[:length].rstrip("_") or "table"
     stem, n = base, 1
@@ -306,15 +309,38 @@ def _table_context(table: Mapping[str, Any]) -> dict[str, Any]:
     header = [str(c) for c in table.get("columns", [])]
     width = max([1, len(header), *map(len, rows)])
     header, *rows = [r + [""] * (width - len(r)) for r in (header, *rows)]
+    specs = [_column_spec([r[i] for r in rows]) for i in range(width)]
     return {"title": str(table.get("title", "")), "note": str(table.get("note", "")),
-            "spec": "".join(_column_spec([r[i] for r in rows]) for i in range(width)),
-            "header": header, "rows": rows}
+            "spec": "".join(specs), "header": [_braced(h, s) for h, s in zip(header, specs,
+                                                                             strict=True)],
+            "rows": [[_number_cell(c) if s == "N" else _text_cell(c)
+                      for c, s in zip(row, specs, strict=True)] for row in rows]}
+
+
+def _text_cell(cell: str) -> str:
+    """A text cell, escaped; long names (run labels, paths, suites) may break after ``/``
+    and ``_`` instead of running out of a narrow column."""
+    return re.sub(r"(/|\\_)", r"\1\\allowbreak{}", latex_escape(cell))
+
+
+def _braced(text: str, spec: str) -> str:
+    """A header cell, escaped; braced over a number column (siunitx reads it as text)."""
+    return f"{{{latex_escape(text)}}}" if spec == "N" else latex_escape(text)
+
+
+def _number_cell(cell: str) -> str:
+    """A cell of a number column: the number for siunitx to align, anything else braced."""
+    text = cell.strip()
+    return text.replace("−", "-") if NUMBER.fullmatch(text) else f"{{{latex_escape(text)}}}"
 
 
 def _column_spec(cells: Sequence[str]) -> str:
-    """'r' for numbers, a ragged 16em paragraph for long text, else 'l'."""
-    filled = [c for c in cells if c.strip() not in ("", "–", "-")]
-    if filled and all(re.match(r"[-+−]?\.?\d", c.strip()) for c in filled):
+    """'N' (decimal-aligned, :data:`NUMBER`) for plain numbers, 'r' for other numbers, a
+    ragged 16em paragraph for long text, else 'l'."""
+    filled = [c.strip() for c in cells if c.strip() not in ("", "–", "-")]
+    if filled and all(NUMBER.fullmatch(c) for c in filled):
+        return "N"
+    if filled and all(re.match(r"[-+−]?\.?\d", c) for c in filled):
         return "r"
     if any(len(c) > WRAP_CHARS for c in cells):
         return r">{\raggedright\arraybackslash}p{16em}"
@@ -421,6 +447,13 @@ def compile_pdf(tex: Path, timeout: float = 300) -> Path:
         if result.returncode != 0:
             raise LatexError(f"pdflatex failed on {tex}:\n{_log_tail(tex, result.stdout)}")
     return tex.with_suffix(".pdf")
+
+
+def overfull_boxes(tex: Path) -> list[str]:
+    """The 'Overfull \\hbox/\\vbox' warnings in the log of the last compilation of ``tex``
+    (text that runs into the margin); empty: none."""
+    log = tex.with_suffix(".log").read_text(errors="replace")
+    return [line for line in log.splitlines() if line.startswith("Overfull \\")]
 
 
 def _log_tail(tex: Path, stdout: str, lines: int = 40) -> str:

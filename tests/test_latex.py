@@ -25,6 +25,7 @@ from reports.latex import (
     export_page,
     latex_env,
     latex_escape,
+    overfull_boxes,
     pdflatex_available,
     slug,
     write_manifest,
@@ -75,6 +76,12 @@ def assert_compiles(tex: Path) -> None:
     pdf = compile_pdf(tex)
     assert pdf.is_file() and pages(tex) >= 1
     assert not re.search(r"\d+pk>", log(tex)), "bitmap (Type 3) fonts: not paper-ready"
+
+
+def assert_fits(tex: Path) -> None:
+    """``tex`` compiles and no text runs into the margin (no overfull box in its log)."""
+    assert_compiles(tex)
+    assert not overfull_boxes(tex), "\n".join(overfull_boxes(tex))
 
 
 # -- escaping -----------------------------------------------------------------------------
@@ -133,8 +140,16 @@ def test_slug() -> None:
     assert slug("Runtime targets", {"runtime_targets", "runtime_targets_2"}) == (
         "runtime_targets_3")
     assert slug("") == slug("∇‖") == "table"
+    title = "Published vs ours: Table 2 of the paper, matrix sensing, scale 100"
+    assert slug(title) == "published_vs_ours_table_2_of_the_paper_matrix_sensing_scale_100"
     long = slug("A very long title " * 10)
-    assert len(long) <= 40 and re.fullmatch(r"[a-z0-9_]+", long) and not long.endswith("_")
+    assert len(long) <= 120 and re.fullmatch(r"[a-z0-9_]+", long) and not long.endswith("_")
+
+
+def test_rate_formulas_are_math() -> None:
+    assert latex_escape("bound Õ(n^{-1/3} + (√d/(nε))^{1/2}) holds") == (
+        r"bound \ensuremath{\tilde{O} (n^{-1/3} + (\sqrt{d}/(n\varepsilon ))^{1/2})} holds")
+    assert latex_escape("O(x ☃) and (O(y") == "O(x ?) and (O(y"  # not TeX: escaped as text
 
 
 def test_write_table(tmp_path: Path) -> None:
@@ -146,7 +161,9 @@ def test_write_table(tmp_path: Path) -> None:
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert rule in frag
     # text left, numbers right ('–' is a missing number), long text wraps
-    assert r"\begin{tabular}{@{}lrr>{\raggedright\arraybackslash}p{16em}@{}}" in frag
+    # plain numbers aligned on the decimal point (N: siunitx's S), '–' braced as text
+    assert r"\begin{tabular}{@{}lNr>{\raggedright\arraybackslash}p{16em}@{}}" in frag
+    assert r"{[}ragged{]} & {\textendash{}} &" in frag
     body = [line for line in frag.splitlines() if line.endswith(r"\\")]
     assert len(body) == 5 and all(line.count(" & ") == 3 for line in body)  # padded rows
     doc = standalone.read_text()
@@ -255,6 +272,21 @@ def test_wide_and_long_table_compiles_on_one_page(tmp_path: Path) -> None:
     assert pages(tex) == 1
 
 
+def test_long_titles_names_and_paths_fit_the_page(tmp_path: Path) -> None:
+    """A heading too long for one line, run labels and suite names longer than a wrapped
+    column, numbers with signs and exponents: no overfull box."""
+    require_tool("pdflatex")
+    title = ("Differential Privacy in Distributed Learning: Beyond Uniformly Bounded "
+             "Stochastic Gradients (huang2025, quick)")
+    rows = [["liu2024_quick_e3_sample_complexity · strict_saddle · spider_sosp, pld",
+             "matrix_sensing[]/dp_rgda/eps=2/advanced/numpy: lr = 1e-07 on the lower edge",
+             "−0.5", "+1.25e-3", "–"]] * 3
+    write_table(tmp_path, "long", {"title": title, "note": "", "rows": rows,
+                                   "columns": ["fitted on", "why", "a", "b", "c"]})
+    write_manifest(tmp_path, title, [("long", {"title": title})], [])
+    assert_fits(build_report_tex(tmp_path))
+
+
 def test_report_compiles(tmp_path: Path) -> None:
     """Two pages with a table and a PDF figure each, and one with 30 tables (never too many
     unprocessed floats)."""
@@ -262,7 +294,7 @@ def test_report_compiles(tmp_path: Path) -> None:
     fake_report(tmp_path, ["tao2025/quick", "privacy"])
     fake_report(tmp_path, ["runtime"], tables=30)
     tex = build_report_tex(tmp_path, git_sha="abc123")
-    assert_compiles(tex)
+    assert_fits(tex)
     assert (tmp_path / "report.pdf").is_file() and pages(tex) >= 6
     assert "Too many unprocessed floats" not in log(tex)
     assert re.search(r"\\contentsline \{section\}\{\\numberline \{1\}",
