@@ -176,7 +176,7 @@ def refresh_nav(site: Path) -> None:
     for page in site.rglob("index.html"):
         text = page.read_text()
         nav = f"{NAV_START}{site_nav(site, page.parent)}{NAV_END}"
-        page.write_text(block.sub(lambda _, nav=nav: nav, text, count=1))
+        page.write_text(block.sub(nav.replace("\\", "\\\\"), text, count=1))
 
 
 def _metric_table(summary: pd.DataFrame, metric: str, suite: str) -> dict[str, Any]:

@@ -377,3 +377,78 @@ def test_missing_chromium_skips_or_fails_under_require_tools(
     outcome = pytest.fail.Exception if require else pytest.skip.Exception
     with pytest.raises(outcome, match="apt-get install chromium"):
         require_browser()
+
+
+# -- the site's layout: navigation, math, sorting, no raw markup ---------------------------------
+
+# what the layout checks read off a loaded page
+LAYOUT_JS = """() => ({
+  nav_home: [...document.querySelectorAll("nav.site a.brand")].map(a => a.getAttribute("href")),
+  crumbs: [...document.querySelectorAll("ol.crumbs li")].map(li => li.textContent.trim()),
+  katex: document.querySelectorAll(".katex").length,
+  katex_errors: document.querySelectorAll(".katex-error").length,
+  raw: /``|:math:`|:class:`|:func:`|\\\\\\(/.test(document.body.innerText),
+})"""
+
+
+def layout_facts(index: Path, executable: str, pages: list[str]) -> dict[str, dict[str, Any]]:
+    """LAYOUT_JS on each page (paths relative to the index's folder)."""
+    from playwright.sync_api import sync_playwright
+
+    facts = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        for rel in pages:
+            page.goto((index.parent / rel).resolve().as_uri(), wait_until="load")
+            facts[rel] = page.evaluate(LAYOUT_JS)
+        browser.close()
+    return facts
+
+
+def test_every_page_has_the_navigation_and_no_raw_markup(site: Path, chromium: str) -> None:
+    pages = ["index.html", "xu2026/quick/index.html", "privacy/index.html",
+             "theory/quick/index.html"]
+    facts = layout_facts(site, chromium, pages)
+    for rel, f in facts.items():
+        depth = rel.count("/")
+        assert f["nav_home"] == ["../" * depth + "index.html"], rel  # back to the index
+        assert f["crumbs"][0] == "Report" and not f["raw"] and not f["katex_errors"], (rel, f)
+    assert facts["xu2026/quick/index.html"]["crumbs"] == ["Report", "Papers", "xu2026", "quick"]
+    assert facts["theory/quick/index.html"]["katex"] > 0  # the rate formulas, typeset
+
+
+def test_tables_sort_and_filter_and_math_renders_offline(tmp_path: Path, chromium: str) -> None:
+    """One page in the site's layout (static files copied beside it): a click on a header
+    sorts numbers by value, the filter hides rows, a rate formula is typeset by the vendored
+    KaTeX, and nothing is loaded from the network (check_site blocks it)."""
+    from playwright.sync_api import sync_playwright
+
+    from reports.render import write_page
+
+    site = tmp_path / "site"
+    rows = [[f"run{i}", f"{v}"] for i, v in enumerate([10, -2, 3.5, 100, 0.25, 7, 8, 9, 11, 12,
+                                                       13])]
+    write_page("theory.html.j2", site, site, [], scale="quick", results_root="r",
+               generated="now", provenance="p", n_suites=1, counts={}, without_rates=[],
+               explanation="A bound Õ(n^{-1/3} + (√d/(nε))^{1/2}).",
+               tables=[{"title": "t", "note": "", "columns": ["name", "value"], "rows": rows}])
+    html = (site / "index.html").read_text()
+    html = html.replace('<div class="scroll"><table>',
+                        '<div class="scroll"><table class="sortable">')
+    (site / "index.html").write_text(html)
+    assert check_site(site / "index.html", tmp_path / "shots", executable=chromium) == []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((site / "index.html").as_uri(), wait_until="load")
+        assert page.locator(".katex").count() == 1
+        page.locator("table.sortable th", has_text="value").click()
+        values = page.eval_on_selector_all("table.sortable tbody tr td:nth-child(2)",
+                                           "cells => cells.map(c => c.textContent)")
+        assert values == ["-2", "0.25", "3.5", "7", "8", "9", "10", "11", "12", "13", "100"]
+        page.fill("input.table-filter", "run3")
+        visible = page.eval_on_selector_all("table.sortable tbody tr:not([hidden])",
+                                            "rows => rows.length")
+        assert visible == 1
+        browser.close()
