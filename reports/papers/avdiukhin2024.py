@@ -36,7 +36,7 @@ from reports.claims import (
     numeric,
     truthy,
 )
-from reports.figures import curves_with_band, save_figure, style
+from reports.figures import curves_with_band, epsilon_colours, save_figure, style
 from reports.paper import (
     Figure,
     PaperResults,
@@ -561,14 +561,13 @@ def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
           out: Path, stem: str, xlabel: str = "epoch", logx: bool = False,
           logy: bool = False) -> None:
     """The paper's figure style: per panel (title, rows, bound), the mean over runs with a
-    min–max band of each (algorithm, ε) against ``x``; noisy SGD coloured by ε, SGD black,
-    clipped DP-SGD dashed in its ε's colour; ``bound`` (C) as a red dashed line."""
+    band of :data:`~reports.figures.INTERVAL` of each (algorithm, ε) against ``x``; noisy SGD
+    coloured by ε (:func:`~reports.figures.epsilon_colours`), SGD black, clipped DP-SGD dashed
+    in its ε's colour; ``bound`` (C) as a red dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import seaborn as sns
-
 
     style()
     cols = min(len(panels), 3)
@@ -577,18 +576,17 @@ def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     for ax, (title, rows, bound) in zip(axes.flat, panels, strict=False):
-        finite = sorted(e for e in rows["epsilon"].unique() if np.isfinite(e))
-        cmap = sns.color_palette("viridis", n_colors=max(len(finite), 1))
+        colours = epsilon_colours(rows["epsilon"].unique())
         for (algorithm, eps), part in rows.groupby(["algorithm", "epsilon"], sort=True):
-            line = part.groupby("x")[metric].agg(["mean", "min", "max"])
-            colour = "black" if np.isinf(eps) else cmap[finite.index(eps)]
+            line = part.groupby("x")[metric].agg(["mean", "sem"]).fillna({"sem": 0.0})
+            colour = colours[eps]
             dashed = algorithm == "dp_sgd"
             label = ("SGD" if np.isinf(eps) else
                      f"{'clipped DP-SGD' if dashed else 'ε'}{' ε' if dashed else ''} = {eps:g}")
             ax.plot(line.index, line["mean"], color=colour, lw=1.4, ls="--" if dashed else "-",
                     label=label, marker="o" if logx else None, ms=3)
-            ax.fill_between(line.index, line["min"], line["max"], color=colour, alpha=0.15,
-                            lw=0)
+            ax.fill_between(line.index, line["mean"] - line["sem"], line["mean"] + line["sem"],
+                            color=colour, alpha=0.15, lw=0)
         if bound is not None and math.isfinite(bound):
             ax.axhline(bound, color="red", ls=":", lw=1.2, label=f"C = {bound:.3g}")
         ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
@@ -597,7 +595,7 @@ def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
             ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
-        ax.legend(fontsize=6, ncol=2)
+        ax.legend(ncol=2)
     save_figure(fig, out, stem)
 
 
@@ -639,7 +637,7 @@ def _norm_figure(results: PaperResults, out: Path) -> Figure | None:
           xlabel="step", logy=True)
     return Figure("per_sample_norms.png", "Claim P3: the largest per-sample gradient norm noisy "
                   "SGD meets in each block of steps, for each ε (mean over runs, shaded "
-                  "min–max), against the bound C its noise is scaled to (red). Above C the run "
+                  "± one s.e.), against the bound C its noise is scaled to (red). Above C the run "
                   "has no DP guarantee (Algorithm 2 does not clip).", _drawn(results, panels))
 
 
@@ -674,7 +672,7 @@ def _accuracy_figure(results: PaperResults, out: Path, metric: str, name: str,
           f"{name} (%)", out, stem)
     return Figure(f"{stem}.png", f"{name} of noisy SGD (Algorithm 2) for each ε beside "
                   "non-private SGD (black) and clipped DP-SGD (Algorithm 1, dashed, where run): "
-                  "mean over runs, shaded min–max (as Figs. 1–3 of the paper).",
+                  "mean over runs, shaded ± one s.e. over seeds.",
                   _drawn(results, panels))
 
 
@@ -690,7 +688,7 @@ def _lr_figure(results: PaperResults, out: Path) -> Figure | None:
     _plot(panels, "acc", "final test accuracy (%)", out, "lr_sweep", xlabel="learning rate",
           logx=True)
     return Figure("lr_sweep.png", "Claim P6: final test accuracy of noisy SGD and non-private "
-                  "SGD over the learning-rate grid (mean over runs, shaded min–max); the paper "
+                  "SGD over the learning-rate grid (mean over runs, shaded ± one s.e.); the paper "
                   f"uses lr {PAPER_LR:g} as the largest that converges.", _drawn(results, panels))
 
 
@@ -706,8 +704,8 @@ def _saddle_figure(results: PaperResults, out: Path) -> Figure | None:
     curves_with_band(panels, "lambda_min", "λ_min(∇²F(x_t))", out, "saddle_lambda_min",
                      xlabel="step")
     return Figure("saddle_lambda_min.png", "Synthetic check on strict_saddle, started exactly "
-                  "at the saddle (λ_min = −λ, ∇F = 0): λ_min of the iterates, mean and min–max "
-                  "over seeds.", _drawn(results, [(t, r, None) for t, r in panels]))
+                  "at the saddle (λ_min = −λ, ∇F = 0): λ_min of the iterates, mean "
+                  "± one s.e. over seeds.", _drawn(results, [(t, r, None) for t, r in panels]))
 
 
 def _figures(results: PaperResults, out: Path) -> list[Figure]:
