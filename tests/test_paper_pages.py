@@ -93,10 +93,10 @@ def test_the_page_opens_with_every_claims_verdict(reproduced: tuple[str, Path]) 
     assert all(c["verdict"] in VERDICTS for c in status["claims"])
     assert html.index('id="verdict-table"') < html.index('id="findings"') \
         < html.index('id="regime"') < html.index('id="settings"')
-    assert html.find("<table") == html.index('<table id="verdict-table">')
+    assert html.find("<table") == html.index('<table id="verdict-table"')  # the first table
     verdicts = html[html.index('id="verdict-table"'):html.index('id="findings"')]
     for claim in status["claims"]:
-        assert f'<tr id="claim-{claim["id"]}"><td>{claim["id"]}</td>' in verdicts
+        assert f'<tr id="claim-{claim["id"]}"><td><a href="#detail-{claim["id"]}"' in verdicts
         assert f'>{claim["verdict"]}</td>' in verdicts
     assert "not held" not in html and "not held" not in (page / "status.json").read_text()
     for artefact in status["artefacts"]:
