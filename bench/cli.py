@@ -39,7 +39,7 @@ from bench.experiment import GridTooLarge, grid_limit, load_experiment
 from bench.parallel import Outcome
 from bench.spec import Experiment, SpecError, build_params, component, instantiate_params
 from bench.store import Store, StoreError
-from bench.sweep import console, run_experiment
+from bench.sweep import console, known_specs, run_experiments
 from problems import PROBLEMS, DataSize, get_problem
 from problems.backend import (
     BACKENDS,
@@ -107,17 +107,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.explain_cache:
         explain_cache(experiment, Store(Path(args.out) / experiment.suite))
         return 0
-    failures = sweep(experiment, args, make_executor(args))
+    failures = sweep([experiment], args, make_executor(args))
     return 1 if failures else 0
 
 
 def explain_cache(experiment: Experiment, store: Store) -> None:
     """Say, per method and problem, which runs would be reused and why the others would run
     (runs nothing; tuned entries' tuning runs included)."""
-    specs = [*experiment.specs, *(s for g in experiment.groups
-                                  for s in g.tuning_specs(experiment.tuning))] \
-        if experiment.tuning else experiment.specs
-    reasons = Counter((s.display, s.problem.name, store.explain(s)) for s in specs)
+    reasons = Counter((s.display, s.problem.name, store.explain(s))
+                      for s in known_specs(experiment))
     table = Table(title=f"{experiment.suite}: the cache, run by run")
     for col in ("method", "problem", "runs", "why"):
         table.add_column(col)
@@ -126,12 +124,12 @@ def explain_cache(experiment: Experiment, store: Store) -> None:
     console.print(table)
 
 
-def sweep(experiment: Experiment, args: argparse.Namespace, executor: Executor
+def sweep(experiments: list[Experiment], args: argparse.Namespace, executor: Executor
           ) -> list[Outcome]:
-    """:func:`bench.sweep.run_experiment` into ``--out/<suite>`` with the CLI's options."""
-    return run_experiment(experiment, Store(Path(args.out) / experiment.suite), executor,
-                          force=args.force, collect=args.collect,
-                          progress=not args.no_progress)
+    """:func:`bench.sweep.run_experiments` into ``--out/<suite>`` with the CLI's options."""
+    return run_experiments([(e, Store(Path(args.out) / e.suite)) for e in experiments],
+                           executor, force=args.force, collect=args.collect,
+                           progress=not args.no_progress)
 
 
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
@@ -203,8 +201,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
     executor = make_executor(args)
-    failures = [f for paper in papers for exp in plans[paper]
-                for f in sweep(exp, args, executor)]
+    failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor)
     if not args.collect:
         run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
@@ -502,6 +499,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SpecError, UsageError, MissingExtraError, ValueError, FileNotFoundError,
             StoreError) as exc:
         return fail(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line (a sweep's says what is stored)
+        print(f"saddlebench: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 def fail(exc: Exception) -> int:

@@ -4,7 +4,9 @@ executor with a progress bar, failures listed (the CLI's ``run`` and ``reproduce
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
@@ -45,8 +47,7 @@ def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
     for note in experiment.skipped:
         console.print(f"  [yellow]skipped[/]: {note}")
     rule = experiment.tuning
-    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
-    report_damage(store, [*experiment.specs, *tuning], collect)
+    report_damage(store, known_specs(experiment), collect)
     title = f"[bold]{experiment.suite}[/]"
     failures = batch(experiment.specs, title)
     if experiment.groups and rule:
@@ -59,6 +60,47 @@ def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
             if sel.chosen is None:
                 console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
     return failures
+
+
+class Interrupted(KeyboardInterrupt):
+    """Sweeps stopped by Ctrl-C; the message says what is stored and how to run the rest."""
+
+
+def run_experiments(runs: Sequence[tuple[Experiment, Store]], executor: Executor, *,
+                    force: bool = False, collect: bool = False, progress: bool = True
+                    ) -> list[Outcome]:
+    """:func:`run_experiment` for each (experiment, store), one after another; the failed
+    outcomes. Ctrl-C stops them (the executor cancels what is not finished) with
+    :class:`Interrupted`."""
+    try:
+        return [failure for experiment, store in runs
+                for failure in run_experiment(experiment, store, executor, force=force,
+                                              collect=collect, progress=progress)]
+    except KeyboardInterrupt:
+        raise Interrupted(interruption(runs, force)) from None
+
+
+def interruption(runs: Sequence[tuple[Experiment, Store]], force: bool) -> str:
+    """How many of the experiments' runs are stored, where, and how to run the rest (a
+    rerun runs only the runs without a result)."""
+    stored = total = 0
+    for experiment, store in runs:
+        specs = known_specs(experiment)
+        total += len(specs)
+        stored += len(specs) - len(pending(specs, store))
+    where = os.path.commonpath([str(store.root) for _, store in runs]) if runs else "."
+    again = "the same command without --force" if force else "the same command"
+    return (f"interrupted: {stored} of {total} runs done (stored in {where}); rerun {again} "
+            f"to run the remaining {total - stored}")
+
+
+def known_specs(experiment: Experiment) -> list[RunSpec]:
+    """The runs an experiment names before it runs: its runs and its tuned entries' tuning
+    runs (their chosen runs are known after tuning)."""
+    rule = experiment.tuning
+    return [*experiment.specs,
+            *(s for g in experiment.groups for s in g.tuning_specs(rule))] if rule \
+        else list(experiment.specs)
 
 
 def report_damage(store: Store, specs: list[RunSpec], collect: bool) -> None:
