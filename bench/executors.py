@@ -32,6 +32,7 @@ from bench.parallel import Outcome, run_and_store, stored_outcome
 from bench.spec import RunSpec
 from bench.store import Store
 from problems.backend import require
+from problems.registry import did_you_mean
 
 EXECUTORS = ("local", "dask", "slurm")
 Outcomes = Generator[Outcome, None, None]  # what submit_all yields, as runs finish
@@ -267,6 +268,7 @@ def load_resources(path: str | Path) -> dict[str, dict[str, Any]]:
                          "submitit parameters, e.g. 'dp_sgd: {gpus_per_node: 1, mem_gb: 32}'")
     unknown = sorted(set(data) - {"default", *ALGORITHMS})
     if unknown:
-        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))} "
+        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))}"
+                         f"{did_you_mean(unknown[0], ALGORITHMS)} "
                          f"(known: default, {', '.join(sorted(ALGORITHMS))})")
     return data

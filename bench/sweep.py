@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +22,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column, Table
 from rich.text import Text
 
 from bench.executors import Executor, LocalExecutor
@@ -30,7 +32,33 @@ from bench.spec import Experiment, RunSpec
 from bench.store import Store
 from bench.tuning import tune
 
-console = Console()
+
+
+class LogConsole(Console):
+    """The command's console. On a terminal: rich output fitted to its width. Elsewhere (a
+    log file, a pipe), where rich would cut everything at 80 columns: tables as plain
+    lines (:func:`plain_table`), and no line cut or wrapped."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal:
+            objects = tuple(plain_table(o) if isinstance(o, Table) else o for o in objects)
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
+def plain_table(table: Table) -> Text:
+    """``table`` as plain lines: ``# title``, the header, a line per row, cells separated by
+    `` | `` (plain text, markup removed)."""
+    def plain(cell: Any) -> str:
+        text = cell if isinstance(cell, Text) else Text.from_markup(str(cell))
+        return text.plain.replace("\n", " ")
+
+    columns = [[plain(c.header), *map(plain, c.cells)] for c in table.columns]
+    lines = [" | ".join(row) for row in zip(*columns, strict=True)]
+    return Text("\n".join([f"# {plain(table.title)}"] * bool(table.title) + lines))
+
+
+console = LogConsole()
 
 
 def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
@@ -134,9 +162,7 @@ class Batch:
         counts: Counter[str] = Counter()
         failures: list[Outcome] = []
         if todo:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          Tally(self.executor, counts), TimeRemainingColumn(), console=console,
-                          disable=not self.progress) as bar, \
+            with progress_bar(self.executor, counts, self.progress) as bar, \
                     closing(self.executor.submit_all(todo, self.store.root)) as outcomes:
                 task = bar.add_task(f"running ({self.executor.name})",
                                     total=len(todo))
@@ -150,11 +176,20 @@ class Batch:
         return failures
 
 
+def progress_bar(executor: Executor, counts: Counter[str], show: bool = True) -> Progress:
+    """One line on a terminal, never wrapped: the bar takes the width the text leaves.
+    Hidden elsewhere (a log has the summary lines) and when not ``show``."""
+    return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+                    BarColumn(bar_width=None), MofNCompleteColumn(), Tally(executor, counts),
+                    TimeRemainingColumn(), console=console,
+                    disable=not (show and console.is_terminal))
+
+
 class Tally(ProgressColumn):
     """Runs in flight (as far as the executor can tell), then finished runs by status."""
 
     def __init__(self, executor: Executor, counts: Counter[str]) -> None:
-        super().__init__()
+        super().__init__(table_column=Column(no_wrap=True))
         self.executor, self.counts = executor, counts
 
     def render(self, task: Task) -> Text:
