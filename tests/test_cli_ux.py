@@ -124,3 +124,118 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"saddlebench {importlib.metadata.version('saddlebench')}\n"
+
+
+# -- help, suggestions ----------------------------------------------------------------------
+
+
+def test_help_shows_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: quick)" in text and "(default: 1)" in text  # --scale, --jobs
+    assert "(default: False)" not in text and "(default: None)" not in text
+    assert text.count("(default: out)") == 1
+
+
+@pytest.mark.parametrize(("argv", "suggested"), [
+    (["account", "--algorithm", "dp_sdg", "--n", "100", "--sigma", "1"], "'dp_sgd'"),
+    (["estimate", "strict_sadle"], "'strict_saddle'"),
+    (["reproduce", "avdiukhin2042"], "'avdiukhin2024'"),
+])
+def test_misspelt_names_get_a_suggestion(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                         suggested: str) -> None:
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"(did you mean {suggested}" in line
+
+
+def test_did_you_mean() -> None:
+    from problems.registry import did_you_mean
+
+    assert did_you_mean("lrr", ["lr", "steps", "batch_size"]) == " (did you mean 'lr'?)"
+    assert did_you_mean("dp_sdg", ["dp_sgd", "dp_sgda", "sgd", "dp_rgda"]) == (
+        " (did you mean 'dp_sgd', 'dp_sgda' or 'dp_rgda'?)")
+    assert did_you_mean("zzz", ["lr", "steps"]) == ""
+
+
+# -- output in logs ---------------------------------------------------------------------------
+
+
+def test_tables_in_a_log_are_plain_and_uncut(capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a terminal (captured): no box, no 80-column cut ("dp_…"), one line per row."""
+    from algorithms import ALGORITHMS
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and "│" not in out
+    lines = out.splitlines()
+    assert "# algorithms" in lines and "name | paper | private | reference" in lines
+    for name, cls in ALGORITHMS.items():
+        assert f"{name} | {cls.paper} | {'yes' if cls.private else 'no'} | {cls.reference}" \
+            in lines
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_progress_line_fits_the_terminal(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    import io
+    from collections import Counter
+
+    import bench.sweep
+    from bench.executors import LocalExecutor
+
+    console = bench.sweep.LogConsole(force_terminal=True, width=width, file=io.StringIO(),
+                                     record=True)
+    monkeypatch.setattr(bench.sweep, "console", console)
+    bar = bench.sweep.progress_bar(LocalExecutor(2), Counter(done=1234, error=5))
+    bar.advance(bar.add_task("running (local)", total=10_000), 1239)
+    console.print(bar.get_renderable())
+    (line,) = console.export_text().splitlines()
+    assert len(line) <= width and "running=0 done=1234 failed=5" in line
+
+
+def test_progress_is_hidden_in_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(many_runs(tmp_path, seeds=2)), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"many: 2 runs (0 cached, 2 to run) -> {tmp_path / 'many'}",
+                   f"finished: 2 done; results in {tmp_path / 'many'}"]
+
+
+# -- data download ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("problem", "loader"), [("cifar10_cnn", "load_cifar"),
+                                                 ("mnist_mlp", "load_mnist"),
+                                                 ("cola_bert", "load_cola")])
+def test_download_is_a_param_outside_the_run_id(monkeypatch: pytest.MonkeyPatch,
+                                                problem: str, loader: str) -> None:
+    """``download: true`` (which the missing-data error suggests) is accepted in a file,
+    reaches the loader, and leaves the run id of the same run without it."""
+    import problems.text
+    import problems.vision
+    from bench.experiment import parse_experiment
+    from bench.spec import instantiate_params
+    from problems import get_problem
+
+    def doc(**params: Any) -> dict[str, Any]:
+        return {"suite": "s", "problems": [{"name": problem, "params": params,
+                                            "backend": "torch"}],
+                "algorithms": [{"name": "sgd"}]}
+
+    (plain,) = parse_experiment(doc()).specs
+    (fetching,) = parse_experiment(doc(download=True)).specs
+    assert fetching.problem.params["download"] is True
+    assert fetching.digest == plain.digest == parse_experiment(doc(download=False)).specs[0].digest
+
+    seen: list[bool] = []
+
+    def fake(*args: Any, download: bool = False, **kwargs: Any) -> Any:
+        seen.append(download)
+        raise FileNotFoundError("stop here")
+
+    module = problems.text if loader == "load_cola" else problems.vision
+    monkeypatch.setattr(module, loader, fake)
+    instance = get_problem(problem)(instantiate_params("problem", fetching.problem))
+    with pytest.raises(FileNotFoundError, match="stop here"):
+        instance.build(0)
+    assert seen == [True]
