@@ -33,7 +33,6 @@ from bench.store import Store
 from bench.tuning import tune
 
 
-
 class LogConsole(Console):
     """The command's console. On a terminal: rich output fitted to its width. Elsewhere (a
     log file, a pipe), where rich would cut everything at 80 columns: tables as plain
