@@ -39,7 +39,7 @@ from bench.experiment import GridTooLarge, grid_limit, load_experiment
 from bench.parallel import Outcome
 from bench.spec import Experiment, SpecError, build_params, component, instantiate_params
 from bench.store import Store, StoreError
-from bench.sweep import console, run_experiment
+from bench.sweep import console, known_specs, run_experiments
 from problems import PROBLEMS, DataSize, get_problem
 from problems.backend import (
     BACKENDS,
@@ -48,6 +48,7 @@ from problems.backend import (
     available_backends,
     get_backend,
 )
+from problems.registry import did_you_mean
 from problems.statistics import start_statistics
 from reports.claims import run_studies
 from reports.index import update_readme
@@ -107,17 +108,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.explain_cache:
         explain_cache(experiment, Store(Path(args.out) / experiment.suite))
         return 0
-    failures = sweep(experiment, args, make_executor(args))
+    failures = sweep([experiment], args, make_executor(args))
     return 1 if failures else 0
 
 
 def explain_cache(experiment: Experiment, store: Store) -> None:
     """Say, per method and problem, which runs would be reused and why the others would run
     (runs nothing; tuned entries' tuning runs included)."""
-    specs = [*experiment.specs, *(s for g in experiment.groups
-                                  for s in g.tuning_specs(experiment.tuning))] \
-        if experiment.tuning else experiment.specs
-    reasons = Counter((s.display, s.problem.name, store.explain(s)) for s in specs)
+    reasons = Counter((s.display, s.problem.name, store.explain(s))
+                      for s in known_specs(experiment))
     table = Table(title=f"{experiment.suite}: the cache, run by run")
     for col in ("method", "problem", "runs", "why"):
         table.add_column(col)
@@ -126,12 +125,12 @@ def explain_cache(experiment: Experiment, store: Store) -> None:
     console.print(table)
 
 
-def sweep(experiment: Experiment, args: argparse.Namespace, executor: Executor
+def sweep(experiments: list[Experiment], args: argparse.Namespace, executor: Executor
           ) -> list[Outcome]:
-    """:func:`bench.sweep.run_experiment` into ``--out/<suite>`` with the CLI's options."""
-    return run_experiment(experiment, Store(Path(args.out) / experiment.suite), executor,
-                          force=args.force, collect=args.collect,
-                          progress=not args.no_progress)
+    """:func:`bench.sweep.run_experiments` into ``--out/<suite>`` with the CLI's options."""
+    return run_experiments([(e, Store(Path(args.out) / e.suite)) for e in experiments],
+                           executor, force=args.force, collect=args.collect,
+                           progress=not args.no_progress)
 
 
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
@@ -186,7 +185,8 @@ def paper_experiments(paper: str, scale: str) -> list[Path]:
     folder = experiment_folder(paper) / scale
     files = sorted(folder.glob("*.yaml"))
     if not files:
-        raise UsageError(f"no {scale} experiments for {paper!r} in {folder} "
+        raise UsageError(f"no {scale} experiments for {paper!r}"
+                         f"{did_you_mean(paper, reproducible(scale))} in {folder} "
                          f"(papers with {scale} experiments: "
                          f"{', '.join(reproducible(scale)) or 'none'})")
     return files
@@ -203,8 +203,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
     executor = make_executor(args)
-    failures = [f for paper in papers for exp in plans[paper]
-                for f in sweep(exp, args, executor)]
+    failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor)
     if not args.collect:
         run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
@@ -419,9 +418,28 @@ def add_grid_options(p: argparse.ArgumentParser) -> None:
                    "asking")
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that ends each option's text with its default, unless it has none (None, False,
+    empty) or the text names it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or default in (None, argparse.SUPPRESS, [])
+                or default is False or "default" in text):
+            return action.help
+        return f"{text} (default: %(default)s)".lstrip()
+
+
+class Parser(argparse.ArgumentParser):
+    """The command's argument parser (its subcommands' too): help shows the defaults."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{"formatter_class": DefaultsFormatter, **kwargs})
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="saddlebench",
-                                description="Benchmarks for DP non-convex optimisation.")
+    p = Parser(prog="saddlebench", description="Benchmarks for DP non-convex optimisation.")
     p.add_argument("--version", action="version",
                    version=f"%(prog)s {importlib.metadata.version('saddlebench')}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -440,33 +458,37 @@ def parser() -> argparse.ArgumentParser:
     add_grid_options(r)
 
     a = sub.add_parser("account", help="ε of an algorithm's plan, or σ for a target ε")
-    a.add_argument("--algorithm", required=True)
+    a.add_argument("--algorithm", required=True, help="algorithm name (saddlebench list)")
     a.add_argument("--n", type=int, required=True, help="data set size")
     a.add_argument("--batch", type=int, help="batch size")
     a.add_argument("--steps", type=int, help="iterations T")
     a.add_argument("--sigma", type=float, help="noise multiplier (gives ε)")
     a.add_argument("--epsilon", type=float, help="target ε (gives σ)")
-    a.add_argument("--delta", type=float, default=1e-5)
-    a.add_argument("--calibration", default="pld", choices=CALIBRATIONS)
+    a.add_argument("--delta", type=float, default=1e-5, help="target δ")
+    a.add_argument("--calibration", default="pld", choices=CALIBRATIONS,
+                   help="how σ is calibrated to --epsilon")
     a.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="other algorithm parameters")
 
     rp = sub.add_parser("reproduce", help="run a paper's experiments and write its page")
     rp.add_argument("papers", nargs="*", help="paper keys, e.g. avdiukhin2024")
     rp.add_argument("--all", action="store_true", help="every paper with experiments")
-    rp.add_argument("--scale", default="quick", choices=("quick", "paper"))
+    rp.add_argument("--scale", default="quick", choices=("quick", "paper"),
+                    help="quick: minutes on a CPU; paper: the papers' settings")
     add_execution_options(rp)
     add_grid_options(rp)
     rp.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
                     "pdflatex")
 
     es = sub.add_parser("estimate", help="problem statistics at x0 (L, f_max, σ, Lemma 3.2 C)")
-    es.add_argument("problem")
-    es.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
-    es.add_argument("--seed", type=int, default=0)
-    es.add_argument("--backend", choices=("numpy", "torch", "jax"))
+    es.add_argument("problem", help="problem name (saddlebench list)")
+    es.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="problem parameters (repeatable)")
+    es.add_argument("--seed", type=int, default=0, help="the instance's seed")
+    es.add_argument("--backend", choices=("numpy", "torch", "jax"),
+                    help="default: the problem's first backend")
     es.add_argument("--steps", type=int, help="T, for avdiukhin2024's Lemma 3.2 bound")
-    es.add_argument("--delta", type=float, default=0.01)
+    es.add_argument("--delta", type=float, default=0.01, help="δ of Lemma 3.2's bound")
     es.add_argument("--c", type=float, default=1.0, help="Lemma 3.2's absolute constant")
 
     au = sub.add_parser("audit", help="privacy audit: exact checks and a canary audit")
@@ -475,7 +497,7 @@ def parser() -> argparse.ArgumentParser:
     au.add_argument("--problem", help="problem (default: a small synthetic one)")
     au.add_argument("--runs", type=int, default=1000, help="canary runs per side")
     au.add_argument("--epsilon", type=float, default=2.0, help="target ε σ is calibrated to")
-    au.add_argument("--delta", type=float, default=1e-5)
+    au.add_argument("--delta", type=float, default=1e-5, help="target δ")
     au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")
     au.add_argument("--out", default="out", help="results root: OUT/audit, OUT/report/privacy")
 
@@ -502,6 +524,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SpecError, UsageError, MissingExtraError, ValueError, FileNotFoundError,
             StoreError) as exc:
         return fail(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line (a sweep's says what is stored)
+        print(f"saddlebench: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 def fail(exc: Exception) -> int:

@@ -6,13 +6,17 @@ itself (:func:`bench.parallel.run_and_store`: atomic, the sidecar last), and yie
 without losing finished runs: rerunning the experiment submits exactly the runs without a
 finished result, and ``--collect`` reports what the store holds. A worker that raises or
 dies yields a failed outcome and writes nothing, so that run is retried on the next rerun.
-Dask and submitit are the ``cluster`` extra, imported only when used.
+When the submitting process stops early (Ctrl-C, or the outcomes are closed), every
+executor cancels the runs not yet finished: local workers are killed, Dask futures and
+SLURM jobs cancelled; what finished stays stored. Dask and submitit are the ``cluster``
+extra, imported only when used.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -28,6 +32,7 @@ from bench.parallel import Outcome, run_and_store, stored_outcome
 from bench.spec import RunSpec
 from bench.store import Store
 from problems.backend import require
+from problems.registry import did_you_mean
 
 EXECUTORS = ("local", "dask", "slurm")
 Outcomes = Generator[Outcome, None, None]  # what submit_all yields, as runs finish
@@ -102,21 +107,29 @@ class LocalExecutor:
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
-        while queue or flight:
-            pool = get_reusable_executor(max_workers=self.jobs, env=env, timeout=IDLE_S)
-            while queue and len(flight) < self.jobs:
-                spec = queue.pop()
-                flight[pool.submit(run_and_store, spec, where)] = spec
-            self.running = len(flight)
-            done, _ = wait(flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                spec = flight.pop(future)
-                try:
-                    yield future.result()
-                except BrokenProcessPool as exc:  # a worker died: its run (or a neighbour's)
-                    kept = stored_outcome(spec, Store(where))
-                    yield kept if kept is not None and kept.status != "error" \
-                        else failed(spec, exc)
+        try:
+            while queue or flight:
+                # workers ignore Ctrl-C (a terminal sends it to them too): this process
+                # stops them below
+                pool = get_reusable_executor(max_workers=self.jobs, env=env, timeout=IDLE_S,
+                                             initializer=signal.signal,
+                                             initargs=(signal.SIGINT, signal.SIG_IGN))
+                while queue and len(flight) < self.jobs:
+                    spec = queue.pop()
+                    flight[pool.submit(run_and_store, spec, where)] = spec
+                self.running = len(flight)
+                done, _ = wait(flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    spec = flight.pop(future)
+                    try:
+                        yield future.result()
+                    except BrokenProcessPool as exc:  # a worker died: its run (or a
+                        kept = stored_outcome(spec, Store(where))  # neighbour's)
+                        yield kept if kept is not None and kept.status != "error" \
+                            else failed(spec, exc)
+        finally:
+            if flight:  # stopped early: the runs in flight would finish unwatched
+                pool.shutdown(wait=False, kill_workers=True)
 
 
 @dataclass
@@ -144,10 +157,14 @@ class DaskExecutor:
             futures = {client.submit(run_and_store, spec, where, pure=False): spec
                        for spec in specs}
             finished = distributed.as_completed(list(futures))
-            while futures:
-                self.running = min(len(futures), sum(client.nthreads().values()))
-                future = next(finished)
-                yield result(future, futures.pop(future))
+            try:
+                while futures:
+                    self.running = min(len(futures), sum(client.nthreads().values()))
+                    future = next(finished)
+                    yield result(future, futures.pop(future))
+            finally:
+                if futures:  # stopped early: a scheduler would run them for nobody
+                    client.cancel(list(futures))
         self.running = 0
 
     @contextmanager
@@ -225,13 +242,17 @@ class SlurmExecutor:
         return executor
 
     def _wait(self, jobs: dict[Any, RunSpec]) -> Iterator[Outcome]:
-        while jobs:
-            done = [job for job in jobs if job.done()]
-            for job in done:
-                yield result(job, jobs.pop(job))
-            self.running = sum(job.state == "RUNNING" for job in jobs)
-            if jobs and not done:
-                time.sleep(self.poll_s)
+        try:
+            while jobs:
+                done = [job for job in jobs if job.done()]
+                for job in done:
+                    yield result(job, jobs.pop(job))
+                self.running = sum(job.state == "RUNNING" for job in jobs)
+                if jobs and not done:
+                    time.sleep(self.poll_s)
+        finally:
+            for job in jobs:  # stopped early: the rest stays queued otherwise (scancel)
+                job.cancel(check=False)
         self.running = 0
 
 
@@ -247,6 +268,7 @@ def load_resources(path: str | Path) -> dict[str, dict[str, Any]]:
                          "submitit parameters, e.g. 'dp_sgd: {gpus_per_node: 1, mem_gb: 32}'")
     unknown = sorted(set(data) - {"default", *ALGORITHMS})
     if unknown:
-        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))} "
+        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))}"
+                         f"{did_you_mean(unknown[0], ALGORITHMS)} "
                          f"(known: default, {', '.join(sorted(ALGORITHMS))})")
     return data

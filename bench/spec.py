@@ -27,6 +27,9 @@ METRICS = ("loss", "grad_norm", "lambda_min", "test", "train")
 MAX_NAME = 100  # characters of a name or label
 MAX_POINTS = 100_000  # evaluation points of a run
 INT_LIMIT = 2**63  # integers (seeds, steps, sizes) must fit a signed 64-bit integer
+# problem params that say how to obtain the data, not what is computed: stored with the
+# spec, left out of its run id (so adding them kept every earlier run id)
+UNHASHED = ("download",)
 
 
 class SpecError(ValueError):
@@ -112,6 +115,8 @@ class RunSpec:
     def digest(self) -> str:
         """Run id: hash of the canonical spec (labels included: they are stored with it)."""
         body = self.to_dict()
+        body["problem"]["params"] = {k: v for k, v in body["problem"]["params"].items()
+                                     if k not in UNHASHED}
         body["schema"] = SCHEMA
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

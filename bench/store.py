@@ -15,7 +15,9 @@ when its sidecar does, and two sweeps writing one suite at once never pair one's
 with the other's trajectory; ``suite.json`` is read, merged (the run ids and tuning choices
 of every sweep into the suite) and replaced under the same lock. A failed write (disk full,
 no permission, read-only file system) raises :class:`StoreError` naming the path and the fix
-and leaves no partial file: nothing already stored is replaced.
+and leaves no partial file: nothing already stored is replaced. Files are readable by others
+as ordinary files are (0o666 less the umask: 0644 under the usual 022; folders 0o777 less
+it), so colleagues on a shared file system can read the results.
 
 Reading: a run whose sidecar is not valid JSON or lacks fields, or whose trajectory is
 missing, unreadable or not the one its sidecar records, is damaged: :meth:`Store.runs` and
@@ -96,11 +98,27 @@ def write_error(path: Path, exc: OSError) -> StoreError:
     return StoreError(f"cannot write results to {path}: {what}; {fix}")
 
 
+def umask() -> int:
+    """The process's umask (read from /proc where it can be, so no other thread ever sees a
+    changed one; else set and restored)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _stage(path: Path, data: bytes) -> Path:
-    """``data`` in a synced temporary file beside ``path`` (removed again if that fails)."""
+    """``data`` in a synced temporary file beside ``path`` (removed again if that fails),
+    with an ordinary file's mode: ``mkstemp`` makes it 0600, readable by its owner only."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~umask())
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -187,7 +205,7 @@ class Store:
         """Create ``folder`` and hold the store's lock exclusively."""
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.root / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
             raise write_error(folder, exc) from exc
         try:

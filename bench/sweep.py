@@ -4,9 +4,12 @@ executor with a progress bar, failures listed (the CLI's ``run`` and ``reproduce
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,6 +22,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column, Table
 from rich.text import Text
 
 from bench.executors import Executor, LocalExecutor
@@ -28,7 +32,32 @@ from bench.spec import Experiment, RunSpec
 from bench.store import Store
 from bench.tuning import tune
 
-console = Console()
+
+class LogConsole(Console):
+    """The command's console. On a terminal: rich output fitted to its width. Elsewhere (a
+    log file, a pipe), where rich would cut everything at 80 columns: tables as plain
+    lines (:func:`plain_table`), and no line cut or wrapped."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal:
+            objects = tuple(plain_table(o) if isinstance(o, Table) else o for o in objects)
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+
+def plain_table(table: Table) -> Text:
+    """``table`` as plain lines: ``# title``, the header, a line per row, cells separated by
+    `` | `` (plain text, markup removed)."""
+    def plain(cell: Any) -> str:
+        text = cell if isinstance(cell, Text) else Text.from_markup(str(cell))
+        return text.plain.replace("\n", " ")
+
+    columns = [[plain(c.header), *map(plain, c.cells)] for c in table.columns]
+    lines = [" | ".join(row) for row in zip(*columns, strict=True)]
+    return Text("\n".join([f"# {plain(table.title)}"] * bool(table.title) + lines))
+
+
+console = LogConsole()
 
 
 def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
@@ -45,8 +74,7 @@ def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
     for note in experiment.skipped:
         console.print(f"  [yellow]skipped[/]: {note}")
     rule = experiment.tuning
-    tuning = [s for g in experiment.groups for s in g.tuning_specs(rule)] if rule else []
-    report_damage(store, [*experiment.specs, *tuning], collect)
+    report_damage(store, known_specs(experiment), collect)
     title = f"[bold]{experiment.suite}[/]"
     failures = batch(experiment.specs, title)
     if experiment.groups and rule:
@@ -59,6 +87,47 @@ def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
             if sel.chosen is None:
                 console.print(f"  [red]tuning failed[/] {sel.group.key}: every candidate failed")
     return failures
+
+
+class Interrupted(KeyboardInterrupt):
+    """Sweeps stopped by Ctrl-C; the message says what is stored and how to run the rest."""
+
+
+def run_experiments(runs: Sequence[tuple[Experiment, Store]], executor: Executor, *,
+                    force: bool = False, collect: bool = False, progress: bool = True
+                    ) -> list[Outcome]:
+    """:func:`run_experiment` for each (experiment, store), one after another; the failed
+    outcomes. Ctrl-C stops them (the executor cancels what is not finished) with
+    :class:`Interrupted`."""
+    try:
+        return [failure for experiment, store in runs
+                for failure in run_experiment(experiment, store, executor, force=force,
+                                              collect=collect, progress=progress)]
+    except KeyboardInterrupt:
+        raise Interrupted(interruption(runs, force)) from None
+
+
+def interruption(runs: Sequence[tuple[Experiment, Store]], force: bool) -> str:
+    """How many of the experiments' runs are stored, where, and how to run the rest (a
+    rerun runs only the runs without a result)."""
+    stored = total = 0
+    for experiment, store in runs:
+        specs = known_specs(experiment)
+        total += len(specs)
+        stored += len(specs) - len(pending(specs, store))
+    where = os.path.commonpath([str(store.root) for _, store in runs]) if runs else "."
+    again = "the same command without --force" if force else "the same command"
+    return (f"interrupted: {stored} of {total} runs done (stored in {where}); rerun {again} "
+            f"to run the remaining {total - stored}")
+
+
+def known_specs(experiment: Experiment) -> list[RunSpec]:
+    """The runs an experiment names before it runs: its runs and its tuned entries' tuning
+    runs (their chosen runs are known after tuning)."""
+    rule = experiment.tuning
+    return [*experiment.specs,
+            *(s for g in experiment.groups for s in g.tuning_specs(rule))] if rule \
+        else list(experiment.specs)
 
 
 def report_damage(store: Store, specs: list[RunSpec], collect: bool) -> None:
@@ -92,9 +161,7 @@ class Batch:
         counts: Counter[str] = Counter()
         failures: list[Outcome] = []
         if todo:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          Tally(self.executor, counts), TimeRemainingColumn(), console=console,
-                          disable=not self.progress) as bar, \
+            with progress_bar(self.executor, counts, self.progress) as bar, \
                     closing(self.executor.submit_all(todo, self.store.root)) as outcomes:
                 task = bar.add_task(f"running ({self.executor.name})",
                                     total=len(todo))
@@ -108,11 +175,20 @@ class Batch:
         return failures
 
 
+def progress_bar(executor: Executor, counts: Counter[str], show: bool = True) -> Progress:
+    """One line on a terminal, never wrapped: the bar takes the width the text leaves.
+    Hidden elsewhere (a log has the summary lines) and when not ``show``."""
+    return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+                    BarColumn(bar_width=None), MofNCompleteColumn(), Tally(executor, counts),
+                    TimeRemainingColumn(), console=console,
+                    disable=not (show and console.is_terminal))
+
+
 class Tally(ProgressColumn):
     """Runs in flight (as far as the executor can tell), then finished runs by status."""
 
     def __init__(self, executor: Executor, counts: Counter[str]) -> None:
-        super().__init__()
+        super().__init__(table_column=Column(no_wrap=True))
         self.executor, self.counts = executor, counts
 
     def render(self, task: Task) -> Text:

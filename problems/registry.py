@@ -15,6 +15,7 @@ Outside code registers its classes the way built-in code does (``@register_algor
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
@@ -22,6 +23,15 @@ from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 GROUP = "saddlebench.{kind}s"  # entry-point group of a registry's plugins
+
+
+def did_you_mean(name: object, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` naming the choices closest to a misspelt ``name`` (at most
+    three), to append to an error message; empty where none is close."""
+    close = [repr(c) for c in difflib.get_close_matches(str(name), list(choices), n=3)]
+    if not close:
+        return ""
+    return f" (did you mean {', '.join(close[:-1])}{' or ' if close[1:] else ''}{close[-1]}?)"
 
 
 class PluginError(ImportError):
@@ -74,6 +84,7 @@ class Registry(dict[str, T], Generic[T]):
         try:
             return self[name]
         except KeyError:
-            raise ValueError(f"unknown {self.kind} {name!r}; registered {self.kind}s: "
+            raise ValueError(f"unknown {self.kind} {name!r}{did_you_mean(name, self)}; "
+                             f"registered {self.kind}s: "
                              f"{', '.join(sorted(self))} (outside code: see README, "
                              "Compare your own method)") from None

@@ -1,7 +1,8 @@
 """Text classification with BERT as a flat-parameter problem (avdiukhin2024 Fig. 2b: CoLA).
 
 ``cola_bert``: CoLA (binary acceptability) read by :mod:`problems.data.cola` from
-``data_dir`` (nothing is downloaded here; a missing file raises its ``DataMissingError``);
+``data_dir`` (downloaded there only with ``download: true``, which needs ``datasets``; else a
+missing file raises its ``DataMissingError``);
 "test" is GLUE's dev set, since CoLA's test labels are hidden (notes §5.1). The model is
 bert-base-uncased from ``model_dir`` (a local ``save_pretrained`` directory; the paper's
 setting, fully fine-tuned, with a fresh classification head) or, with ``model_dir=None``, a
@@ -37,9 +38,10 @@ SMALL_BERT: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2,
                               "num_attention_heads": 2, "intermediate_size": 128}
 
 
-def load_text(data_dir: str | None) -> TextSplit:
-    """CoLA from ``data_dir``: GLUE's train and dev ("test") sentences."""
-    return load_cola(data_dir)
+def load_text(data_dir: str | None, download: bool = False) -> TextSplit:
+    """CoLA from ``data_dir``: GLUE's train and dev ("test") sentences (``download``: saved
+    there first from the Hugging Face Hub when missing)."""
+    return load_cola(data_dir, download=download)
 
 
 def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
@@ -58,12 +60,14 @@ def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
 class ColaBertParams(DataParams):
     """``model_dir``: local bert-base-uncased saved with ``save_pretrained`` (relative paths
     are read under the data root; None: a small random BERT); ``max_length``:
-    word pieces per sentence, [CLS] and [SEP] included."""
+    word pieces per sentence, [CLS] and [SEP] included; ``download``: fetch CoLA into
+    ``data_dir`` when missing (not part of the run id, see :data:`bench.spec.UNHASHED`)."""
 
     model_dir: str | None = None
     max_length: int = 64
     chunk_size: int | None = 8
     eval_chunk: int = 256
+    download: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,7 +91,7 @@ class ColaBert(Problem):
         require("transformers", "nlp")
         from problems.models.bert import BertClassifier, char_vocab  # lazy: needs the torch extra
 
-        split = subsampled_text(load_text(p.data_dir), p)
+        split = subsampled_text(load_text(p.data_dir, p.download), p)
         if p.model_dir is None:
             vocab = char_vocab()
             config = {**SMALL_BERT, "vocab_size": len(vocab),

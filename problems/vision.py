@@ -10,8 +10,8 @@
 
 All networks use GroupNorm where the paper has BatchNorm (per-sample gradients need
 per-sample independence; see :mod:`problems.models.cnn` and :mod:`problems.models.resnet`).
-CIFAR images are read by :mod:`problems.data.cifar` from ``data_dir`` (nothing is
-downloaded here; a missing file raises its ``DataMissingError``), optionally subsampled
+CIFAR images are read by :mod:`problems.data.cifar` from ``data_dir`` (downloaded there only
+with ``download: true``; else a missing file raises its ``DataMissingError``), optionally subsampled
 (``n_train``, ``n_test``, with ``data_seed``) and normalised per channel. Per-sample
 gradients are computed ``chunk_size`` samples at a time: a (b, d) block is b·d floats
 (64 × 2.27M × 4 B ≈ 580 MB for the CNN), and every vmapped chunk holds its activations.
@@ -54,11 +54,12 @@ MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 }
 
 
-def load_images(variant: str, data_dir: str | None) -> Split:
-    """CIFAR-10/100 or MNIST (x float32 NCHW in [0, 1], y int64) from ``data_dir``."""
+def load_images(variant: str, data_dir: str | None, download: bool = False) -> Split:
+    """CIFAR-10/100 or MNIST (x float32 NCHW in [0, 1], y int64) from ``data_dir``
+    (``download``: missing files fetched there first, with torchvision)."""
     if variant == "mnist":
-        return load_mnist(data_dir)
-    return load_cifar(data_dir, variant=variant)
+        return load_mnist(data_dir, download=download)
+    return load_cifar(data_dir, variant=variant, download=download)
 
 
 def normalized(x: np.ndarray, mean: tuple[float, ...], std: tuple[float, ...]) -> np.ndarray:
@@ -71,9 +72,13 @@ def normalized(x: np.ndarray, mean: tuple[float, ...], std: tuple[float, ...]) -
 @dataclass(frozen=True)
 class ImageParams(DataParams):
     """External images; ``normalize``: per-channel with the data set's ("dataset") or
-    ImageNet's ("imagenet") mean and std, to [−1, 1] ("symmetric"), or "none"."""
+    ImageNet's ("imagenet") mean and std, to [−1, 1] ("symmetric"), or "none";
+    ``download``: fetch missing files into ``data_dir`` with torchvision (not part of the
+    run id, see :data:`bench.spec.UNHASHED`; parallel runs may each start a download: run
+    one first)."""
 
     normalize: str = "dataset"
+    download: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -84,7 +89,7 @@ class ImageParams(DataParams):
 
 def image_split(variant: str, p: ImageParams) -> Split:
     """The (subsampled, normalised) CIFAR or MNIST split for ``p``."""
-    split = subsampled(load_images(variant, p.data_dir), p)
+    split = subsampled(load_images(variant, p.data_dir, p.download), p)
     if p.normalize == "none":
         return split
     mean, std = MEAN_STD[variant if p.normalize == "dataset" else p.normalize]

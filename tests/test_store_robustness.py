@@ -16,7 +16,7 @@ import sys
 import tempfile
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +349,34 @@ def test_real_read_only_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "permission denied; make it writable or choose another --out" in \
         one_error_line(code, stderr)
     assert list(out.iterdir()) == []
+
+
+# -- file modes -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process umask set to the test's parameter, restored afterwards."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077], indirect=True)
+def test_results_get_ordinary_modes_under_the_umask(tmp_path: Path, records: list[RunRecord],
+                                                    umask: int) -> None:
+    """Results, suite.json and the lock are 0o666 less the umask (0644 under 022), folders
+    0o777 less it: colleagues on a shared file system can read them (mkstemp's 0600 not)."""
+    assert bench.store.umask() == umask
+    store = Store(tmp_path / "out" / "tiny")
+    store.write_suite(parse_experiment(tiny_doc()))
+    store.write(records[0])
+    files = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    folders = [tmp_path / "out", *(p for p in (tmp_path / "out").rglob("*") if p.is_dir())]
+    assert {p.name for p in files} >= {"suite.json", ".lock", f"{records[0].run_id}.json",
+                                       f"{records[0].run_id}.parquet"}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in files} == {
+        p.name: oct(0o666 & ~umask) for p in files}
+    assert {oct(p.stat().st_mode & 0o777) for p in folders} == {oct(0o777 & ~umask)}
