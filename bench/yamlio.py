@@ -1,14 +1,16 @@
 """A hardened YAML reader for experiment files: size limits, UTF-8 only, no duplicate
-keys, and a cap on alias expansion."""
+keys, and a cap on alias expansion; numbers as YAML 1.2 reads them (``1e-5`` is a float,
+not the string PyYAML's YAML 1.1 makes of it)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.spec import SpecError, show
+from bench.errors import SpecError, show
 
 MAX_FILE_BYTES = 1_000_000  # of an experiment file
 MAX_NODES = 100_000  # YAML nodes of an experiment file, with aliases expanded
@@ -69,6 +71,18 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, f"duplicate key {show(key)} (first at line "
                     f"{earlier.start_mark.line + 1}); keep one of them", key_node.start_mark)
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.2 floats PyYAML's 1.1 resolver leaves as strings: an exponent without a dot
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def yaml_value(text: str) -> Any:
+    """A value given on the command line (``--set``, ``--param``), read as in a file."""
+    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
