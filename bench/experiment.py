@@ -26,6 +26,7 @@ from algorithms.base import ALGORITHMS, PrivacyTarget
 from bench.errors import SpecError, show
 from bench.model import (
     ENTRY_KEYS,
+    MAX_NAME,
     TOP_KEYS,
     AlgorithmEntry,
     ExperimentFile,
@@ -34,7 +35,6 @@ from bench.model import (
     validate,
 )
 from bench.spec import (
-    MAX_NAME,
     ComponentSpec,
     Experiment,
     RunSpec,

@@ -3,9 +3,10 @@
 :class:`ExperimentFile` is a file's normalised content: one value or a list becomes a list,
 a backend name becomes a :class:`~problems.backend.BackendSpec`, a count of seeds stays a
 count. Its blocks declare their types and constraints once; ``eval`` and ``tuning`` are
-:class:`~bench.spec.EvalSpec` and :class:`~bench.spec.TuningRule` themselves. A component's
-``params`` are checked against its own Params (``bench.spec.check_value``) when the grid is
-expanded (:mod:`bench.experiment`), as the entries' names are only known then (plugins).
+:class:`EvalSpec` and :class:`TuningRule`, which the runs keep (pydantic dataclasses, as
+the components' Params: ``problems.params``). A component's ``params`` are checked against
+its own Params (``bench.spec.check_value``) when the grid is expanded
+(:mod:`bench.experiment`), as the entries' names are only known then (plugins).
 
 :func:`validate` turns the first validation error into one :class:`~bench.errors.SpecError`
 line: the file, the place (``algorithms[1].privacy.delta``), what is wrong, what is allowed.
@@ -19,7 +20,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from annotated_types import Ge, Gt, Lt, MaxLen, MinLen
 from pydantic import (
@@ -28,25 +29,44 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    NonNegativeInt,
+    Strict,
     TypeAdapter,
     ValidationError,
     model_validator,
 )
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from algorithms.base import ALGORITHMS, CALIBRATIONS, PrivacyTarget
 from bench.errors import SpecError, first_error, place, sentence, show
-from bench.spec import INT_LIMIT, MAX_NAME, EvalSpec, Seed, TuningRule
 from problems.backend import BACKENDS, BackendSpec
 from problems.base import PROBLEMS
 
+MAX_NAME = 100  # characters of a name or label
+MAX_POINTS = 100_000  # evaluation points of a run
+INT_LIMIT = 2**63  # integers (seeds, steps, sizes) must fit a signed 64-bit integer
+TUNING_SEED0 = 1000  # a count of tuning seeds means 1000, 1001, ...: apart from run seeds
 MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+Metric = Literal["loss", "grad_norm", "lambda_min", "test", "train"]
+TuningMetric = Literal["loss", "grad_norm", "lambda_min", "test_acc", "test_loss", "train_acc"]
+Seed = Annotated[int, Strict(), Field(ge=0, lt=INT_LIMIT)]
+# blocks of an experiment file (eval:, tuning:): a mapping there; strict values (Strict())
+BLOCK_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def _as_list(value: Any) -> Any:
     """One value or a list of them, as a list."""
     return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _tuning_seeds(value: Any) -> Any:
+    """A count of tuning seeds (1000, 1001, ...) or the seeds, as a list."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return list(range(TUNING_SEED0, TUNING_SEED0 + value))
+    return _as_list(value)
 
 
 def one_or_list(item: Any) -> BeforeValidator:
@@ -83,6 +103,39 @@ def _backend(value: Any) -> Any:
         return BackendSpec(**fields)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{exc}{hint}") from None
+
+
+@pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
+class EvalSpec:
+    """Which metrics are measured, at how many steps, spaced how (``final``: last only)."""
+
+    points: Annotated[int, Strict(), Field(ge=2, le=MAX_POINTS,
+                                           description="an integer in [2, 100,000]")] = 10
+    metrics: Annotated[tuple[Metric, ...], BeforeValidator(_as_list)] = ("loss", "grad_norm",
+                                                                       "test")
+    final: Annotated[tuple[Metric, ...], BeforeValidator(_as_list)] = ()
+    schedule: Literal["log", "linear"] = "log"
+
+
+@pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
+class TuningRule:
+    """How a tuned entry's configuration is chosen: the best mean final ``metric`` over the
+    tuning ``seeds`` (a count: 1000, 1001, ...); ``extend``: grid extensions past an edge."""
+
+    metric: TuningMetric = "grad_norm"
+    goal: Literal["min", "max"] = "min"
+    seeds: Annotated[tuple[Seed, ...], BeforeValidator(_tuning_seeds),
+                     Field(min_length=1)] = (TUNING_SEED0,)
+    extend: Annotated[NonNegativeInt, Strict()] = 0
+
+    def describe(self) -> str:
+        return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
+                f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
+                f"the reported seeds){self._extension()}; tuning is not privacy-accounted")
+
+    def _extension(self) -> str:
+        return (f"; a choice on a grid edge extends the grid one step past it, up to "
+                f"{self.extend} times" if self.extend else "")
 
 
 B = TypeVar("B", bound="Block")
@@ -284,7 +337,7 @@ def json_schema() -> dict[str, Any]:
     schema = ExperimentFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     for entry, registry in (("ProblemEntry", PROBLEMS), ("AlgorithmEntry", ALGORITHMS)):
-        classes = registry.plugins()
+        classes: Mapping[str, Any] = registry.plugins()
         block = schema["$defs"][entry]
         block["properties"]["name"] = {"anyOf": [{"enum": sorted(classes)}, {"type": "string"}],
                                        "description": "a registered name (saddlebench list)"}

@@ -3,9 +3,8 @@ evaluation it names, an :class:`Experiment` (the runs a file expands to, see
 :mod:`bench.experiment`) and its tuning types. Params are completed with their defaults
 before hashing, so ``{}`` and the explicit defaults give the same run id.
 
-:class:`EvalSpec` and :class:`TuningRule` declare their constraints (pydantic dataclasses,
-as the components' Params: ``problems.params``); :func:`build_params` checks a component's
-params against the constraints its Params declares, each value at its place.
+:func:`build_params` checks a component's params against the constraints its Params
+declares (``problems.params``), each value at its place.
 """
 
 from __future__ import annotations
@@ -18,50 +17,18 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import (
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    NonNegativeInt,
-    Strict,
-    TypeAdapter,
-    ValidationError,
-)
-from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic import TypeAdapter, ValidationError
 
 from algorithms.base import PrivacyTarget, get_algorithm
 from bench.errors import SpecError, first_error, sentence, short, show
+from bench.model import INT_LIMIT, MAX_NAME, EvalSpec, TuningRule
 from problems.backend import BackendSpec
 from problems.base import get_problem
 from problems.params import PARAMS_CONFIG
 
 SCHEMA = 1
-MAX_NAME = 100  # characters of a name or label
-MAX_POINTS = 100_000  # evaluation points of a run
-INT_LIMIT = 2**63  # integers (seeds, steps, sizes) must fit a signed 64-bit integer
-TUNING_SEED0 = 1000  # a count of tuning seeds means 1000, 1001, ...: apart from run seeds
-
-Metric = Literal["loss", "grad_norm", "lambda_min", "test", "train"]
-TuningMetric = Literal["loss", "grad_norm", "lambda_min", "test_acc", "test_loss", "train_acc"]
-Seed = Annotated[int, Strict(), Field(ge=0, lt=INT_LIMIT)]
-# blocks of an experiment file (eval:, tuning:): a mapping there; strict values (Strict())
-BLOCK_CONFIG = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-def _tuple(value: Any) -> Any:
-    """One value or a list of them, as a tuple (YAML has no tuples)."""
-    return tuple(value) if isinstance(value, list | tuple) else (value,)
-
-
-def _tuning_seeds(value: Any) -> Any:
-    """A count of tuning seeds (1000, 1001, ...) or the seeds, as a tuple."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return tuple(range(TUNING_SEED0, TUNING_SEED0 + value))
-    return _tuple(value)
-
-
 @dataclass(frozen=True)
 class ComponentSpec:
     """A registered component (problem or algorithm) and its complete params."""
@@ -71,18 +38,6 @@ class ComponentSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": dict(self.params)}
-
-
-@pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
-class EvalSpec:
-    """Which metrics are measured, at how many steps, spaced how (``final``: last only)."""
-
-    points: Annotated[int, Strict(), Field(ge=2, le=MAX_POINTS,
-                                           description="an integer in [2, 100,000]")] = 10
-    metrics: Annotated[tuple[Metric, ...], BeforeValidator(_tuple)] = ("loss", "grad_norm",
-                                                                       "test")
-    final: Annotated[tuple[Metric, ...], BeforeValidator(_tuple)] = ()
-    schedule: Literal["log", "linear"] = "log"
 
 
 @dataclass(frozen=True)
@@ -175,27 +130,6 @@ class Experiment:
     groups: list[TuningGroup] = field(default_factory=list)
 
 
-@pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
-class TuningRule:
-    """How a tuned entry's configuration is chosen: the best mean final ``metric`` over the
-    tuning ``seeds`` (a count: 1000, 1001, ...); ``extend``: grid extensions past an edge."""
-
-    metric: TuningMetric = "grad_norm"
-    goal: Literal["min", "max"] = "min"
-    seeds: Annotated[tuple[Seed, ...], BeforeValidator(_tuning_seeds),
-                     Field(min_length=1)] = (TUNING_SEED0,)
-    extend: Annotated[NonNegativeInt, Strict()] = 0
-
-    def describe(self) -> str:
-        return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
-                f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
-                f"the reported seeds){self._extension()}; tuning is not privacy-accounted")
-
-    def _extension(self) -> str:
-        return (f"; a choice on a grid edge extends the grid one step past it, up to "
-                f"{self.extend} times" if self.extend else "")
-
-
 @dataclass(frozen=True)
 class TuningGroup:
     """One tuned entry at one (problem, privacy, backend): its candidate configurations, each
@@ -219,7 +153,8 @@ class TuningGroup:
 def _adapter(params_cls: type, key: str) -> TypeAdapter[Any]:
     """The validator of one field of a Params class, with the constraints it declares."""
     info = params_cls.__pydantic_fields__[key]  # type: ignore[attr-defined]
-    declared = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    declared: Any = (Annotated[(info.annotation, *info.metadata)] if info.metadata
+                     else info.annotation)
     return TypeAdapter(declared, config=PARAMS_CONFIG)
 
 

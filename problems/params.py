@@ -11,8 +11,7 @@ the fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, TypeVar, cast
 
 from annotated_types import Ge, Gt, Le, Lt
 from pydantic import ConfigDict
@@ -31,5 +30,4 @@ T = TypeVar("T")
 @dataclass_transform(frozen_default=True)
 def params(cls: type[T]) -> type[T]:
     """Make ``cls`` a frozen Params dataclass validated against its declared constraints."""
-    wrap: Callable[[type[T]], type[T]] = dataclass(frozen=True, config=PARAMS_CONFIG)
-    return wrap(cls)
+    return cast(type[T], dataclass(frozen=True, config=PARAMS_CONFIG)(cls))
