@@ -9,7 +9,8 @@ allowed.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +23,26 @@ class UsageError(ValueError):
 
 class SpecError(UsageError):
     """An invalid experiment file or run specification."""
+
+
+YamlPath = tuple[str | int, ...]  # of a value in a YAML document: ("algorithms", 1, "params", "lr")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file's name and the line and column where its YAML put each value."""
+
+    name: str
+    marks: Mapping[YamlPath, tuple[int, int]] = field(default_factory=dict)
+
+    def at(self, *path: str | int) -> str:
+        """The name, with the line and column of the value at ``path`` (or of the nearest
+        enclosing value: a value given alone has no list index) where the YAML gives them."""
+        for n in range(len(path), 0, -1):
+            if path[:n] in self.marks:
+                line, column = self.marks[path[:n]]
+                return f"{self.name}: line {line}, column {column}"
+        return self.name
 
 
 def show(value: Any, limit: int = 80) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from algorithms.base import ALGORITHMS, PrivacyTarget
-from bench.errors import SpecError, show
+from bench.errors import Source, SpecError, YamlPath, show
 from bench.model import (
     ENTRY_KEYS,
     MAX_NAME,
@@ -66,28 +66,31 @@ def check_backends(experiment: Experiment) -> None:
 
 
 def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None = None,
-                     max_runs: float = math.inf) -> Experiment:
+                     max_runs: float = math.inf, marks: Mapping[YamlPath, tuple[int, int]]
+                     | None = None) -> Experiment:
     """Validate a loaded YAML document and expand its grid; a grid of more than
-    ``max_runs`` runs raises :class:`GridTooLarge` before it is expanded."""
-    model = validate(data, source)
+    ``max_runs`` runs raises :class:`GridTooLarge` before it is expanded. Errors name the
+    line and column of the value (``marks``: see :func:`bench.yamlio.read_yaml`)."""
+    src = Source(source, marks or {})
+    model = validate(data, src)
     try:
         import_plugins(model.plugins)  # they register the names the entries use
     except PluginError as exc:
-        raise SpecError(f"{source}: {exc}") from None
+        raise SpecError(f"{src.at('plugins')}: {exc}") from None
     size = grid_size(model)
     if size.total > max_runs:
         raise GridTooLarge(source, size, max_runs)
-    return expand(model, source, path)
+    return expand(model, src, path)
 
 
-def expand(model: ExperimentFile, source: str, path: Path | None = None) -> Experiment:
+def expand(model: ExperimentFile, src: Source, path: Path | None = None) -> Experiment:
     """The runs of a validated experiment file (see the module docstring)."""
     seeds = model.seed_list()
     problems = [(spec, entry.backend or model.backend or [BackendSpec()])
                 for i, entry in enumerate(model.problems)
-                for spec in _problems(entry, f"{source}: problems[{i}]")]
+                for spec in _problems(entry, src, ("problems", i))]
     algorithms = [variant for i, entry in enumerate(model.algorithms)
-                  for variant in _variants(model, entry, f"{source}: algorithms[{i}]")]
+                  for variant in _variants(model, entry, src, ("algorithms", i))]
     specs, skipped, groups = [], [], []
     for (prob, backends), (cands, label, targets, tuned) in itertools.product(problems,
                                                                              algorithms):
@@ -110,29 +113,36 @@ def expand(model: ExperimentFile, source: str, path: Path | None = None) -> Expe
                     specs += [dataclasses.replace(runs[0], seed=s) for s in seeds]
     rule = model.tuning
     if rule and set(rule.seeds) & set(seeds):
-        raise SpecError(f"{source}: tuning.seeds {sorted(set(rule.seeds) & set(seeds))} are also "
-                        "run seeds; tune on separate seeds (a count gives 1000, 1001, ...)")
+        raise SpecError(f"{src.at('tuning', 'seeds')}: tuning.seeds "
+                        f"{sorted(set(rule.seeds) & set(seeds))} are also run seeds; tune on "
+                        "separate seeds (a count gives 1000, 1001, ...)")
     return Experiment(suite=model.suite, path=path, specs=list(dict.fromkeys(specs)),
                       description=model.description or "", paper=model.paper,
                       scale=model.scale, roles=tuple(model.role), skipped=sorted(set(skipped)),
                       tuning=rule, groups=groups)
 
 
-def _checked(kind: str, entry: ProblemEntry | AlgorithmEntry, where: str) -> None:
-    """Check each value an entry gives (params, sweep and tune lists) at its place."""
+def _checked(kind: str, entry: ProblemEntry | AlgorithmEntry, src: Source,
+             at: tuple[str, int]) -> str:
+    """Check each value an entry (at ``at``) gives, params and sweep and tune lists, at its
+    place; the place of the entry, for errors of its combinations."""
+    where = f"{src.at(*at)}: {at[0]}[{at[1]}]"
     params_cls = component_class(kind, entry.name, where).Params
-    named = f"{where} ({entry.name})"
+    named = f"{at[0]}[{at[1]}] ({entry.name})"
     for key, value in entry.params.items():
-        check_value(params_cls, key, value, named, f"params.{key}")
+        check_value(params_cls, key, value, f"{src.at(*at, 'params', key)}: {named}",
+                    f"params.{key}")
     for block, grid in (("sweep", entry.sweep), ("tune", getattr(entry, "tune", {}))):
         for key, values in grid.items():
             for j, value in enumerate(values):
-                check_value(params_cls, key, value, named, f"{block}.{key}[{j}]")
+                check_value(params_cls, key, value, f"{src.at(*at, block, key, j)}: {named}",
+                            f"{block}.{key}[{j}]")
+    return where
 
 
-def _problems(entry: ProblemEntry, where: str) -> list[ComponentSpec]:
+def _problems(entry: ProblemEntry, src: Source, at: tuple[str, int]) -> list[ComponentSpec]:
     """A problem entry's variants: its params swept."""
-    _checked("problem", entry, where)
+    where = _checked("problem", entry, src, at)
     return [component("problem", entry.name, params, where)
             for params in _product(entry.params, entry.sweep)]
 
@@ -140,13 +150,15 @@ def _problems(entry: ProblemEntry, where: str) -> list[ComponentSpec]:
 Variant = tuple[list[ComponentSpec], str, list[PrivacyTarget], bool]
 
 
-def _variants(model: ExperimentFile, entry: AlgorithmEntry, where: str) -> list[Variant]:
+def _variants(model: ExperimentFile, entry: AlgorithmEntry, src: Source,
+              at: tuple[str, int]) -> list[Variant]:
     """An algorithm entry's variants (its params swept): candidates (several if tuned),
     label, privacy targets, tuned."""
     if entry.tune and model.tuning is None:
-        raise SpecError(f"{where}: 'tune' needs a top-level 'tuning' block "
-                        f"(allowed keys: {', '.join(TuningRule.__dataclass_fields__)})")
-    _checked("algorithm", entry, where)
+        raise SpecError(f"{src.at(*at, 'tune')}: {at[0]}[{at[1]}]: 'tune' needs a top-level "
+                        "'tuning' block (allowed keys: "
+                        f"{', '.join(TuningRule.__dataclass_fields__)})")
+    where = _checked("algorithm", entry, src, at)
     targets = _targets(model, entry, where)
     return [([component("algorithm", entry.name, grid, where)
               for grid in _product(params, entry.tune)], entry.label, targets, bool(entry.tune))
@@ -282,10 +294,12 @@ def load_experiment(path: str | Path, max_runs: float = math.inf,
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"experiment file not found: {p}")
-    doc = read_yaml(p)
+    marks: dict[YamlPath, tuple[int, int]] = {}
+    doc = read_yaml(p, marks)
+    overrides = list(overrides)
     for item in overrides:
         doc = override(doc, item)
-    return parse_experiment(doc, str(p), p, max_runs)
+    return parse_experiment(doc, str(p), p, max_runs, None if overrides else marks)
 
 
 def override(doc: Any, item: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from pydantic.fields import FieldInfo
 
 from algorithms.base import ALGORITHMS, CALIBRATIONS, PrivacyTarget
-from bench.errors import SpecError, first_error, place, sentence, show
+from bench.errors import Source, SpecError, first_error, place, sentence, show
 from problems.backend import BACKENDS, BackendSpec
 from problems.base import PROBLEMS
 
@@ -244,28 +244,31 @@ ENTRY_KEYS = {"problems": tuple(ProblemEntry.model_fields),
               "algorithms": tuple(AlgorithmEntry.model_fields)}
 
 
-def validate(data: Any, source: str) -> ExperimentFile:
+def validate(data: Any, source: Source) -> ExperimentFile:
     """The validated, normalised model of a loaded YAML document (errors: one line each)."""
     if data is None:
-        raise SpecError(f"{source}: empty; an experiment needs suite, problems and algorithms "
-                        "(see README, Experiment files)")
+        raise SpecError(f"{source.name}: empty; an experiment needs suite, problems and "
+                        "algorithms (see README, Experiment files)")
     return checked(ExperimentFile, data, source)
 
 
-def checked(model: type[B], data: Any, source: str) -> B:
-    """``data`` validated as ``model``; the first error as a :class:`SpecError` line."""
+def checked(model: type[B], data: Any, source: Source) -> B:
+    """``data`` validated as ``model``; the first error as a :class:`SpecError` line naming
+    the file, the line and column, and the place."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         error = first_error(exc)
         if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             *parent, key = error["loc"]
-            where, _ = locate(model, tuple(parent), data)
-            allowed = _fields(model, tuple(parent))
-            raise SpecError(f"{source}: {where or 'top level'}: unknown key {show(key)} "
-                            f"(allowed: {', '.join(allowed)})") from None
-        where, described = locate(model, error["loc"], data)
-        spot = f"{source}: {where}" if where else source
+            parts, _ = locate(model, tuple(parent), data)
+            raise SpecError(f"{source.at(*parts)}: {place(parts) or 'top level'}: unknown key "
+                            f"{show(key)} (allowed: {', '.join(_fields(model, tuple(parent)))})"
+                            ) from None
+        parts, described = locate(model, error["loc"], data)
+        where = (f"'{parts[0]}'" if described and len(parts) == 1 and model is ExperimentFile
+                 else place(parts))
+        spot = f"{source.at(*parts)}: {where}" if where else source.name
         raise SpecError(sentence(spot, error, described)) from None
 
 
@@ -273,15 +276,15 @@ def privacy_target(epsilon: float, delta: float, calibration: str,
                    sigma: float | None) -> PrivacyTarget:
     """A command line's privacy target, checked as a file's ``privacy`` block."""
     p = checked(Privacy, {"epsilon": epsilon, "delta": delta, "calibration": calibration,
-                          "sigma": sigma}, "privacy")
+                          "sigma": sigma}, Source("privacy"))
     return PrivacyTarget(p.epsilon[0], p.delta, p.calibration[0], p.sigma)
 
 
-def locate(model: type, loc: tuple[str | int, ...], data: Any) -> tuple[str, str | None]:
-    """The place in the file (``data``) of an error's ``loc`` and the description of the
-    field it is in (None if that field has none). Places under a described field stop at
-    the field, whose name alone is quoted at the top level (``'suite'``); a value given
-    alone where a list is allowed has no index."""
+def locate(model: type, loc: tuple[str | int, ...], data: Any
+           ) -> tuple[list[str | int], str | None]:
+    """The path in the file (``data``) of an error's ``loc`` and the description of the
+    field it is in (None if that field has none). Paths under a described field stop at
+    the field; a value given alone where a list is allowed has no index."""
     parts: list[str | int] = []
     described, kept = None, 0
     current: Any = model
@@ -298,11 +301,7 @@ def locate(model: type, loc: tuple[str | int, ...], data: Any) -> tuple[str, str
         data = data.get(part) if isinstance(data, Mapping) else (
             data[part] if isinstance(data, list) and isinstance(part, int)
             and part < len(data) else None)
-    if described:
-        parts = parts[:kept]
-        if len(parts) == 1 and model is ExperimentFile:
-            return f"'{parts[0]}'", described
-    return place(parts), described
+    return (parts[:kept] if described else parts), described
 
 
 def _fields(model: type, loc: tuple[str | int, ...]) -> list[str]:

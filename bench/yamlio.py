@@ -10,16 +10,17 @@ from typing import Any
 
 import yaml
 
-from bench.errors import SpecError, show
+from bench.errors import SpecError, YamlPath, show
 
 MAX_FILE_BYTES = 1_000_000  # of an experiment file
 MAX_NODES = 100_000  # YAML nodes of an experiment file, with aliases expanded
 
 
-def read_yaml(p: Path) -> Any:
+def read_yaml(p: Path, marks: dict[YamlPath, tuple[int, int]] | None = None) -> Any:
     """The YAML document in ``p``, refusing what PyYAML would take silently: files over
     1 MB, text that is not UTF-8, duplicate keys, and aliases that expand to more than
-    100,000 nodes (a "billion laughs" bomb)."""
+    100,000 nodes (a "billion laughs" bomb). ``marks``, if given, receives the line and
+    column of each value by its path (``("algorithms", 1, "params", "lr")``)."""
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -39,6 +40,8 @@ def read_yaml(p: Path) -> Any:
         if _expanded_size(node, {}, set()) > MAX_NODES:
             raise SpecError(f"{p}: its aliases expand to more than {MAX_NODES:,} YAML nodes "
                             "(or refer to themselves); write the values out instead")
+        if marks is not None:
+            _mark(node, (), marks)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -83,6 +86,18 @@ _StrictLoader.add_implicit_resolver(
 def yaml_value(text: str) -> Any:
     """A value given on the command line (``--set``, ``--param``), read as in a file."""
     return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+
+
+def _mark(node: yaml.Node, path: YamlPath, marks: dict[YamlPath, tuple[int, int]]) -> None:
+    """Record the line and column (1-based) of ``node`` and of every value under it."""
+    marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.SequenceNode):
+        for i, child in enumerate(node.value):
+            _mark(child, (*path, i), marks)
+    elif isinstance(node, yaml.MappingNode):
+        for key, child in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                _mark(child, (*path, key.value), marks)
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:

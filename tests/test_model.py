@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from algorithms import ALGORITHMS
 from algorithms.base import CALIBRATIONS
 from bench import cli
-from bench.errors import SpecError, UsageError
+from bench.errors import Source, SpecError, UsageError
 from bench.experiment import EXPERIMENTS, grid_size, parse_experiment
 from bench.model import ENTRY_KEYS, TOP_KEYS, json_schema, validate
 from bench.spec import check_value
@@ -220,8 +220,25 @@ def test_grid_size_and_expansion_read_the_same_model() -> None:
            "problems": [{"name": "strict_saddle", "sweep": {"d": [3, 4]},
                          "backend": ["numpy", "torch"]}],
            "algorithms": [{"name": "dp_sgd", "sweep": {"lr": 0.1}}, {"name": "sgd"}]}
-    size = grid_size(validate(doc, "src.yaml"))
+    size = grid_size(validate(doc, Source("src.yaml")))
     assert size.total == len(parse_experiment(doc).specs) == 2 * 2 * (2 * 2 + 1) * 2
+
+
+def test_errors_in_a_file_give_the_line_and_column(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "exp.yaml"
+    path.write_text("suite: s\nprivacy:\n  epsilon: 1\n  delta: 2\nproblems:\n"
+                    "  - name: strict_saddle\nalgorithms:\n  - name: sgd\n"
+                    "    sweep: {lr: [0.1, -1]}\n")
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"saddlebench: error: {path}: line 4, column 10: privacy.delta must be in (0, 1), "
+        "got 2\n")
+    path.write_text(path.read_text().replace("delta: 2", "delta: 0.1"))
+    assert cli.main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"saddlebench: error: {path}: line 9, column 23: algorithms[0] (sgd): sweep.lr[1] "
+        "must be > 0, got -1\n")
 
 
 def test_yaml_reads_exponents_as_numbers(tmp_path: Path) -> None:
@@ -259,7 +276,7 @@ def test_every_experiment_file_fits_the_schema(path: Path, schema: dict[str, Any
     """Each shipped file validates against the schema (with jsonschema where installed) and
     the model, and every key it uses is one the schema declares."""
     doc = read_yaml(path)
-    validate(doc, str(path))
+    validate(doc, Source(str(path)))
     try:
         import jsonschema  # optional: not a dependency
     except ImportError:
