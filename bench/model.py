@@ -74,6 +74,16 @@ def one_or_list(item: Any) -> BeforeValidator:
     return BeforeValidator(_as_list, json_schema_input_type=item | list[item])
 
 
+def _epsilons(value: Any) -> Any:
+    """One ε or a list, as a list; ``inf`` as stored runs write it is ∞ (not private)."""
+    return [math.inf if eps == "inf" else eps for eps in _as_list(value)]
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    """Leave a default JSON cannot write (∞) out of the schema."""
+    schema.pop("default", None)
+
+
 def _printable(text: str) -> str:
     if not text.isprintable():
         raise ValueError("not printable")
@@ -185,13 +195,17 @@ class Privacy(Block):
     """The privacy targets: every ε × every calibration (``.inf``: not private), or a
     noise multiplier ``sigma`` instead of calibration."""
 
-    epsilon: Annotated[list[Epsilon], one_or_list(Epsilon), MinLen(1)] = [math.inf]
+    epsilon: Annotated[list[Epsilon], BeforeValidator(_epsilons, json_schema_input_type=(
+        Epsilon | list[Epsilon])), MinLen(1), Field(json_schema_extra=_no_default)] = [math.inf]
     delta: Annotated[float, Gt(0), Lt(1), Field(description="in (0, 1)")] = 1e-5
     calibration: Annotated[list[Calibration], one_or_list(Calibration), MinLen(1)] = ["pld"]
     sigma: Annotated[float, Gt(0)] | None = None
 
 
 class ProblemEntry(Block):
+    """A registered problem, its params, a sweep over them (param: values) and its
+    backends (default: the top-level ``backend``, else numpy)."""
+
     name: str
     params: dict[str, Any] = {}
     sweep: Grid = {}
@@ -199,6 +213,9 @@ class ProblemEntry(Block):
 
 
 class AlgorithmEntry(Block):
+    """A registered algorithm, its label, params, a sweep and a tuning grid over them
+    (param: values), and privacy keys over the top-level block."""
+
     name: str
     label: Label = ""
     params: dict[str, Any] = {}

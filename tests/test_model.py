@@ -215,6 +215,12 @@ def test_errors_name_the_place_of_the_value(patch: dict[str, Any], fragment: str
     assert str(err.value).startswith(fragment), str(err.value)
 
 
+def test_epsilon_inf_may_be_written_as_stored_runs_write_it() -> None:
+    doc = {**TINY, "privacy": {"epsilon": "inf"}, "algorithms": [{"name": "sgd"}]}
+    (spec,) = parse_experiment(doc).specs
+    assert math.isinf(spec.privacy.epsilon) and spec.to_dict()["privacy"]["epsilon"] == "inf"
+
+
 def test_grid_size_and_expansion_read_the_same_model() -> None:
     doc = {**TINY, "seeds": 2, "privacy": {"epsilon": [1, 2], "calibration": ["pld", "rdp"]},
            "problems": [{"name": "strict_saddle", "sweep": {"d": [3, 4]},
