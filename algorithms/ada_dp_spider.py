@@ -67,7 +67,7 @@ class SpiderParams:
     grad_clip: PositiveFloat = 1.0
     diff_clip: PositiveFloat = 10.0
     epochs: Count = 1
-    steps: Count | None = None
+    steps: Count | None = None  # None: until the data run out
     c: PositiveFloat = 8.0
     records: Count | None = None
     period: Count | None = None

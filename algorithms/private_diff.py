@@ -53,7 +53,7 @@ class PrivateDiffParams:
     clip: PositiveFloat = 1.0
     diff_clip: PositiveFloat = 1.0
     clip_y: PositiveFloat = 1.0
-    batch_size: Count | None = None
+    batch_size: Count | None = None  # None: the whole data
 
 
 @register_algorithm

@@ -297,11 +297,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
-    try:
+    try:  # data or an extra this machine lacks
         instance = problem.build(args.seed)
+        backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
     except (MissingExtraError, DataMissingError) as exc:
         raise UsageError(str(exc)) from None
-    backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
     stats = start_statistics(instance.oracle(backend))
     table = Table(title=f"{spec.name} at x0 (seed {args.seed}, n={instance.n}, d={instance.d})")
     table.add_column("quantity")

@@ -46,7 +46,7 @@ class MatrixSensingParams:
     n: Count = 400
     noise: NonNegativeFloat = 0.01
     init: NonNegativeFloat = 0.1
-    x_star_norm: PositiveFloat | None = 20.0
+    x_star_norm: PositiveFloat | None = 20.0  # None: no rescaling
     data_seed: int = 0
 
 
