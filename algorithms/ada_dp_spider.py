@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
@@ -55,33 +55,22 @@ from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_trac
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class SpiderParams:
-    lr: float = 0.01
-    batch_refresh: int = 256
-    batch_diff: int = 64
-    kappa: float = 0.1
-    grad_clip: float = 1.0
-    diff_clip: float = 10.0
-    epochs: int = 1
-    steps: int | None = None
-    c: float = 8.0
-    records: int | None = None
-    period: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.steps is not None and self.steps < 1:
-            raise ValueError(f"steps must be >= 1 (or None: until the data run out), got "
-                             f"{self.steps}")
-        for name in ("lr", "kappa", "grad_clip", "diff_clip", "c"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if min(self.batch_refresh, self.batch_diff, self.epochs) < 1:
-            raise ValueError("batch_refresh, batch_diff and epochs must be >= 1")
-        if min(self.records or 1, self.period or 1) < 1:
-            raise ValueError("records and period must be >= 1 (or None)")
+    lr: PositiveFloat = 0.01
+    batch_refresh: Count = 256
+    batch_diff: Count = 64
+    kappa: PositiveFloat = 0.1
+    grad_clip: PositiveFloat = 1.0
+    diff_clip: PositiveFloat = 10.0
+    epochs: Count = 1
+    steps: Count | None = None  # None: until the data run out
+    c: PositiveFloat = 8.0
+    records: Count | None = None
+    period: Count | None = None
 
 
 def clients(data: DataInfo) -> list[np.ndarray]:

@@ -77,9 +77,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import (
@@ -95,11 +96,7 @@ from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
-
-SCHEDULES = ("given", "erm")
-DIFF_CLIP_MODES = ("fixed", "movement")
-NOISE_SPLITS = ("uniform", "alg3")
-SELECTS = ("next", "current")
+from problems.params import Count, params
 
 
 @dataclass
@@ -111,49 +108,30 @@ class Estimate:
     y: Any
 
 
-@dataclass(frozen=True)
+@params
 class DPRGDAParams:
-    steps: int = 400
-    inner_steps: int = 5
-    period: int = 10
-    batch_refresh: int = 200
-    batch_diff: int = 50
-    lr: float = 0.2
-    lr_y: float = 0.8
-    clip: float = 1.0
-    diff_clip: float = 1.0
-    diff_clip_mode: str = "fixed"
-    alpha: float = 0.3
-    lr_escape: float = 0.2
-    radius: float = 0.05
-    escape_steps: int = 20
-    escape_radius: float = 0.5
+    steps: Count = 400
+    inner_steps: Count = 5
+    period: Count = 10
+    batch_refresh: Count = 200
+    batch_diff: Count = 50
+    lr: PositiveFloat = 0.2
+    lr_y: PositiveFloat = 0.8
+    clip: PositiveFloat = 1.0
+    diff_clip: PositiveFloat = 1.0
+    diff_clip_mode: Literal["fixed", "movement"] = "fixed"
+    alpha: PositiveFloat = 0.3
+    lr_escape: PositiveFloat = 0.2
+    radius: PositiveFloat = 0.05
+    escape_steps: Count = 20
+    escape_radius: PositiveFloat = 0.5
     refresh_increment: bool = False
-    select: str = "next"
+    select: Literal["next", "current"] = "next"
     early_return: bool = False
-    noise_split: str = "uniform"
-    schedule: str = "given"
-    theory_steps: float = 1.0
-    theory_alpha: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "inner_steps", "period", "batch_refresh", "batch_diff",
-                     "escape_steps"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("lr", "lr_y", "clip", "diff_clip", "alpha", "lr_escape", "radius",
-                     "escape_radius", "theory_steps", "theory_alpha"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.diff_clip_mode not in DIFF_CLIP_MODES:
-            raise ValueError(f"unknown diff_clip_mode {self.diff_clip_mode!r}; "
-                             f"choose {DIFF_CLIP_MODES}")
-        if self.select not in SELECTS:
-            raise ValueError(f"unknown select {self.select!r}; choose {SELECTS}")
-        if self.noise_split not in NOISE_SPLITS:
-            raise ValueError(f"unknown noise_split {self.noise_split!r}; choose {NOISE_SPLITS}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; choose {SCHEDULES}")
+    noise_split: Literal["uniform", "alg3"] = "uniform"
+    schedule: Literal["given", "erm"] = "given"
+    theory_steps: PositiveFloat = 1.0
+    theory_alpha: PositiveFloat = 1.0
 
     @property
     def movement(self) -> float:

@@ -22,8 +22,9 @@ Deviations and resolved ambiguities:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import PositiveFloat
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.premises import NormTracker, clip_keys, unmeasured
@@ -32,16 +33,12 @@ from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Samplin
 from algorithms.sgd import SGD, SGDParams
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import params
 
 
-@dataclass(frozen=True)
+@params
 class DPSGDParams(SGDParams):
-    clip: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.clip > 0:
-            raise ValueError(f"clip must be > 0, got {self.clip}")
+    clip: PositiveFloat = 1.0
 
 
 @register_algorithm

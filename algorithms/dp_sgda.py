@@ -22,8 +22,9 @@ Deviations and resolved ambiguities:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle, private_partials
@@ -32,22 +33,16 @@ from algorithms.privacy.accounting import calibrate, epsilon
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class DPSGDAParams:
-    steps: int = 400
-    batch_size: int = 50
-    lr: float = 0.2
-    lr_y: float = 0.8
-    clip: float = 1.0
-
-    def __post_init__(self) -> None:
-        if min(self.steps, self.batch_size) < 1:
-            raise ValueError("steps and batch_size must be >= 1")
-        for name in ("lr", "lr_y", "clip"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+    steps: Count = 400
+    batch_size: Count = 50
+    lr: PositiveFloat = 0.2
+    lr_y: PositiveFloat = 0.8
+    clip: PositiveFloat = 1.0
 
 
 @register_algorithm

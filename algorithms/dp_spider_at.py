@@ -47,10 +47,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import NonNegativeInt, PositiveFloat
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams, clients
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
@@ -66,33 +67,21 @@ from algorithms.sosp_selection import (
 )
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Fraction, params
 
-SELECTIONS = ("none", "above_threshold", "distributed")
 HELD_OUT = 1_000_000  # privacy groups of held-out records: HELD_OUT + client
 MAX_HESSIAN_D = 2000
 
 
-@dataclass(frozen=True)
+@params
 class DPSpiderATParams(SpiderParams, SelectionParams):
-    small_grad: float | None = None
-    chi_scale: float = 1.0
+    small_grad: PositiveFloat | None = None
+    chi_scale: PositiveFloat = 1.0
     extra_noise: float | None = None
-    frozen_steps: int = 10
-    selection: str = "none"
-    selection_fraction: float = 0.1
-    omega: float = 0.1
-
-    def __post_init__(self) -> None:
-        SpiderParams.__post_init__(self)
-        SelectionParams.__post_init__(self)
-        if self.selection not in SELECTIONS:
-            raise ValueError(f"unknown selection {self.selection!r}; choose {SELECTIONS}")
-        if not 0 < self.selection_fraction < 1:
-            raise ValueError("selection_fraction must be in (0, 1)")
-        if not ((self.small_grad or 1.0) > 0 and self.chi_scale > 0 and 0 < self.omega < 1
-                ) or self.frozen_steps < 0:
-            raise ValueError("small_grad and chi_scale > 0, omega in (0, 1) and "
-                             "frozen_steps >= 0 needed")
+    frozen_steps: NonNegativeInt = 10
+    selection: Literal["none", "above_threshold", "distributed"] = "none"
+    selection_fraction: Fraction = 0.1
+    omega: Fraction = 0.1
 
 
 @register_algorithm

@@ -51,35 +51,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import NonNegativeFloat, PositiveFloat
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams
 from algorithms.base import Plan, Rate, Step, register_algorithm
 from algorithms.privacy.ledger import Mechanism
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class GaussPSGDParams(SpiderParams):
-    chi: float | None = None
-    chi_scale: float = 1.0
-    escape_steps: int = 10
-    escape_rounds: int = 3
-    radius: float | None = None
-    radius_scale: float | None = None
-    escape_noise: float = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not (self.chi or 1.0) > 0 or not self.chi_scale > 0:
-            raise ValueError("chi (or chi_scale) must be > 0")
-        if min(self.escape_steps, self.escape_rounds) < 1:
-            raise ValueError("escape_steps and escape_rounds must be >= 1")
-        if any(v is not None and not v > 0 for v in (self.radius, self.radius_scale)):
-            raise ValueError("radius and radius_scale must be > 0 (or None)")
-        if self.escape_noise < 0:
-            raise ValueError(f"escape_noise must be >= 0, got {self.escape_noise}")
+    chi: PositiveFloat | None = None
+    chi_scale: PositiveFloat = 1.0
+    escape_steps: Count = 10
+    escape_rounds: Count = 3
+    radius: PositiveFloat | None = None
+    radius_scale: PositiveFloat | None = None
+    escape_noise: NonNegativeFloat = 0.0
 
 
 def o1_noise_std(params: SpiderParams, sigma: float) -> float:

@@ -48,10 +48,10 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
+from pydantic import PositiveFloat, model_validator
 
 from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.dp_sgd import DPSGD
@@ -67,6 +67,7 @@ from algorithms.sosp_selection import (
 )
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import params
 from problems.statistics import start_statistics
 
 
@@ -85,8 +86,6 @@ def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, st
         + math.sqrt(grad_std * math.log(1 / delta)))
 
 
-BOUND_RULES = ("given", "lemma_3_2")
-LEMMA_DATA = ("train", "held_out")
 TRACE_POINTS = 48
 
 
@@ -105,29 +104,21 @@ def norm_trace(maxima: np.ndarray, points: int = TRACE_POINTS) -> list[list[floa
              else math.nan] for lo, hi in itertools.pairwise(edges)]
 
 
-@dataclass(frozen=True)
+@params
 class NoisySGDParams(SGDParams, SelectionParams):
-    bound: float | None = None
-    bound_rule: str = "given"
-    lemma_c: float = 1.0
-    lemma_data: str = "train"
-    c2: float = 1.0
-    c1: float = 1.0
+    bound: PositiveFloat | None = None
+    bound_rule: Literal["given", "lemma_3_2"] = "given"
+    lemma_c: PositiveFloat = 1.0
+    lemma_data: Literal["train", "held_out"] = "train"
+    c2: PositiveFloat = 1.0
+    c1: PositiveFloat = 1.0
     check_bound: bool = True
 
-    def __post_init__(self) -> None:
-        SGDParams.__post_init__(self)
-        SelectionParams.__post_init__(self)
-        if self.bound is not None and not self.bound > 0:
-            raise ValueError(f"bound must be > 0, got {self.bound}")
-        if not (self.c2 > 0 and self.c1 > 0 and self.lemma_c > 0):
-            raise ValueError("c1, c2 and lemma_c must be > 0")
-        if self.lemma_data not in LEMMA_DATA:
-            raise ValueError(f"unknown lemma_data {self.lemma_data!r}; choose {LEMMA_DATA}")
-        if self.bound_rule not in BOUND_RULES:
-            raise ValueError(f"unknown bound_rule {self.bound_rule!r}; choose {BOUND_RULES}")
+    @model_validator(mode="after")
+    def _lemma_measures_the_bound(self) -> Self:
         if self.bound_rule == "lemma_3_2" and (self.select or self.bound is not None):
             raise ValueError("bound_rule lemma_3_2 measures C itself: give no bound, no select")
+        return self
 
 
 @register_algorithm

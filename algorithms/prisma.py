@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.distributed import per_client_mean
@@ -56,32 +56,21 @@ from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_trac
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, Proportion, params
 
 
-@dataclass(frozen=True)
+@params
 class PriSMAParams:
-    lr: float = 0.1
-    steps: int = 1000
-    batch_size: int = 512
-    batch_fraction: float | None = None
-    gamma: float = 0.5
-    clip1: float = 1.0
-    clip2: float | None = None
-    clip3: float | None = 0.5
+    lr: PositiveFloat = 0.1
+    steps: Count = 1000
+    batch_size: Count = 512
+    batch_fraction: Proportion | None = None
+    gamma: Proportion = 0.5
+    clip1: PositiveFloat = 1.0
+    clip2: PositiveFloat | None = None
+    clip3: PositiveFloat | None = 0.5
     server_clip: bool = True
-    smoothness: float | None = None
-
-    def __post_init__(self) -> None:
-        if not self.lr > 0 or self.steps < 1 or self.batch_size < 1:
-            raise ValueError("lr must be > 0; steps and batch_size >= 1")
-        if not 0 < self.gamma <= 1:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
-        if self.batch_fraction is not None and not 0 < self.batch_fraction <= 1:
-            raise ValueError(f"batch_fraction must be in (0, 1], got {self.batch_fraction}")
-        for name in ("clip1", "clip2", "clip3", "smoothness"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0, got {value}")
+    smoothness: PositiveFloat | None = None
 
 
 @register_algorithm
@@ -266,17 +255,13 @@ class PriSMA(Algorithm):
                 "server_clip_applied": self.cfg.server_clip}
 
 
-@dataclass(frozen=True)
+@params
 class DPSGDGCParams:
-    lr: float = 0.1
-    steps: int = 1000
-    batch_size: int = 512
-    batch_fraction: float | None = None
-    clip1: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not (self.lr > 0 and self.clip1 > 0) or self.steps < 1 or self.batch_size < 1:
-            raise ValueError("lr and clip1 must be > 0; steps and batch_size >= 1")
+    lr: PositiveFloat = 0.1
+    steps: Count = 1000
+    batch_size: Count = 512
+    batch_fraction: Proportion | None = None
+    clip1: PositiveFloat = 1.0
 
 
 @register_algorithm

@@ -28,8 +28,9 @@ Deviations and resolved ambiguities (against the original code):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
+
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
@@ -39,28 +40,20 @@ from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class PrivateDiffParams:
-    steps: int = 400
-    period: int = 2
-    inner_steps: int = 3
-    lr: float = 0.2
-    lr_y: float = 0.2
-    clip: float = 1.0
-    diff_clip: float = 1.0
-    clip_y: float = 1.0
-    batch_size: int | None = None
-
-    def __post_init__(self) -> None:
-        if min(self.steps, self.period, self.inner_steps) < 1:
-            raise ValueError("steps, period and inner_steps must be >= 1")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1 (or None: the whole data)")
-        for name in ("lr", "lr_y", "clip", "diff_clip", "clip_y"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+    steps: Count = 400
+    period: Count = 2
+    inner_steps: Count = 3
+    lr: PositiveFloat = 0.2
+    lr_y: PositiveFloat = 0.2
+    clip: PositiveFloat = 1.0
+    diff_clip: PositiveFloat = 1.0
+    clip_y: PositiveFloat = 1.0
+    batch_size: Count | None = None  # None: the whole data
 
 
 @register_algorithm

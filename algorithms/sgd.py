@@ -8,31 +8,23 @@ them is privacy. The ledger records each step as a non-private use of the data (
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
+
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, Rate, Step, register_algorithm
 from algorithms.privacy.ledger import Batch, Mechanism
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, params
 
-SAMPLINGS = ("poisson", "fixed")
 
-
-@dataclass(frozen=True)
+@params
 class SGDParams:
-    lr: float = 0.1
-    steps: int = 500
-    batch_size: int = 64
-    sampling: str = "poisson"
-
-    def __post_init__(self) -> None:
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if self.steps < 1 or self.batch_size < 1:
-            raise ValueError("steps and batch_size must be >= 1")
-        if self.sampling not in SAMPLINGS:
-            raise ValueError(f"unknown sampling {self.sampling!r}; choose {', '.join(SAMPLINGS)}")
+    lr: PositiveFloat = 0.1
+    steps: Count = 500
+    batch_size: Count = 64
+    sampling: Literal["poisson", "fixed"] = "poisson"
 
 
 @register_algorithm

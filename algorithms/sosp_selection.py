@@ -29,42 +29,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from algorithms.lambda_min import lambda_min_lanczos, lambda_min_power
 from algorithms.privacy.ledger import Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, params
 
-ESTIMATORS = ("power", "lanczos")
 THRESHOLD = 1.5
 
 
-@dataclass(frozen=True)
+@params
 class SelectionParams:
     """Parameters of the private SOSP selection (off unless ``select``)."""
 
     select: bool = False
-    alpha: float = 0.1
+    alpha: PositiveFloat = 0.1
     rho: float | None = None
     smoothness: float | None = None
-    select_epsilon: float = 0.1
-    candidates: int = 10
-    estimator: str = "power"
-    power_iters: int = 100
-
-    def __post_init__(self) -> None:
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"unknown estimator {self.estimator!r}; choose {ESTIMATORS}")
-        for name in ("alpha", "select_epsilon"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0")
-        if self.candidates < 1 or self.power_iters < 1:
-            raise ValueError("candidates and power_iters must be >= 1")
+    select_epsilon: PositiveFloat = 0.1
+    candidates: Count = 10
+    estimator: Literal["power", "lanczos"] = "power"
+    power_iters: Count = 100
 
 
 def _constant(given: float | None, data: DataInfo, key: str, param: str) -> float:

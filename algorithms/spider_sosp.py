@@ -70,9 +70,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
 from algorithms.lambda_min import hessian
@@ -81,51 +82,36 @@ from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Pool, Release, S
 from algorithms.privacy.tree import GaussianSums, TreeSums, tree_depth
 from problems.base import DataInfo
 from problems.oracles import Oracle
+from problems.params import Count, Fraction, params
 
 HESSIAN_MAX = 2000  # dense Hessian estimates (notes §6: dense is better for d ≲ 2000)
-CHOICES = {"parameters": ("resolved", "paper"), "tau": ("repaired", "paper"),
-           "batching": ("separate", "shared"), "batch": ("adaptive", "fixed"),
-           "noise": ("tree", "gaussian")}
 
 
-@dataclass(frozen=True)
+@params
 class SpiderSOSPParams:
-    alpha: float = 0.1
-    steps: int | None = None
-    c_gamma: float = 4.0
-    c_hess: float = 4.0
-    c_xi: float = 1.0
-    c_escape: float = 2.0
-    c_steps: float = 32.0
-    c_kappa: float = 1.0
-    c_det: float = 1.0
-    c_var: float = 1.0
-    c_tree: float = 1.0
-    iota: float = 0.05
-    gap: float = 2.0
+    alpha: PositiveFloat = 0.1
+    steps: Count | None = None
+    c_gamma: PositiveFloat = 4.0
+    c_hess: PositiveFloat = 4.0
+    c_xi: PositiveFloat = 1.0
+    c_escape: PositiveFloat = 2.0
+    c_steps: PositiveFloat = 32.0
+    c_kappa: PositiveFloat = 1.0
+    c_det: PositiveFloat = 1.0
+    c_var: PositiveFloat = 1.0
+    c_tree: PositiveFloat = 1.0
+    iota: Fraction = 0.05
+    gap: PositiveFloat = 2.0
     G: float | None = None
     M: float | None = None
     rho: float | None = None
-    parameters: str = "resolved"
-    tau: str = "repaired"
-    batching: str = "separate"
-    batch: str = "adaptive"
-    noise: str = "tree"
+    parameters: Literal["resolved", "paper"] = "resolved"
+    tau: Literal["repaired", "paper"] = "repaired"
+    batching: Literal["separate", "shared"] = "separate"
+    batch: Literal["adaptive", "fixed"] = "adaptive"
+    noise: Literal["tree", "gaussian"] = "tree"
     escape: bool = True
     early_stop: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("alpha", "c_gamma", "c_hess", "c_xi", "c_escape", "c_steps", "c_kappa",
-                     "c_det", "c_var", "c_tree", "gap"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0 < self.iota < 1:
-            raise ValueError(f"iota must be in (0, 1), got {self.iota}")
-        if self.steps is not None and self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"unknown {name} {getattr(self, name)!r}; choose {allowed}")
 
 
 @dataclass(frozen=True)

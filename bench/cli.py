@@ -1,7 +1,9 @@
-"""The ``saddlebench`` command: list | run | reproduce | account | estimate | audit | report.
+"""The ``saddlebench`` command: list | run | reproduce | account | estimate | audit | report |
+schema.
 
 Every user error (unknown names, invalid privacy targets, malformed experiment files,
-missing extras) ends in one line on stderr naming the problem, and exit status 2.
+missing extras) is a :class:`~bench.errors.UsageError`: one line on stderr naming the
+problem, and exit status 2. Any other exception is a bug and shows its traceback.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.markup import escape
 from rich.prompt import Confirm
 from rich.table import Table
 
 import bench.experiment
-from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
+from algorithms import ALGORITHMS
 from algorithms.base import CALIBRATIONS
 from algorithms.noisy_sgd import lemma_3_2_bound
 from bench.audit import audit_algorithm
 from bench.env import git_sha
+from bench.errors import UsageError
 from bench.executors import (
     EXECUTORS,
     DaskExecutor,
@@ -36,10 +38,12 @@ from bench.executors import (
     load_resources,
 )
 from bench.experiment import GridTooLarge, grid_limit, load_experiment
+from bench.model import json_schema, privacy_target
 from bench.parallel import Outcome
-from bench.spec import Experiment, SpecError, build_params, component, instantiate_params
-from bench.store import Store, StoreError
+from bench.spec import Experiment, build_params, component, component_class, instantiate_params
+from bench.store import Store
 from bench.sweep import console, known_specs, run_experiments
+from bench.yamlio import yaml_value
 from problems import PROBLEMS, DataSize, get_problem
 from problems.backend import (
     BACKENDS,
@@ -48,6 +52,7 @@ from problems.backend import (
     available_backends,
     get_backend,
 )
+from problems.data.common import DataMissingError
 from problems.registry import did_you_mean
 from problems.statistics import start_statistics
 from reports.claims import run_studies
@@ -56,11 +61,6 @@ from reports.papers import get_paper, paper_keys
 from reports.privacy import build_privacy_page
 from reports.render import build_report
 from reports.site import build_site, finish_site
-
-
-class UsageError(ValueError):
-    """A command-line mistake."""
-
 
 # -- list -------------------------------------------------------------------------------
 
@@ -248,12 +248,12 @@ def _param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--param expects KEY=VALUE, got {pair!r}")
-        out[key] = yaml.safe_load(value)
+        out[key] = yaml_value(value)
     return out
 
 
 def cmd_account(args: argparse.Namespace) -> int:
-    cls = get_algorithm(args.algorithm)
+    cls = component_class("algorithm", args.algorithm, "--algorithm")
     if args.n < 1:
         raise UsageError(f"--n must be >= 1, got {args.n}")
     if (args.sigma is None) == (args.epsilon is None) and cls.private:
@@ -265,9 +265,12 @@ def cmd_account(args: argparse.Namespace) -> int:
         given["steps"] = args.steps
     params = build_params(cls.Params, given, f"algorithm {cls.name}")
     algorithm = cls(params)
-    target = PrivacyTarget(epsilon=args.epsilon if args.epsilon is not None else math.inf,
-                           delta=args.delta, calibration=args.calibration, sigma=args.sigma)
-    plan = algorithm.plan(DataSize(n=args.n), target)
+    target = privacy_target(args.epsilon if args.epsilon is not None else math.inf,
+                            args.delta, args.calibration, args.sigma)
+    try:
+        plan = algorithm.plan(DataSize(n=args.n), target)
+    except ValueError as exc:  # params the data cannot serve (a batch larger than n, ...)
+        raise UsageError(f"{cls.name} on n={args.n}: {exc}") from None
     table = Table(title=f"{cls.name}: n={args.n}, T={plan.steps}, batch={plan.batch_size:g}, "
                         f"δ={args.delta:g}")
     table.add_column("quantity")
@@ -293,8 +296,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
-    instance = problem.build(args.seed)
-    backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
+    try:  # data or an extra this machine lacks
+        instance = problem.build(args.seed)
+        backend = get_backend(BackendSpec(name=args.backend or problem.backends[0]))
+    except (MissingExtraError, DataMissingError) as exc:
+        raise UsageError(str(exc)) from None
     stats = start_statistics(instance.oracle(backend))
     table = Table(title=f"{spec.name} at x0 (seed {args.seed}, n={instance.n}, d={instance.d})")
     table.add_column("quantity")
@@ -350,7 +356,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if not names:
         raise UsageError("name at least one algorithm, or --all")
     for name in names:
-        if not get_algorithm(name).private:
+        if not component_class("algorithm", name, "audit").private:
             raise UsageError(f"{name} is not private: there is nothing to audit")
     if args.runs < 4 or args.jobs < 1:
         raise UsageError("--runs must be >= 4 and --jobs >= 1")
@@ -509,20 +515,29 @@ def parser() -> argparse.ArgumentParser:
                      "README's status-matrix block")
     rep.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
                      "pdflatex")
+
+    sub.add_parser("schema", help="the JSON schema of experiment files, for editors: "
+                                  "saddlebench schema > experiment.schema.json")
     return p
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    import json
+
+    print(json.dumps(json_schema(), indent=1))
+    return 0
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce,
             "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report,
-            "audit": cmd_audit}
+            "audit": cmd_audit, "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (SpecError, UsageError, MissingExtraError, ValueError, FileNotFoundError,
-            StoreError) as exc:
+    except UsageError as exc:  # anything else is a bug: its traceback shows
         return fail(exc)
     except KeyboardInterrupt as exc:  # Ctrl-C: one line (a sweep's says what is stored)
         print(f"saddlebench: {str(exc) or 'interrupted'}", file=sys.stderr)

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Protocol
 import yaml
 
 from algorithms import ALGORITHMS
+from bench.errors import UsageError
 from bench.parallel import Outcome, run_and_store, stored_outcome
 from bench.spec import RunSpec
 from bench.store import Store
@@ -82,7 +83,7 @@ class LocalExecutor:
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
-            raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
+            raise UsageError(f"--jobs must be >= 1, got {self.jobs}")
 
     def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
         where = str(Path(root).resolve())
@@ -147,7 +148,7 @@ class DaskExecutor:
     def __post_init__(self) -> None:
         kind, _, n = self.cluster.partition(":")
         if not ((kind == "local" and n.isdigit() and int(n) >= 1) or "://" in self.cluster):
-            raise ValueError(f"--cluster must be local:N (N >= 1 workers started here) or a "
+            raise UsageError(f"--cluster must be local:N (N >= 1 workers started here) or a "
                              f"scheduler address such as tcp://HOST:8786, got {self.cluster!r}")
 
     def submit_all(self, specs: Sequence[RunSpec], root: str | Path) -> Outcomes:
@@ -173,7 +174,7 @@ class DaskExecutor:
             try:
                 client = distributed.Client(self.cluster, timeout="10s")
             except OSError as exc:
-                raise ValueError(f"cannot reach the dask scheduler at {self.cluster} ({exc}); "
+                raise UsageError(f"cannot reach the dask scheduler at {self.cluster} ({exc}); "
                                  "start one with `dask scheduler` and workers with `dask "
                                  "worker ADDRESS`, or check the address") from exc
             with client:
@@ -207,7 +208,7 @@ class SlurmExecutor:
 
     def __post_init__(self) -> None:
         if self.max_concurrent is not None and self.max_concurrent < 1:
-            raise ValueError(f"--max-concurrent must be >= 1, got {self.max_concurrent}")
+            raise UsageError(f"--max-concurrent must be >= 1, got {self.max_concurrent}")
 
     def resources_for(self, spec: RunSpec) -> dict[str, Any]:
         """Built-in defaults (one GPU for cuda runs), then the resources' ``default``, then
@@ -236,9 +237,9 @@ class SlurmExecutor:
             executor = submitit.AutoExecutor(folder=where / ".submitit", cluster=self.cluster)
             executor.update_parameters(**params, slurm_array_parallelism=self.max_concurrent)
         except RuntimeError as exc:  # no sbatch/srun here
-            raise ValueError(f"--executor slurm: {exc}") from exc
+            raise UsageError(f"--executor slurm: {exc}") from exc
         except (NameError, AssertionError) as exc:
-            raise ValueError(f"invalid SLURM resources {params}: {exc}") from exc
+            raise UsageError(f"invalid SLURM resources {params}: {exc}") from exc
         return executor
 
     def _wait(self, jobs: dict[Any, RunSpec]) -> Iterator[Outcome]:
@@ -261,14 +262,16 @@ def load_resources(path: str | Path) -> dict[str, dict[str, Any]]:
     parameters, e.g. ``dp_sgd: {gpus_per_node: 1, mem_gb: 32, slurm_partition: gpu}``."""
     try:
         data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from exc
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path}: not valid YAML ({exc})") from exc
+        raise UsageError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ValueError(f"{path}: expected 'default' and algorithm names, each mapped to "
+        raise UsageError(f"{path}: expected 'default' and algorithm names, each mapped to "
                          "submitit parameters, e.g. 'dp_sgd: {gpus_per_node: 1, mem_gb: 32}'")
     unknown = sorted(set(data) - {"default", *ALGORITHMS})
     if unknown:
-        raise ValueError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))}"
+        raise UsageError(f"{path}: unknown algorithm(s) {', '.join(map(str, unknown))}"
                          f"{did_you_mean(unknown[0], ALGORITHMS)} "
                          f"(known: default, {', '.join(sorted(ALGORITHMS))})")
     return data

@@ -1,10 +1,11 @@
-"""Experiment files: a validated YAML document expanded into the grid of
-:class:`~bench.spec.RunSpec` s it names.
+"""Experiment files: a YAML document validated as one model (:mod:`bench.model`) and
+expanded into the grid of :class:`~bench.spec.RunSpec` s it names.
 
 Every error names the file, the place in it, the bad key or value and what is allowed. The
 grid is problems × their sweeps × algorithms × their sweeps × ε × calibration × backends ×
 seeds (a non-private algorithm runs once, at ε = ∞); a tuned entry becomes
-:class:`~bench.spec.TuningGroup` s. :func:`grid_size` counts the runs before expanding them.
+:class:`~bench.spec.TuningGroup` s. :func:`grid_size` counts the runs of the same model
+before they are expanded.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import dataclasses
 import itertools
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,121 +22,36 @@ from typing import Any
 
 import yaml
 
-from algorithms.base import ALGORITHMS, CALIBRATIONS, PrivacyTarget, get_algorithm
-from bench.spec import (
-    INT_LIMIT,
+from algorithms.base import ALGORITHMS, PrivacyTarget
+from bench.errors import Source, SpecError, YamlPath, show
+from bench.model import (
+    ENTRY_KEYS,
     MAX_NAME,
-    MAX_POINTS,
-    EvalSpec,
+    TOP_KEYS,
+    AlgorithmEntry,
+    ExperimentFile,
+    Privacy,
+    ProblemEntry,
+    validate,
+)
+from bench.spec import (
+    ComponentSpec,
     Experiment,
     RunSpec,
-    SpecError,
     TuningGroup,
     TuningRule,
+    check_value,
     component,
-    short,
-    show,
+    component_class,
 )
-from bench.yamlio import read_yaml
+from bench.yamlio import read_yaml, yaml_value
 from problems.backend import BackendSpec, unavailable
 from problems.base import get_problem
-from problems.registry import PluginError, import_plugins
+from problems.registry import PluginError, did_you_mean, import_plugins
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"  # <paper>/<scale>/*.yaml
-MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-SUITE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 MAX_RUNS = 10_000  # default grid size above which the CLI asks for confirmation
 MAX_RUNS_VAR = "SADDLEBENCH_MAX_RUNS"
-
-TOP_KEYS = ("suite", "description", "paper", "scale", "role", "plugins", "seeds", "privacy",
-            "backend", "eval", "tuning", "problems", "algorithms")
-ENTRY_KEYS = {"problems": ("name", "params", "sweep", "backend"),
-              "algorithms": ("name", "label", "params", "sweep", "tune", "privacy")}
-TUNING_KEYS = ("metric", "goal", "seeds", "extend")
-TUNING_SEED0 = 1000  # a count of tuning seeds means 1000, 1001, ...: apart from run seeds
-TUNING_METRICS = ("loss", "grad_norm", "lambda_min", "test_acc", "test_loss", "train_acc")
-PRIVACY_KEYS = ("epsilon", "delta", "calibration", "sigma")
-EVAL_KEYS = ("points", "metrics", "final", "schedule")
-
-
-def _mapping(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SpecError(f"{where}: expected a mapping, got {type(value).__name__} "
-                        f"{show(value)}")
-    return dict(value)
-
-
-def _check_keys(d: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
-    allowed = tuple(allowed)
-    for key in d:
-        if key not in allowed:
-            raise SpecError(f"{where}: unknown key {show(key)} (allowed: {', '.join(allowed)})")
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _values(value: Any, where: str) -> list[Any]:
-    """:func:`_as_list`, refusing an empty list (it would silently drop the whole grid)."""
-    values = _as_list(value)
-    if not values:
-        raise SpecError(f"{where}: empty list; give at least one value")
-    return values
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool):
-        raise SpecError(f"{where}: expected a number, got {value!r}")
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise SpecError(f"{where}: expected a number, got {show(value)}") from None
-
-
-def _privacies(raw: Any, where: str) -> list[PrivacyTarget]:
-    """Expand a privacy block (lists of ε / calibration) into single targets."""
-    d = _mapping(raw, where)
-    _check_keys(d, PRIVACY_KEYS, where)
-    eps = [_number(e, f"{where}.epsilon")
-           for e in _values(d.get("epsilon", math.inf), f"{where}.epsilon")]
-    cals = _values(d.get("calibration", "pld"), f"{where}.calibration")
-    for cal in cals:
-        if cal not in CALIBRATIONS:
-            raise SpecError(f"{where}.calibration: unknown calibration {show(cal)} "
-                            f"(choose {', '.join(CALIBRATIONS)})")
-    delta = _number(d.get("delta", 1e-5), f"{where}.delta")
-    sigma = d.get("sigma")
-    sigma = None if sigma is None else _number(sigma, f"{where}.sigma")
-    try:
-        return [PrivacyTarget(epsilon=e, delta=delta, calibration=c, sigma=sigma)
-                for e, c in itertools.product(eps, cals)]
-    except ValueError as exc:
-        raise SpecError(f"{where}: {exc}") from None
-
-
-def _backends(raw: Any, where: str) -> list[BackendSpec]:
-    out = []
-    for i, item in enumerate(_values(raw if raw is not None else "numpy", where)):
-        spot = f"{where}[{i}]"
-        fields_ = {"name": item} if isinstance(item, str) else _mapping(item, spot)
-        _check_keys(fields_, ("name", "device", "dtype", "noise"), spot)
-        try:
-            out.append(BackendSpec(**fields_))
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"{spot}: {short(exc)}{_device_hint(fields_)}") from None
-    return out
-
-
-def _device_hint(fields_: Mapping[str, Any]) -> str:
-    """How to pick one GPU of several, for a device such as ``cuda:7``."""
-    device = str(fields_.get("device", ""))
-    if re.fullmatch(r"cuda:\d+", device):
-        return (f" (to run on GPU {device[5:]}, set CUDA_VISIBLE_DEVICES={device[5:]} "
-                "and use device: cuda)")
-    return ""
 
 
 def check_backends(experiment: Experiment) -> None:
@@ -150,120 +65,37 @@ def check_backends(experiment: Experiment) -> None:
                             f"on {backend.device}: {problem}")
 
 
-def _seeds(raw: Any, where: str) -> list[int]:
-    if raw is None:
-        return [0]
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        if raw < 1:
-            raise SpecError(f"{where}: seeds must be >= 1 (a count) or a list, got {raw}")
-        return list(range(raw))
-    seeds = _as_list(raw)
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise SpecError(f"{where}: seeds must be a count or a list of integers, "
-                        f"got {show(raw)}")
-    if not all(0 <= s < INT_LIMIT for s in seeds):
-        raise SpecError(f"{where}: seeds must be in [0, 2^63), got {show(raw)}")
-    return seeds
-
-
-def _sweep(base: Mapping[str, Any], raw: Any, where: str) -> list[dict[str, Any]]:
-    """Cartesian product of the ``sweep`` lists over the base params."""
-    sweep = _mapping(raw, where)
-    if not sweep:
-        return [dict(base)]
-    keys = list(sweep)
-    values = [_values(sweep[k], f"{where}.{k}") for k in keys]
-    return [{**base, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*values)]
-
-
-def _eval(raw: Any, where: str) -> EvalSpec:
-    d = _mapping(raw, where)
-    _check_keys(d, EVAL_KEYS, where)
-    points = d.get("points", 10)
-    if not isinstance(points, int) or isinstance(points, bool) or not 2 <= points <= MAX_POINTS:
-        raise SpecError(f"{where}.points must be an integer in [2, {MAX_POINTS:,}], "
-                        f"got {show(points)}")
-    try:
-        return EvalSpec(points=points,
-                        metrics=tuple(_as_list(d.get("metrics", ["loss", "grad_norm", "test"]))),
-                        final=tuple(_as_list(d.get("final", []))),
-                        schedule=str(d.get("schedule", "log")))
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"{where}: {exc}") from None
-
-
 def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None = None,
-                     max_runs: float = math.inf) -> Experiment:
+                     max_runs: float = math.inf, marks: Mapping[YamlPath, tuple[int, int]]
+                     | None = None) -> Experiment:
     """Validate a loaded YAML document and expand its grid; a grid of more than
-    ``max_runs`` runs raises :class:`GridTooLarge` before it is expanded."""
-    if data is None:
-        raise SpecError(f"{source}: empty; an experiment needs suite, problems and algorithms "
-                        "(see README, Experiment files)")
-    doc = _mapping(data, source)
-    _check_keys(doc, TOP_KEYS, source)
-    suite = doc.get("suite")
-    if not isinstance(suite, str) or not SUITE_NAME.match(suite):
-        raise SpecError(f"{source}: 'suite' must be a name of at most 100 letters, digits, "
-                        f"'_', '-' or '.', got {show(suite)}")
-    for key in ("description", "paper", "scale"):
-        if doc.get(key) is not None and not isinstance(doc[key], str):
-            raise SpecError(f"{source}: '{key}' must be a string, got {show(doc[key])}")
-    for key in ("problems", "algorithms"):
-        if not isinstance(doc.get(key), list) or not doc[key]:
-            raise SpecError(f"{source}: '{key}' must be a non-empty list of entries")
-    roles = _roles(doc.get("role"), source)
-    plugins = _plugins(doc.get("plugins"), source)
-    size = grid_size(doc, source)
+    ``max_runs`` runs raises :class:`GridTooLarge` before it is expanded. Errors name the
+    line and column of the value (``marks``: see :func:`bench.yamlio.read_yaml`)."""
+    src = Source(source, marks or {})
+    model = validate(data, src)
+    try:
+        import_plugins(model.plugins)  # they register the names the entries use
+    except PluginError as exc:
+        raise SpecError(f"{src.at('plugins')}: {exc}") from None
+    size = grid_size(model)
     if size.total > max_runs:
         raise GridTooLarge(source, size, max_runs)
-    seeds = _seeds(doc.get("seeds"), f"{source}: seeds")
-    privacy_default = _mapping(doc.get("privacy"), f"{source}: privacy")
-    _privacies(privacy_default, f"{source}: privacy")  # its errors are reported here
-    backends_default = doc.get("backend")
-    evaluation = _eval(doc.get("eval"), f"{source}: eval")
+    return expand(model, src, path)
 
-    problems = []
-    for i, entry in enumerate(doc["problems"]):
-        where = f"{source}: problems[{i}]"
-        e = _mapping(entry, where)
-        _check_keys(e, ENTRY_KEYS["problems"], where)
-        backends = _backends(e.get("backend", backends_default), f"{where}.backend")
-        base = _mapping(e.get("params"), f"{where}.params")
-        for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
-            problems.append((component("problem", e.get("name"), params, where), backends))
 
-    algorithms = []
-    for i, entry in enumerate(doc["algorithms"]):
-        where = f"{source}: algorithms[{i}]"
-        e = _mapping(entry, where)
-        _check_keys(e, ENTRY_KEYS["algorithms"], where)
-        privacy = {**privacy_default, **_mapping(e.get("privacy"), f"{where}.privacy")}
-        base = _mapping(e.get("params"), f"{where}.params")
-        label = e.get("label", "")
-        if not isinstance(label, str) or len(label) > MAX_NAME or not label.isprintable():
-            raise SpecError(f"{where}.label: expected a printable string of at most {MAX_NAME} "
-                            f"characters, got {show(label)}")
-        tune = _mapping(e.get("tune"), f"{where}.tune")
-        if tune and "tuning" not in doc:
-            raise SpecError(f"{where}: 'tune' needs a top-level 'tuning' block "
-                            f"(allowed keys: {', '.join(TUNING_KEYS)})")
-        for params in _sweep(base, e.get("sweep"), f"{where}.sweep"):
-            candidates = [component("algorithm", e.get("name"), grid, where)
-                          for grid in _sweep(params, tune, f"{where}.tune")]
-            targets = _privacies(privacy, f"{where}.privacy")
-            private = get_algorithm(candidates[0].name).private
-            if not private:
-                targets = [PrivacyTarget(delta=targets[0].delta)]
-            if private and any(math.isinf(t.epsilon) and t.sigma is None for t in targets):
-                raise SpecError(f"{where}: {candidates[0].name} is private; give "
-                                "privacy.epsilon or sigma")
-            algorithms.append((candidates, label, targets, bool(tune)))
-
+def expand(model: ExperimentFile, src: Source, path: Path | None = None) -> Experiment:
+    """The runs of a validated experiment file (see the module docstring)."""
+    seeds = model.seed_list()
+    problems = [(spec, entry.backend or model.backend or [BackendSpec()])
+                for i, entry in enumerate(model.problems)
+                for spec in _problems(entry, src, ("problems", i))]
+    algorithms = [variant for i, entry in enumerate(model.algorithms)
+                  for variant in _variants(model, entry, src, ("algorithms", i))]
     specs, skipped, groups = [], [], []
     for (prob, backends), (cands, label, targets, tuned) in itertools.product(problems,
                                                                              algorithms):
         supported = get_problem(prob.name).backends
-        if get_algorithm(cands[0].name).minimax and not get_problem(prob.name).minimax:
+        if ALGORITHMS[cands[0].name].minimax and not get_problem(prob.name).minimax:
             skipped.append(f"{cands[0].name} is a minimax algorithm; {prob.name} is not a "
                            "minimax problem, so it is not run there")
             continue
@@ -273,52 +105,95 @@ def parse_experiment(data: Any, source: str = "<experiment>", path: Path | None 
                                f"(it has {', '.join(supported)}); {cands[0].name} not run there")
                 continue
             for target in targets:
-                runs = [RunSpec(prob, c, target, backend, 0, evaluation, label,
-                                plugins=plugins) for c in cands]
+                runs = [RunSpec(prob, c, target, backend, 0, model.eval, label,
+                                plugins=tuple(model.plugins)) for c in cands]
                 if tuned:
                     groups.append(TuningGroup(_group_key(runs[0]), tuple(runs), tuple(seeds)))
                 else:
                     specs += [dataclasses.replace(runs[0], seed=s) for s in seeds]
-    unique = list(dict.fromkeys(specs))
-    rule = _tuning(doc.get("tuning"), f"{source}: tuning") if "tuning" in doc else None
+    rule = model.tuning
     if rule and set(rule.seeds) & set(seeds):
-        raise SpecError(f"{source}: tuning.seeds {sorted(set(rule.seeds) & set(seeds))} are also "
-                        "run seeds; tune on separate seeds (a count gives 1000, 1001, ...)")
-    return Experiment(suite=suite, path=path, specs=unique,
-                      description=str(doc.get("description", "")), paper=doc.get("paper"),
-                      scale=doc.get("scale"), roles=roles, skipped=sorted(set(skipped)),
+        raise SpecError(f"{src.at('tuning', 'seeds')}: tuning.seeds "
+                        f"{sorted(set(rule.seeds) & set(seeds))} are also run seeds; tune on "
+                        "separate seeds (a count gives 1000, 1001, ...)")
+    return Experiment(suite=model.suite, path=path, specs=list(dict.fromkeys(specs)),
+                      description=model.description or "", paper=model.paper,
+                      scale=model.scale, roles=tuple(model.role), skipped=sorted(set(skipped)),
                       tuning=rule, groups=groups)
 
 
-def _names(value: Any, source: str, key: str, pattern: re.Pattern[str], what: str
-           ) -> tuple[str, ...]:
-    """``key:`` — one ``what`` or a non-empty list of them, each matching ``pattern``
-    (duplicates dropped, order kept)."""
-    if value is None:
-        return ()
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(
-            isinstance(n, str) and pattern.match(n) for n in names):
-        raise SpecError(f"{source}: '{key}' must be a {what} or a non-empty list of {what}s, "
-                        f"got {show(value)}")
-    return tuple(dict.fromkeys(names))
+def _checked(kind: str, entry: ProblemEntry | AlgorithmEntry, src: Source,
+             at: tuple[str, int]) -> str:
+    """Check each value an entry (at ``at``) gives, params and sweep and tune lists, at its
+    place; the place of the entry, for errors of its combinations."""
+    where = f"{src.at(*at)}: {at[0]}[{at[1]}]"
+    params_cls = component_class(kind, entry.name, where).Params
+    named = f"{at[0]}[{at[1]}] ({entry.name})"
+    for key, value in entry.params.items():
+        check_value(params_cls, key, value, f"{src.at(*at, 'params', key)}: {named}",
+                    f"params.{key}")
+    for block, grid in (("sweep", entry.sweep), ("tune", getattr(entry, "tune", {}))):
+        for key, values in grid.items():
+            for j, value in enumerate(values):
+                check_value(params_cls, key, value, f"{src.at(*at, block, key, j)}: {named}",
+                            f"{block}.{key}[{j}]")
+    return where
 
 
-def _plugins(value: Any, source: str) -> tuple[str, ...]:
-    """``plugins:`` — modules of outside code to import (registering their algorithms and
-    problems) before the file is read; every run imports them again where it executes."""
-    names = _names(value, source, "plugins", MODULE_NAME, "module name")
-    try:
-        import_plugins(names)
-    except PluginError as exc:
-        raise SpecError(f"{source}: {exc}") from None
-    return names
+def _problems(entry: ProblemEntry, src: Source, at: tuple[str, int]) -> list[ComponentSpec]:
+    """A problem entry's variants: its params swept."""
+    where = _checked("problem", entry, src, at)
+    return [component("problem", entry.name, params, where)
+            for params in _product(entry.params, entry.sweep)]
 
 
-def _roles(value: Any, source: str) -> tuple[str, ...]:
-    """``role:`` — one name or a list of names of the parts of its paper's page the suite
-    feeds (declared by the paper's ``Paper.roles``; checked by the paper tests)."""
-    return _names(value, source, "role", SUITE_NAME, "name")
+Variant = tuple[list[ComponentSpec], str, list[PrivacyTarget], bool]
+
+
+def _variants(model: ExperimentFile, entry: AlgorithmEntry, src: Source,
+              at: tuple[str, int]) -> list[Variant]:
+    """An algorithm entry's variants (its params swept): candidates (several if tuned),
+    label, privacy targets, tuned."""
+    if entry.tune and model.tuning is None:
+        raise SpecError(f"{src.at(*at, 'tune')}: {at[0]}[{at[1]}]: 'tune' needs a top-level "
+                        "'tuning' block (allowed keys: "
+                        f"{', '.join(TuningRule.__dataclass_fields__)})")
+    where = _checked("algorithm", entry, src, at)
+    targets = _targets(model, entry, where)
+    return [([component("algorithm", entry.name, grid, where)
+              for grid in _product(params, entry.tune)], entry.label, targets, bool(entry.tune))
+            for params in _product(entry.params, entry.sweep)]
+
+
+def _privacy(model: ExperimentFile, entry: AlgorithmEntry) -> Privacy:
+    """The entry's privacy block: the top-level one with the entry's keys over it."""
+    if entry.privacy is None:
+        return model.privacy
+    return model.privacy.model_copy(update={k: getattr(entry.privacy, k)
+                                            for k in entry.privacy.model_fields_set})
+
+
+def _private(name: str) -> bool:
+    return name not in ALGORITHMS or ALGORITHMS[name].private
+
+
+def _targets(model: ExperimentFile, entry: AlgorithmEntry, where: str) -> list[PrivacyTarget]:
+    """Every ε × calibration of the entry's privacy block (a non-private algorithm: one
+    target, ε = ∞)."""
+    privacy = _privacy(model, entry)
+    if not _private(entry.name):
+        return [PrivacyTarget(delta=privacy.delta)]
+    if privacy.sigma is None and any(math.isinf(eps) for eps in privacy.epsilon):
+        raise SpecError(f"{where}: {entry.name} is private; give privacy.epsilon or sigma")
+    return [PrivacyTarget(epsilon=eps, delta=privacy.delta, calibration=cal,
+                          sigma=privacy.sigma)
+            for eps, cal in itertools.product(privacy.epsilon, privacy.calibration)]
+
+
+def _product(base: Mapping[str, Any], grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the ``grid`` values over the ``base`` params."""
+    return [{**base, **dict(zip(grid, combo, strict=True))}
+            for combo in itertools.product(*grid.values())]
 
 
 def _group_key(spec: RunSpec) -> str:
@@ -329,23 +204,6 @@ def _group_key(spec: RunSpec) -> str:
     eps = "nonprivate" if math.isinf(spec.privacy.epsilon) else f"eps={spec.privacy.epsilon:g}"
     return (f"{spec.problem.name}[{changed}]/{spec.display}/{eps}/{spec.privacy.calibration}/"
             f"{spec.backend.name}")
-
-
-def _tuning(raw: Any, where: str) -> TuningRule:
-    d = _mapping(raw, where)
-    _check_keys(d, TUNING_KEYS, where)
-    metric = d.get("metric", "grad_norm")
-    if metric not in TUNING_METRICS:
-        raise SpecError(f"{where}.metric: unknown metric {metric!r} "
-                        f"(choose {', '.join(TUNING_METRICS)})")
-    raw_seeds = d.get("seeds", 1)
-    seeds = (list(range(TUNING_SEED0, TUNING_SEED0 + raw_seeds)) if isinstance(raw_seeds, int)
-             else _seeds(raw_seeds, f"{where}.seeds"))
-    try:
-        return TuningRule(metric=metric, goal=str(d.get("goal", "min")), seeds=tuple(seeds),
-                          extend=d.get("extend", 0))
-    except SpecError as exc:
-        raise SpecError(f"{where}: {exc}") from None
 
 
 # -- grid size ------------------------------------------------------------------------
@@ -409,39 +267,24 @@ def grid_limit(given: int | None = None) -> int:
     return int(raw)
 
 
-def grid_size(doc: Mapping[str, Any], source: str) -> GridSize:
-    """Count the runs of a validated top level (see :class:`GridSize`)."""
-    problems = 0
-    for i, entry in enumerate(doc["problems"]):
-        e = _mapping(entry, f"{source}: problems[{i}]")
-        backends = e.get("backend", doc.get("backend"))
-        problems += (_combinations(e.get("sweep"), f"{source}: problems[{i}].sweep")
-                     * len(_as_list(backends if backends is not None else "numpy")))
-    privacy = _mapping(doc.get("privacy"), f"{source}: privacy")
+def grid_size(model: ExperimentFile) -> GridSize:
+    """Count the runs of a validated file (see :class:`GridSize`)."""
+    problems = sum(_combinations(e.sweep) * len(e.backend or model.backend or [BackendSpec()])
+                   for e in model.problems)
     entries = []
-    for i, entry in enumerate(doc["algorithms"]):
-        where = f"{source}: algorithms[{i}]"
-        e = _mapping(entry, where)
-        name = e.get("name")
-        targets = {**privacy, **_mapping(e.get("privacy"), f"{where}.privacy")}
-        private = not isinstance(name, str) or name not in ALGORITHMS or ALGORITHMS[name].private
-        n = _combinations(e.get("sweep"), f"{where}.sweep") * (
-            len(_as_list(targets.get("epsilon"))) * len(_as_list(targets.get("calibration")))
-            if private else 1)
-        tune = _combinations(e.get("tune"), f"{where}.tune") if e.get("tune") else None
-        entries.append((str(name)[:MAX_NAME], n, tune))
-    raw_seeds, raw_tuning = doc.get("seeds", 1), _mapping(doc.get("tuning"), source)
-    return GridSize(problems, tuple(entries), _count(raw_seeds), _count(raw_tuning.get("seeds", 1)))
+    for entry in model.algorithms:
+        privacy = _privacy(model, entry)
+        n = _combinations(entry.sweep) * (len(privacy.epsilon) * len(privacy.calibration)
+                                          if _private(entry.name) else 1)
+        tune = _combinations(entry.tune) if entry.tune else None
+        entries.append((entry.name[:MAX_NAME], n, tune))
+    tuning_seeds = len(model.tuning.seeds) if model.tuning else 1
+    return GridSize(problems, tuple(entries), model.seed_count(), tuning_seeds)
 
 
-def _combinations(raw: Any, where: str) -> int:
+def _combinations(grid: Mapping[str, list[Any]]) -> int:
     """The number of parameter combinations of a ``sweep`` or ``tune`` block."""
-    return math.prod(len(_as_list(v)) for v in _mapping(raw, where).values())
-
-
-def _count(seeds: Any) -> int:
-    """How many seeds a count or a list names."""
-    return seeds if isinstance(seeds, int) and not isinstance(seeds, bool) else len(_as_list(seeds))
+    return math.prod(len(values) for values in grid.values())
 
 
 def load_experiment(path: str | Path, max_runs: float = math.inf,
@@ -451,10 +294,12 @@ def load_experiment(path: str | Path, max_runs: float = math.inf,
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"experiment file not found: {p}")
-    doc = read_yaml(p)
+    marks: dict[YamlPath, tuple[int, int]] = {}
+    doc = read_yaml(p, marks)
+    overrides = list(overrides)
     for item in overrides:
         doc = override(doc, item)
-    return parse_experiment(doc, str(p), p, max_runs)
+    return parse_experiment(doc, str(p), p, max_runs, None if overrides else marks)
 
 
 def override(doc: Any, item: str) -> dict[str, Any]:
@@ -470,12 +315,15 @@ def override(doc: Any, item: str) -> dict[str, Any]:
     if not sep or not all(keys):
         raise SpecError(f"{where}: expected PATH=VALUE, e.g. seeds=5 or algorithms.dp_sgd.lr=0.05")
     try:
-        value = yaml.safe_load(raw)
+        value = yaml_value(raw)
     except yaml.YAMLError:
         raise SpecError(f"{where}: the value is not valid YAML") from None
-    doc = copy.deepcopy(_mapping(doc, where))
+    if doc is not None and not isinstance(doc, dict):
+        raise SpecError(f"{where}: expected a mapping, got {type(doc).__name__} {show(doc)}")
+    doc = copy.deepcopy(doc or {})
     if keys[0] not in TOP_KEYS:
-        raise SpecError(f"{where}: unknown key {keys[0]!r} (allowed: {', '.join(TOP_KEYS)})")
+        raise SpecError(f"{where}: unknown key {keys[0]!r}"
+                        f"{did_you_mean(keys[0], TOP_KEYS)} (allowed: {', '.join(TOP_KEYS)})")
     if keys[0] in ENTRY_KEYS and len(keys) > 2:
         entries = [e for i, e in enumerate(doc.get(keys[0]) or []) if isinstance(e, dict)
                    and keys[1] in (str(i), e.get("name"), e.get("label"))]

@@ -2,49 +2,37 @@
 evaluation it names, an :class:`Experiment` (the runs a file expands to, see
 :mod:`bench.experiment`) and its tuning types. Params are completed with their defaults
 before hashing, so ``{}`` and the explicit defaults give the same run id.
+
+:func:`build_params` checks a component's params against the constraints its Params
+declares (``problems.params``), each value at its place.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
-import re
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from algorithms.base import PrivacyTarget, get_algorithm
+from bench.errors import SpecError, first_error, sentence, short, show
+from bench.model import INT_LIMIT, MAX_NAME, EvalSpec, TuningRule
 from problems.backend import BackendSpec
 from problems.base import get_problem
+from problems.params import PARAMS_CONFIG
+from problems.registry import did_you_mean
 
 SCHEMA = 1
-METRICS = ("loss", "grad_norm", "lambda_min", "test", "train")
-MAX_NAME = 100  # characters of a name or label
-MAX_POINTS = 100_000  # evaluation points of a run
-INT_LIMIT = 2**63  # integers (seeds, steps, sizes) must fit a signed 64-bit integer
 # problem params that say how to obtain the data, not what is computed: stored with the
 # spec, left out of its run id (so adding them kept every earlier run id)
 UNHASHED = ("download",)
-
-
-class SpecError(ValueError):
-    """An invalid experiment file or run specification."""
-
-
-def show(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters for error messages."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
-
-
-def short(exc: Exception) -> str:
-    """An exception's message with any overlong quoted value cut."""
-    return re.sub(r"'[^']{80,}'", lambda m: m.group(0)[:40] + "...'", str(exc))
 
 
 @dataclass(frozen=True)
@@ -56,28 +44,6 @@ class ComponentSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": dict(self.params)}
-
-
-SCHEDULES = ("log", "linear")
-
-
-@dataclass(frozen=True)
-class EvalSpec:
-    """Which metrics are measured, at how many steps, spaced how (``final``: last only)."""
-
-    points: int = 10
-    metrics: tuple[str, ...] = ("loss", "grad_norm", "test")
-    final: tuple[str, ...] = ()
-    schedule: str = "log"
-
-    def __post_init__(self) -> None:
-        if self.points < 2:
-            raise SpecError(f"eval.points must be >= 2, got {self.points}")
-        if self.schedule not in SCHEDULES:
-            raise SpecError(f"unknown eval.schedule {self.schedule!r}; choose {SCHEDULES}")
-        for name in (*self.metrics, *self.final):
-            if name not in METRICS:
-                raise SpecError(f"unknown metric {name!r}; choose from {', '.join(METRICS)}")
 
 
 @dataclass(frozen=True)
@@ -173,33 +139,6 @@ class Experiment:
 
 
 @dataclass(frozen=True)
-class TuningRule:
-    """How a tuned entry's configuration is chosen: the best mean final ``metric``."""
-
-    metric: str = "grad_norm"
-    goal: str = "min"
-    seeds: tuple[int, ...] = (1000,)
-    extend: int = 0
-
-    def __post_init__(self) -> None:
-        if self.goal not in ("min", "max"):
-            raise SpecError(f"tuning.goal must be min or max, got {self.goal!r}")
-        if not self.seeds:
-            raise SpecError("tuning.seeds must name at least one seed")
-        if not isinstance(self.extend, int) or isinstance(self.extend, bool) or self.extend < 0:
-            raise SpecError(f"tuning.extend must be an integer >= 0, got {self.extend!r}")
-
-    def describe(self) -> str:
-        return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
-                f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
-                f"the reported seeds){self._extension()}; tuning is not privacy-accounted")
-
-    def _extension(self) -> str:
-        return (f"; a choice on a grid edge extends the grid one step past it, up to "
-                f"{self.extend} times" if self.extend else "")
-
-
-@dataclass(frozen=True)
 class TuningGroup:
     """One tuned entry at one (problem, privacy, backend): its candidate configurations, each
     run at the tuning seeds, and the seeds its chosen configuration then runs at."""
@@ -218,81 +157,59 @@ class TuningGroup:
 
 # -- params ---------------------------------------------------------------------------
 
-def _type_ok(value: Any, annotation: Any) -> tuple[bool, Any]:
-    """Whether ``value`` fits ``annotation`` (int → float allowed); the coerced value."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        for arm in typing.get_args(annotation):
-            ok, coerced = _type_ok(value, arm)
-            if ok:
-                return True, coerced
-        return False, value
-    if annotation is type(None):
-        return value is None, value
-    if annotation is bool:
-        return isinstance(value, bool), value
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool), value
-    if annotation is float:
-        if isinstance(value, str):  # YAML 1.1 reads 1e-5 as a string
-            try:
-                value = float(value)
-            except ValueError:
-                return False, value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return math.isfinite(value), float(value)
-        return False, value
-    if annotation is str:
-        return isinstance(value, str), value
-    if origin is tuple:
-        if isinstance(value, (list, tuple)):
-            return True, tuple(value)
-        return False, value
-    return True, value
+@functools.cache
+def _adapter(params_cls: type, key: str) -> TypeAdapter[Any]:
+    """The validator of one field of a Params class, with the constraints it declares."""
+    info = params_cls.__pydantic_fields__[key]  # type: ignore[attr-defined]
+    declared: Any = (Annotated[(info.annotation, *info.metadata)] if info.metadata
+                     else info.annotation)
+    return TypeAdapter(declared, config=PARAMS_CONFIG)
 
 
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__name__", str(annotation)).replace("NoneType", "None")
+def check_value(params_cls: type, key: str, value: Any, where: str, place: str) -> None:
+    """Check one value against the declared type and constraints of its field (cross-field
+    rules aside); errors name ``where`` and the ``place`` (``params.lr``, ``sweep.lr[2]``)."""
+    names = [f.name for f in dataclasses.fields(params_cls)]
+    if key not in names:
+        raise SpecError(f"{where}: unknown parameter {show(key)}"
+                        f"{did_you_mean(str(key), names)} (allowed: {', '.join(names)})")
+    if isinstance(value, int) and abs(value) >= INT_LIMIT:
+        raise SpecError(f"{where}: {place} = {value:.3g} is too large (integers must be below "
+                        "2^63)")
+    try:
+        _adapter(params_cls, key).validate_python(value)
+    except ValidationError as exc:
+        raise SpecError(sentence(f"{where}: {place}", first_error(exc))) from None
 
 
 def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) -> Any:
     """Construct a Params dataclass from a mapping, with errors naming ``where``."""
     given = dict(given or {})
-    hints = typing.get_type_hints(params_cls)
-    names = [f.name for f in dataclasses.fields(params_cls)]
-    kwargs = {}
     for key, value in given.items():
-        if key not in names:
-            raise SpecError(f"{where}: unknown parameter {show(key)} "
-                            f"(allowed: {', '.join(names)})")
-        if isinstance(value, int) and abs(value) >= INT_LIMIT:
-            raise SpecError(f"{where}: parameter {key!r} = {value:.3g} is too large "
-                            "(integers must be below 2^63)")
-        ok, coerced = _type_ok(value, hints[key])
-        if not ok:
-            raise SpecError(f"{where}: parameter {key!r} must be {_type_name(hints[key])}"
-                            f"{' (finite)' if 'float' in _type_name(hints[key]) else ''}, "
-                            f"got {show(value)}")
-        kwargs[key] = coerced
+        check_value(params_cls, key, value, where, f"params.{key}")
     try:
-        return params_cls(**kwargs)
-    except (ValueError, TypeError) as exc:
-        raise SpecError(f"{where}: {short(exc)}") from None
+        return params_cls(**given)
+    except ValidationError as exc:  # a rule joining several fields
+        raise SpecError(sentence(f"{where}: params", first_error(exc))) from None
 
 
 def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:
     """A validated :class:`ComponentSpec` with its params completed by the defaults."""
+    obj = build_params(component_class(kind, name, where).Params, params, f"{where} ({name})")
+    return ComponentSpec(name, _jsonable(dataclasses.asdict(obj)))
+
+
+def component_class(kind: str, name: Any, where: str) -> Any:
+    """The registered problem or algorithm class called ``name``."""
     if not isinstance(name, str):
         raise SpecError(f"{where}: 'name' must be a string, got {show(name)}")
     if len(name) > MAX_NAME or not name.isprintable():
         raise SpecError(f"{where}: 'name' {show(name, 40)} is not a {kind} name; "
                         "`saddlebench list` shows the registered ones")
     try:
-        cls = get_problem(name) if kind == "problem" else get_algorithm(name)
+        return get_problem(name) if kind == "problem" else get_algorithm(name)
     except ValueError as exc:
-        raise SpecError(f"{where}: {exc}") from None
-    obj = build_params(cls.Params, params, f"{where} ({name})")
-    return ComponentSpec(name, _jsonable(dataclasses.asdict(obj)))
+        raise SpecError(f"{where}: {short(exc)}") from None
 
 
 def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
@@ -300,5 +217,3 @@ def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
     cls = get_problem(spec.name) if kind == "problem" else get_algorithm(spec.name)
     params = {k: (math.inf if v == "inf" else v) for k, v in spec.params.items()}
     return build_params(cls.Params, params, f"{kind} {spec.name}")
-
-

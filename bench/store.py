@@ -47,6 +47,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from bench.errors import UsageError
 from bench.fingerprint import fingerprint
 from bench.runner import RunRecord
 from bench.spec import Experiment, RunSpec
@@ -65,7 +66,7 @@ WRITE_FAULTS = {
 }
 
 
-class StoreError(OSError):
+class StoreError(UsageError, OSError):
     """Results could not be written; the message names the path, the cause and the fix."""
 
 

@@ -1,23 +1,26 @@
 """A hardened YAML reader for experiment files: size limits, UTF-8 only, no duplicate
-keys, and a cap on alias expansion."""
+keys, and a cap on alias expansion; numbers as YAML 1.2 reads them (``1e-5`` is a float,
+not the string PyYAML's YAML 1.1 makes of it)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.spec import SpecError, show
+from bench.errors import SpecError, YamlPath, show
 
 MAX_FILE_BYTES = 1_000_000  # of an experiment file
 MAX_NODES = 100_000  # YAML nodes of an experiment file, with aliases expanded
 
 
-def read_yaml(p: Path) -> Any:
+def read_yaml(p: Path, marks: dict[YamlPath, tuple[int, int]] | None = None) -> Any:
     """The YAML document in ``p``, refusing what PyYAML would take silently: files over
     1 MB, text that is not UTF-8, duplicate keys, and aliases that expand to more than
-    100,000 nodes (a "billion laughs" bomb)."""
+    100,000 nodes (a "billion laughs" bomb). ``marks``, if given, receives the line and
+    column of each value by its path (``("algorithms", 1, "params", "lr")``)."""
     try:
         raw = p.read_bytes()
     except OSError as exc:
@@ -37,6 +40,8 @@ def read_yaml(p: Path) -> Any:
         if _expanded_size(node, {}, set()) > MAX_NODES:
             raise SpecError(f"{p}: its aliases expand to more than {MAX_NODES:,} YAML nodes "
                             "(or refer to themselves); write the values out instead")
+        if marks is not None:
+            _mark(node, (), marks)
         return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -69,6 +74,30 @@ class _StrictLoader(yaml.SafeLoader):
                     None, None, f"duplicate key {show(key)} (first at line "
                     f"{earlier.start_mark.line + 1}); keep one of them", key_node.start_mark)
         return super().construct_mapping(node, deep)
+
+
+# YAML 1.2 floats PyYAML's 1.1 resolver leaves as strings: an exponent without a dot
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def yaml_value(text: str) -> Any:
+    """A value given on the command line (``--set``, ``--param``), read as in a file."""
+    return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+
+
+def _mark(node: yaml.Node, path: YamlPath, marks: dict[YamlPath, tuple[int, int]]) -> None:
+    """Record the line and column (1-based) of ``node`` and of every value under it."""
+    marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.SequenceNode):
+        for i, child in enumerate(node.value):
+            _mark(child, (*path, i), marks)
+    elif isinstance(node, yaml.MappingNode):
+        for key, child in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                _mark(child, (*path, key.value), marks)
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:

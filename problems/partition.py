@@ -14,9 +14,12 @@ problem, not of a run.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 
-SCHEMES = ("iid", "sorted", "dirichlet")
+Scheme = Literal["iid", "sorted", "dirichlet"]
+SCHEMES = get_args(Scheme)
 MAX_DRAWS = 1000
 
 

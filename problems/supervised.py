@@ -12,18 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Annotated, Any, Literal, Protocol, Self
 
 import numpy as np
+from annotated_types import Ge, Lt
+from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend, TorchBackend
 from problems.base import Instance, Problem, register_problem
 from problems.data.common import Split, subset
 from problems.data.digits import load_digits_split
 from problems.data.generated import generated_split
-from problems.models.mlp import INITS, MLP, cross_entropy, layer_sizes
+from problems.models.mlp import MLP, Activation, Init, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
-from problems.partition import SCHEMES, partition
+from problems.params import Count, Fraction, params
+from problems.partition import Scheme, partition
 
 EVAL_CHUNK = 4096  # samples per forward pass in accuracy (the oracles' default eval_chunk)
 
@@ -168,66 +171,44 @@ def classification_instance(name: str, split: Split | EncodedSplit, model: Class
     )
 
 
-@dataclass(frozen=True)
+@params
 class ClientParams:
     """How the training set is spread over ``clients`` (see :mod:`problems.partition`)."""
 
-    clients: int = 1
-    partition: str = "iid"
-    dirichlet_alpha: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.clients < 1:
-            raise ValueError(f"clients must be >= 1, got {self.clients}")
-        if self.partition not in SCHEMES:
-            raise ValueError(f"unknown partition {self.partition!r}; choose {', '.join(SCHEMES)}")
-        if not self.dirichlet_alpha > 0:
-            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+    clients: Count = 1
+    partition: Scheme = "iid"
+    dirichlet_alpha: PositiveFloat = 0.5
 
     def client_indices(self, labels: np.ndarray, seed: int) -> list[np.ndarray]:
         """The partition of a training set with ``labels`` (one client: all samples)."""
         return partition(labels, self.clients, self.partition, self.dirichlet_alpha, seed)
 
 
-@dataclass(frozen=True)
+@params
 class OracleParams(ClientParams):
     """Loss and memory knobs of torch-network problems: ``l2`` weight; per-sample gradients
     ``chunk_size`` samples at a time (None: all at once; "auto": as many as a memory budget
     allows, ``problems.oracles.auto_chunk``); full-data means and test metrics
     ``eval_chunk`` samples at a time; the clients of :class:`ClientParams`."""
 
-    l2: float = 0.0
-    chunk_size: int | str | None = "auto"
-    eval_chunk: int = 1024
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.l2 < 0:
-            raise ValueError(f"l2 must be >= 0, got {self.l2}")
-        bad_chunk = (self.chunk_size != "auto" if isinstance(self.chunk_size, str)
-                     else self.chunk_size is not None and self.chunk_size < 1)
-        if bad_chunk or self.eval_chunk < 1:
-            raise ValueError("chunk_size must be >= 1, None or 'auto', and eval_chunk >= 1")
+    l2: NonNegativeFloat = 0.0
+    chunk_size: Count | Literal["auto"] | None = "auto"
+    eval_chunk: Count = 1024
 
     @property
     def oracle_kw(self) -> dict[str, Any]:
         return {"chunk_size": self.chunk_size, "eval_chunk": self.eval_chunk}
 
 
-@dataclass(frozen=True)
+@params
 class DataParams(OracleParams):
     """External data: its directory (None: the loader's default), optional subsample sizes
     (None: the whole split) drawn with ``data_seed``."""
 
     data_dir: str | None = None
-    n_train: int | None = None
-    n_test: int | None = None
+    n_train: Count | None = None
+    n_test: Count | None = None
     data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if any(n is not None and n < 1 for n in (self.n_train, self.n_test)):
-            raise ValueError("n_train and n_test must be >= 1 (or None: the whole split)")
 
 
 def subsampled(split: Any, p: DataParams) -> Any:
@@ -237,23 +218,14 @@ def subsampled(split: Any, p: DataParams) -> Any:
     return subset(split, p.n_train, p.n_test, p.data_seed)
 
 
-@dataclass(frozen=True)
+@params
 class DigitsMLPParams(ClientParams):
-    hidden: int = 32
-    activation: str = "tanh"
-    init: str = "glorot"
-    test_fraction: float = 0.25
-    l2: float = 0.0
+    hidden: Count = 32
+    activation: Activation = "tanh"
+    init: Init = "glorot"
+    test_fraction: Fraction = 0.25
+    l2: NonNegativeFloat = 0.0
     data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.hidden < 1:
-            raise ValueError("digits_mlp needs hidden >= 1")
-        if self.init not in INITS:
-            raise ValueError(f"unknown init {self.init!r}; choose {', '.join(INITS)}")
-        if self.l2 < 0:
-            raise ValueError("digits_mlp needs l2 >= 0")
 
 
 @register_problem
@@ -274,30 +246,26 @@ class DigitsMLP(Problem):
                                        clients=p.client_indices(split.y_train, p.data_seed))
 
 
-@dataclass(frozen=True)
+@params
 class SyntheticMLPParams(DigitsMLPParams):
     """The MLP of :class:`DigitsMLPParams` on :func:`~problems.data.generated.generated_split`
     data (defaults: MNIST's size and dimension, 60,000 + 10,000 samples in 784 features)."""
 
-    n_train: int = 60_000
-    n_test: int = 10_000
-    features: int = 784
-    informative: int = 32
-    classes: int = 10
-    clusters: int = 2
-    class_sep: float = 1.0
-    flip: float = 0.0
+    n_train: Count = 60_000
+    n_test: Count = 10_000
+    features: Count = 784
+    informative: Annotated[int, Ge(2)] = 32
+    classes: Annotated[int, Ge(2)] = 10
+    clusters: Count = 2
+    class_sep: PositiveFloat = 1.0
+    flip: Annotated[float, Ge(0), Lt(1)] = 0.0
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if min(self.n_train, self.n_test) < 1 or not 2 <= self.informative <= self.features:
-            raise ValueError("synthetic_mlp needs n_train, n_test >= 1 and "
-                             "2 <= informative <= features")
-        if self.classes * self.clusters > 2 ** self.informative or self.classes < 2:
-            raise ValueError("synthetic_mlp needs 2 <= classes and "
+    @model_validator(mode="after")
+    def _room_for_the_classes(self) -> Self:
+        if self.informative > self.features or self.classes * self.clusters > 2 ** self.informative:
+            raise ValueError("synthetic_mlp needs informative <= features and "
                              "classes * clusters <= 2**informative")
-        if self.class_sep <= 0 or not 0 <= self.flip < 1:
-            raise ValueError("synthetic_mlp needs class_sep > 0 and 0 <= flip < 1")
+        return self
 
 
 @register_problem

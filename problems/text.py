@@ -16,15 +16,16 @@ for bert-base-uncased). Per-sample gradients of BERT-base are 110M floats each: 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from annotated_types import Ge
 
 from problems.backend import require
 from problems.base import Problem, register_problem
 from problems.data.cola import TextSplit, load_cola
 from problems.data.common import Split, local_path
+from problems.params import Count, params
 from problems.supervised import (
     ClassificationInstance,
     DataParams,
@@ -56,7 +57,7 @@ def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
         y_test=keep.y_test)
 
 
-@dataclass(frozen=True)
+@params
 class ColaBertParams(DataParams):
     """``model_dir``: local bert-base-uncased saved with ``save_pretrained`` (relative paths
     are read under the data root; None: a small random BERT); ``max_length``:
@@ -64,15 +65,10 @@ class ColaBertParams(DataParams):
     ``data_dir`` when missing (not part of the run id, see :data:`bench.spec.UNHASHED`)."""
 
     model_dir: str | None = None
-    max_length: int = 64
-    chunk_size: int | None = 8
-    eval_chunk: int = 256
+    max_length: Annotated[int, Ge(2)] = 64
+    chunk_size: Count | None = 8
+    eval_chunk: Count = 256
     download: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.max_length < 2:
-            raise ValueError(f"max_length must be >= 2, got {self.max_length}")
 
 
 @register_problem

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 from abc import abstractmethod
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
+from pydantic import PositiveFloat
 
 from problems.backend import require
 from problems.base import Problem, register_problem
@@ -33,6 +33,7 @@ from problems.data.common import Split, local_path
 from problems.data.digits import load_digits_split
 from problems.data.mnist import load_mnist
 from problems.models.mlp import MLP, layer_sizes
+from problems.params import Count, Fraction, params
 from problems.supervised import (
     ClassificationInstance,
     DataParams,
@@ -41,9 +42,10 @@ from problems.supervised import (
     subsampled,
 )
 
-NORMS = ("group", "none")  # = problems.models.cnn.NORMS (that module needs torch)
-STEMS = ("cifar", "imagenet")  # = problems.models.resnet.STEMS
-NORMALIZE = ("dataset", "imagenet", "symmetric", "none")
+Norm = Literal["group", "none"]  # = problems.models.cnn.NORMS (that module needs torch)
+Stem = Literal["cifar", "imagenet"]  # = problems.models.resnet.STEMS
+Normalize = Literal["dataset", "imagenet", "symmetric", "none"]
+NORMS, STEMS = get_args(Norm), get_args(Stem)
 # Per-channel mean and std of [0, 1] pixels. CIFAR-10: FFCV's values (notes §5.2, /255).
 MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2023, 0.1994, 0.2010)),
@@ -69,7 +71,7 @@ def normalized(x: np.ndarray, mean: tuple[float, ...], std: tuple[float, ...]) -
     return ((x - m) / s).astype(np.float32)
 
 
-@dataclass(frozen=True)
+@params
 class ImageParams(DataParams):
     """External images; ``normalize``: per-channel with the data set's ("dataset") or
     ImageNet's ("imagenet") mean and std, to [−1, 1] ("symmetric"), or "none";
@@ -77,14 +79,8 @@ class ImageParams(DataParams):
     run id, see :data:`bench.spec.UNHASHED`; parallel runs may each start a download: run
     one first)."""
 
-    normalize: str = "dataset"
+    normalize: Normalize = "dataset"
     download: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.normalize not in NORMALIZE:
-            raise ValueError(f"unknown normalize {self.normalize!r}; choose one of "
-                             f"{', '.join(NORMALIZE)}")
 
 
 def image_split(variant: str, p: ImageParams) -> Split:
@@ -97,27 +93,15 @@ def image_split(variant: str, p: ImageParams) -> Split:
                                x_test=normalized(split.x_test, mean, std))
 
 
-def check_cnn(width: float, norm: str, groups: int) -> None:
-    """Validate the Appendix-A CNN's params (``norm``: one of :data:`NORMS`)."""
-    if width <= 0 or groups < 1:
-        raise ValueError(f"the CNN needs width > 0 and groups >= 1, got {width}, {groups}")
-    if norm not in NORMS:
-        raise ValueError(f"unknown norm {norm!r}; choose one of {', '.join(NORMS)}")
-
-
-@dataclass(frozen=True)
+@params
 class DigitsCNNParams(OracleParams):
     """Appendix-A CNN on digits: channel multiplier, norm, GN groups; digits split."""
 
-    width: float = 0.25
-    norm: str = "group"
-    groups: int = 16
-    test_fraction: float = 0.25
+    width: PositiveFloat = 0.25
+    norm: Norm = "group"
+    groups: Count = 16
+    test_fraction: Fraction = 0.25
     data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cnn(self.width, self.norm, self.groups)
 
 
 @register_problem
@@ -168,17 +152,13 @@ class CifarProblem(Problem):
                                        **p.oracle_kw)
 
 
-@dataclass(frozen=True)
+@params
 class CifarCNNParams(ImageParams):
     """Appendix-A CNN: channel multiplier, norm ("group" | "none") and GN groups."""
 
-    width: float = 1.0
-    norm: str = "group"
-    groups: int = 16
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_cnn(self.width, self.norm, self.groups)
+    width: PositiveFloat = 1.0
+    norm: Norm = "group"
+    groups: Count = 16
 
 
 @register_problem
@@ -200,22 +180,14 @@ class Cifar10CNN(CifarProblem):
         return TorchModel(module, sample_ndim=3)
 
 
-@dataclass(frozen=True)
+@params
 class ResNetParams(ImageParams):
     """ResNet-18: channel multiplier, GN groups, and stem ("cifar" | "imagenet"; None:
     "imagenet" with pretrained weights, else "cifar")."""
 
-    width: float = 1.0
-    groups: int = 32
-    stem: str | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.width <= 0 or self.groups < 1:
-            raise ValueError(f"ResNet-18 needs width > 0 and groups >= 1, got {self.width}, "
-                             f"{self.groups}")
-        if self.stem not in (None, *STEMS):
-            raise ValueError(f"unknown stem {self.stem!r}; choose one of {', '.join(STEMS)}")
+    width: PositiveFloat = 1.0
+    groups: Count = 32
+    stem: Stem | None = None
 
 
 @register_problem
@@ -237,7 +209,7 @@ class Cifar10ResNet18(CifarProblem):
         return TorchModel(module, sample_ndim=3, reinit=init_resnet)
 
 
-@dataclass(frozen=True)
+@params
 class PretrainedResNetParams(ResNetParams):
     """``weights``: a local torchvision resnet18 state_dict (relative paths are read under
     the data root; None: from scratch)."""
@@ -275,17 +247,12 @@ class Cifar100ResNet18(CifarProblem):
         return TorchModel(module, sample_ndim=3, reinit=init_head)
 
 
-@dataclass(frozen=True)
+@params
 class CifarVGGParams(ImageParams):
     """huang2025's tanh VGG: channel multiplier; pixels scaled to [−1, 1] as DP-FTRL."""
 
-    normalize: str = "symmetric"
-    width: float = 1.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.width > 0:
-            raise ValueError(f"width must be > 0, got {self.width}")
+    normalize: Normalize = "symmetric"
+    width: PositiveFloat = 1.0
 
 
 @register_problem
@@ -307,17 +274,12 @@ class Cifar10VGG(CifarProblem):
                           reinit=init_vgg)
 
 
-@dataclass(frozen=True)
+@params
 class ImageMLPParams(ImageParams):
     """tao2025's network: one hidden layer (``hidden`` units, ReLU), Kaiming-uniform weights,
     zero biases, on flattened, normalised images."""
 
-    hidden: int = 128
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.hidden < 1:
-            raise ValueError(f"hidden must be >= 1, got {self.hidden}")
+    hidden: Count = 128
 
 
 class ImageMLP(Problem):

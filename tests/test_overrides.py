@@ -49,7 +49,7 @@ def test_an_entry_can_be_picked_by_index() -> None:
     ("seeds", "expected PATH=VALUE"),
     ("colour=red", "unknown key 'colour'"),
     ("algorithms.adam.lr=0.1", "no algorithms entry named, labelled or numbered 'adam'"),
-    ("seeds=-1", "seeds must be >= 1"),
+    ("seeds=-1", "seeds' must be a count"),
     ("algorithms.dp_sgd.lr=-1", "lr must be > 0"),
     ("privacy.epsilon=[", "the value is not valid YAML"),
 ])

@@ -71,7 +71,7 @@ def test_without_extend_the_edge_is_recorded_and_the_premise_fails(tmp_path: Pat
 
 
 def test_extend_must_be_a_count() -> None:
-    with pytest.raises(SpecError, match="extend"):
+    with pytest.raises(ValueError, match="extend"):
         TuningRule(extend=-1)
     doc = experiment(1, [1e-4, 2e-4])
     doc["tuning"]["extend"] = "yes"

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
-ACTIVATIONS = ("tanh", "relu")
-INITS = ("glorot", "kaiming")
+Activation = Literal["tanh", "relu"]
+Init = Literal["glorot", "kaiming"]
+ACTIVATIONS = get_args(Activation)
+INITS = get_args(Init)
 _TAPS: list[Callable[[int, Any, Any], None]] = []
 
 

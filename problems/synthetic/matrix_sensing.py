@@ -29,31 +29,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import NonNegativeFloat, PositiveFloat
 
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.minimax import MinimaxOracle, TorchMinimaxOracle
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class MatrixSensingParams:
-    p: int = 20
-    q: int = 20
-    rank: int = 3
-    n: int = 400
-    noise: float = 0.01
-    init: float = 0.1
-    x_star_norm: float | None = 20.0
+    p: Count = 20
+    q: Count = 20
+    rank: Count = 3
+    n: Count = 400
+    noise: NonNegativeFloat = 0.01
+    init: NonNegativeFloat = 0.1
+    x_star_norm: PositiveFloat | None = 20.0  # None: no rescaling
     data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        if min(self.p, self.q, self.rank, self.n) < 1:
-            raise ValueError("matrix_sensing needs p, q, rank, n >= 1")
-        if self.noise < 0 or self.init < 0:
-            raise ValueError("matrix_sensing needs noise >= 0 and init >= 0")
-        if self.x_star_norm is not None and not self.x_star_norm > 0:
-            raise ValueError("x_star_norm must be > 0 (or None: no rescaling)")
 
 
 @dataclass

@@ -19,28 +19,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import NonNegativeFloat
 
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class NCLeastSquaresParams:
-    clients: int = 10
-    d: int = 10
-    lam: float = 1.0
-    base_n: int = 2000
-    dup: int = 1
-    noise_var: float = 2.0
+    clients: Count = 10
+    d: Count = 10
+    lam: NonNegativeFloat = 1.0
+    base_n: Count = 2000
+    dup: Count = 1
+    noise_var: NonNegativeFloat = 2.0
     data_seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("clients", "d", "base_n", "dup"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"nc_least_squares needs {name} >= 1")
-        if self.lam < 0 or self.noise_var < 0:
-            raise ValueError("nc_least_squares needs lam >= 0 and noise_var >= 0")
 
 
 @dataclass

@@ -22,32 +22,34 @@ d = max(d_x, d_y)).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
+from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.minimax import MinimaxOracle, TorchMinimaxOracle
 from problems.oracles import Oracle
+from problems.params import Count, params
 
 
-@dataclass(frozen=True)
+@params
 class DoubleWellParams:
-    d: int = 10
-    d_y: int = 10
-    n: int = 2000
-    mu: float = 1.0
-    beta: float = 0.5
-    spread: float = 0.3
-    init: float = 0.01
+    d: Count = 10
+    d_y: Count = 10
+    n: Count = 2000
+    mu: PositiveFloat = 1.0
+    beta: NonNegativeFloat = 0.5
+    spread: NonNegativeFloat = 0.3
+    init: NonNegativeFloat = 0.01
     data_seed: int = 0
 
-    def __post_init__(self) -> None:
-        if min(self.d, self.d_y, self.n) < 1 or self.d_y < self.d:
-            raise ValueError("ncsc_double_well needs d, n >= 1 and d_y >= d")
-        if not (self.mu > 0 and self.beta >= 0 and self.spread >= 0 and self.init >= 0):
-            raise ValueError("ncsc_double_well needs mu > 0 and beta, spread, init >= 0")
+    @model_validator(mode="after")
+    def _y_covers_x(self) -> Self:
+        if self.d_y < self.d:
+            raise ValueError(f"ncsc_double_well needs d_y >= d, got d_y={self.d_y}, d={self.d}")
+        return self
 
 
 @dataclass

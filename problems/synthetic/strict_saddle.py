@@ -23,39 +23,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any, Self
 
 import numpy as np
+from annotated_types import Ge, MultipleOf
+from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend
 from problems.base import Instance, Problem, register_problem
 from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
+from problems.params import Count, params
 from problems.partition import partition
 
 
-@dataclass(frozen=True)
+@params
 class StrictSaddleParams:
-    d: int = 10
-    n: int = 1000
-    lam: float = 1.0
-    mu: float = 1.0
-    sigma1: float = 0.5
-    sigma2: float = 0.5
-    init_scale: float = 0.0
-    clients: int = 1
+    d: Annotated[int, Ge(2)] = 10
+    n: Annotated[int, Ge(2), MultipleOf(2)] = 1000
+    lam: PositiveFloat = 1.0
+    mu: PositiveFloat = 1.0
+    sigma1: NonNegativeFloat = 0.5
+    sigma2: NonNegativeFloat = 0.5
+    init_scale: NonNegativeFloat = 0.0
+    clients: Count = 1
     data_seed: int = 0
 
-    def __post_init__(self) -> None:
-        if not 1 <= self.clients <= self.n:
-            raise ValueError(f"strict_saddle needs 1 <= clients <= n, got {self.clients}")
-        if self.d < 2:
-            raise ValueError("strict_saddle needs d >= 2")
-        if self.n < 2 or self.n % 2:
-            raise ValueError("strict_saddle needs an even n >= 2 (samples come in pairs)")
-        if self.lam <= 0 or self.mu <= 0:
-            raise ValueError("strict_saddle needs lam > 0 and mu > 0")
-        if self.sigma1 < 0 or self.sigma2 < 0 or self.init_scale < 0:
-            raise ValueError("strict_saddle needs sigma1, sigma2, init_scale >= 0")
+    @model_validator(mode="after")
+    def _clients_hold_samples(self) -> Self:
+        if self.clients > self.n:
+            raise ValueError(f"strict_saddle needs clients <= n, got clients={self.clients}, "
+                             f"n={self.n}")
+        return self
 
 
 def _unit_rows(rng: np.random.Generator, rows: int, d: int) -> np.ndarray:
