@@ -30,19 +30,28 @@ recorded output, so the algorithm's state follows the same path, and
 L0 also learns each release tag's canary direction (the normalised change of its value),
 which the score uses.
 
-**L1, statistical** (:func:`canary_scores`, then :func:`bench.audit.audit`). Thousands of
-runs on each data set; each run's score is the claimed-parameter log-likelihood ratio of
-the outputs projected on their tag's canary direction: Σ Δ m/s² for a release of std s and
-sensitivity Δ, log(1 − q + q·e^{(Δm − Δ²/2)/s²}) for a Poisson round of rate q. The
-threshold is chosen on half the runs and Clopper–Pearson bounds on the other half are
-compared with the trade-off curve of the plan's ledger.
+**L1, statistical** (:func:`canary_observations`, then :func:`bench.audit.audit`). Thousands
+of runs on each data set, each observed white-box (Nasr et al. 2023): every release and
+every iterate. A run's observation is (i) the claimed-parameter log-likelihood ratio of its
+releases projected on their tag's canary direction, summed over releases: Σ (Δm − Δ²/2)/s²
+for a release of std s and sensitivity Δ, log(1 − q + q·e^{(Δm − Δ²/2)/s²}) for a Poisson
+round of rate q; (ii) the canary coordinate of every iterate and of the output (what the
+algorithm lets out, so a release that bypasses the mechanism shows there). The statistics
+are in :mod:`bench.audit`. The audit's power comes from its *setting*
+(:data:`POWER_SETTINGS`): full batches (q = 1, where the optimal statistic is Gaussian and
+the GDP fit exact) and few steps.
+
+**Assumptions** (:func:`make_audit`'s ``norm``). An algorithm that does not clip
+(``assumes_bound``) is audited in regime with a canary of norm exactly C, and also with a
+canary above C (a violated assumption: L1 then measures what a run that meets such a record
+really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +76,11 @@ AUDIT_PROBLEMS: dict[bool, tuple[str, dict[str, Any]]] = {
 #: short runs with small batches: the audit needs thousands of them
 AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
                                   "batch_refresh": 16, "batch_diff": 8}
+#: L1's default setting, chosen for power (Nasr et al. 2023): the batch parameters of
+#: :data:`FULL_BATCH` set to n (q = 1: nothing is subsampled, so the composed mechanism is
+#: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs)
+POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4}
+FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
@@ -281,6 +295,8 @@ class AuditSetup:
     backend: Backend
     norm: float
     world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
+    #: the latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's ``guarantee_void``)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
     @property
     def values(self) -> tuple[float, float]:
@@ -300,12 +316,19 @@ class AuditSetup:
                               np.random.default_rng(sampling), **mech_kw)
         oracle = canary_oracle(self.base, value)
         xs = [np.array(s.x, dtype=float) for s in algorithm.iterate(oracle, self.plan, mech)]
+        self.diagnostics = algorithm.diagnostics()
         return mech, xs, np.array(algorithm.output(), dtype=float)
 
 
 def audit_params(name: str, **overrides: Any) -> Any:
     """Algorithm ``name``'s parameters for audits: short runs, small batches."""
     return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
+
+
+def power_params(name: str, n: int, **overrides: Any) -> Any:
+    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`."""
+    full = {key: n for key in FULL_BATCH}
+    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full}, **overrides)
 
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
@@ -318,8 +341,11 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
     return cls(cls.Params(**params)).build(0)
 
 
-def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) -> AuditSetup:
-    """Plan ``algorithm`` on ``instance``'s canary data set for ``target``."""
+def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
+               norm: float | None = None) -> AuditSetup:
+    """Plan ``algorithm`` on ``instance``'s canary data set for ``target``; the canary's norm
+    is ``norm``, else the assumed bound C of an algorithm that does not clip, else
+    :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -331,7 +357,8 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) 
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
     plan = algorithm.plan(canary_data(instance), target)
-    norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    if norm is None:
+        norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
                       "add" if poisson else "replace")
@@ -522,17 +549,22 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 # -- L1 ---------------------------------------------------------------------------------------
-def canary_scores(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
-                  seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """L1 scores of ``runs`` runs with the canary and ``runs`` without it."""
+def observation(setup: AuditSetup, value: float, seed: int,
+                directions: dict[str, np.ndarray]) -> np.ndarray:
+    """One run's L1 observation: its release LLR score, then the canary coordinate of
+    x_1..x_T (padded with the last when a run stops early) and of the output."""
+    mech, xs, out = setup.run(value, seed, keep=False, directions=directions)
+    path = [x[-1] for x in xs][: setup.plan.steps] or [0.0]  # x_0's canary coordinate
+    path += [path[-1]] * (setup.plan.steps - len(path))
+    return np.array([mech.score, *path, out[-1]])
+
+
+def canary_observations(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
+                        seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """L1 observations (runs × (T + 2)) of ``runs`` runs with the canary and ``runs``
+    without it."""
     value_in, value_out = setup.values
-
-    def scores(value: float, offset: int) -> Iterator[float]:
-        for r in range(runs):
-            mech, _, _ = setup.run(value, seed + 2 * r + offset, keep=False,
-                                   directions=directions)
-            yield mech.score
-
-    return (np.fromiter(scores(value_in, 0), float, runs),
-            np.fromiter(scores(value_out, 1), float, runs))
-
+    return (np.array([observation(setup, value_in, seed + 2 * r, directions)
+                      for r in range(runs)]),
+            np.array([observation(setup, value_out, seed + 2 * r + 1, directions)
+                      for r in range(runs)]))
