@@ -102,14 +102,18 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
     if mu <= 0:
         return 0.0
+    if math.isinf(mu):
+        return 1.0
     return float(stats.norm.cdf(-epsilon / mu + mu / 2)
-                 - math.exp(epsilon) * stats.norm.cdf(-epsilon / mu - mu / 2))
+                 - math.exp(epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2)))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
     """The smallest ε with δ(ε) ≤ ``delta`` under μ-GDP (0 for μ ≤ 0)."""
     if mu <= 0 or gdp_delta(0.0, mu) <= delta:
         return 0.0
+    if math.isinf(mu):
+        return math.inf
     high = 1.0
     while gdp_delta(high, mu) > delta:
         high *= 2
@@ -412,6 +416,9 @@ class AlgorithmAudit:
     exact: ExactReport
     exact_l1: ExactReport | None
     canary: AuditResult
+    #: L1 also in the subsampled setting where the claim rests on Poisson amplification
+    #: (a wrong rate q cannot show at q = 1)
+    canary_subsampled: AuditResult | None = None
     assumptions: list[AssumptionAudit] = field(default_factory=list)
     cpu_seconds: float = 0.0
 
@@ -422,7 +429,8 @@ class AlgorithmAudit:
     @property
     def passed(self) -> bool:
         """L0 and L1 in regime (an assumption audit breaks the assumption on purpose)."""
-        return self.exact_passed and self.canary.passed
+        return self.exact_passed and self.canary.passed and (
+            self.canary_subsampled is None or self.canary_subsampled.passed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "paper": self.paper, "problem": self.problem,
@@ -432,6 +440,8 @@ class AlgorithmAudit:
                 "paper_calibration": self.paper_calibration, "exact": self.exact.to_dict(),
                 "exact_l1": None if self.exact_l1 is None else self.exact_l1.to_dict(),
                 "exact_passed": self.exact_passed, "canary": self.canary.to_dict(),
+                "canary_subsampled": None if self.canary_subsampled is None
+                else self.canary_subsampled.to_dict(),
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "cpu_seconds": self.cpu_seconds, "passed": self.passed}
 
@@ -484,6 +494,12 @@ def assumption_audit(setup: AuditSetup, norm: float, runs: int, *, alpha: float,
                            None if void is None else bool(void), exact.failures, result)
 
 
+def _poisson(ledger: Ledger) -> bool:
+    """True when some round is Poisson-subsampled at q < 1 (privacy rests on the rate)."""
+    return any(r.sampling.scheme == "poisson" and r.sampling.rate < 1.0
+               for r, _ in ledger.summary())
+
+
 def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAULT_RUNS,
                     epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
                     alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
@@ -492,7 +508,8 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
                     above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
-    ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting``, and for an
+    ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and L1 in the
+    subsampled setting too where a Poisson rate is claimed), and for an
     algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
@@ -507,6 +524,10 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
     directions = (exact_l1 or exact).directions
     result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
+    subsampled = None
+    if setting == "power" and _poisson(exact_setup.plan.ledger):
+        subsampled = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
+                                  seed=seed + 10**6)
     alg = setup.algorithm
     assumptions = [assumption_audit(setup, m * setup.norm, runs, alpha=alpha,
                                     seed=seed + 2 * 10**6)
@@ -518,5 +539,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         calibration=setup.plan.calibration, eps_claimed=setup.plan.eps.to_dict(),
         eps_paper=setup.plan.eps_paper,
         paper_calibration=paper_calibration(alg, instance, epsilon, delta),
-        exact=exact, exact_l1=exact_l1, canary=result, assumptions=assumptions,
+        exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=subsampled,
+        assumptions=assumptions,
         cpu_seconds=time.process_time() - started)
