@@ -504,12 +504,13 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
                     epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
                     alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
                     algorithm: Callable[[Any], Algorithm] | None = None,
-                    setting: str = "power",
+                    setting: str = "power", subsampled: bool = True,
                     above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
-    ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and L1 in the
-    subsampled setting too where a Poisson rate is claimed), and for an
+    ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and with
+    ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), and
+    for an
     algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
@@ -524,9 +525,9 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
     directions = (exact_l1 or exact).directions
     result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
-    subsampled = None
-    if setting == "power" and _poisson(exact_setup.plan.ledger):
-        subsampled = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
+    second = None
+    if subsampled and setting == "power" and _poisson(exact_setup.plan.ledger):
+        second = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
                                   seed=seed + 10**6)
     alg = setup.algorithm
     assumptions = [assumption_audit(setup, m * setup.norm, runs, alpha=alpha,
@@ -539,6 +540,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         calibration=setup.plan.calibration, eps_claimed=setup.plan.eps.to_dict(),
         eps_paper=setup.plan.eps_paper,
         paper_calibration=paper_calibration(alg, instance, epsilon, delta),
-        exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=subsampled,
+        exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=second,
         assumptions=assumptions,
         cpu_seconds=time.process_time() - started)
