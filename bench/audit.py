@@ -55,6 +55,7 @@ from bench.canary import (
     make_audit,
     power_params,
 )
+from bench.one_run_audit import OneRunAudit, one_run_audit
 from problems import Instance
 
 TradeOff = Callable[[float], float]
@@ -420,6 +421,8 @@ class AlgorithmAudit:
     #: (a wrong rate q cannot show at q = 1)
     canary_subsampled: AuditResult | None = None
     assumptions: list[AssumptionAudit] = field(default_factory=list)
+    #: the one-run audit beside it (reported; its 95% confidence is not gated on)
+    one_run: OneRunAudit | None = None
     cpu_seconds: float = 0.0
 
     @property
@@ -443,6 +446,7 @@ class AlgorithmAudit:
                 "canary_subsampled": None if self.canary_subsampled is None
                 else self.canary_subsampled.to_dict(),
                 "assumptions": [a.to_dict() for a in self.assumptions],
+                "one_run": None if self.one_run is None else self.one_run.to_dict(),
                 "cpu_seconds": self.cpu_seconds, "passed": self.passed}
 
 
@@ -504,14 +508,15 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
                     epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
                     alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
                     algorithm: Callable[[Any], Algorithm] | None = None,
-                    setting: str = "power", subsampled: bool = True,
+                    setting: str = "power", subsampled: bool = True, one_run: bool = True,
                     above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
     ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and with
     ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), and
     for an
-    algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C."""
+    algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C; with
+    ``one_run``, the one-run audit (:mod:`bench.one_run_audit`) beside them."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
     started = time.process_time()
@@ -542,4 +547,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         paper_calibration=paper_calibration(alg, instance, epsilon, delta),
         exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=second,
         assumptions=assumptions,
+        one_run=one_run_audit(name, epsilon=epsilon, delta=delta, seed=seed, algorithm=make)
+        if one_run else None,
         cpu_seconds=time.process_time() - started)

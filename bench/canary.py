@@ -89,35 +89,43 @@ TOLERANCE = 1e-6
 
 # -- the canary data set ------------------------------------------------------------------
 class CanaryOracle(Oracle):
-    """``base`` in the first d coordinates plus the canary coordinate k = d; record SLOT's
-    loss is ``value``·x_k alone (numpy backend)."""
+    """``base`` in the first d coordinates plus one canary coordinate per slot: record i <
+    m (m = len(``values``), one value for the audit's single SLOT) has loss
+    ``values[i]``·x_{d+i} alone (numpy backend). Many slots serve the one-run audit."""
 
-    def __init__(self, base: Oracle, value: float, **kw: Any) -> None:
+    def __init__(self, base: Oracle, values: float | Sequence[float], **kw: Any) -> None:
         if base.backend.name != "numpy":
             raise ValueError("the canary audit runs on the numpy backend")
-        super().__init__(base.backend, n=base.n, d=base.d + 1,
-                         x0=np.append(np.asarray(base.x0, dtype=float), 0.0),
+        self.values = np.atleast_1d(np.asarray(values, dtype=float))
+        super().__init__(base.backend, n=base.n, d=base.d + len(self.values),
+                         x0=np.append(np.asarray(base.x0, dtype=float),
+                                      np.zeros(len(self.values))),
                          clients=base.clients, **kw)
-        self.base, self.value = base, float(value)
+        self.base = base
+
+    def _slots(self, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(idx) < len(self.values)
 
     def _rows(self, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         out = np.zeros((len(idx), self.d))
-        out[:, :-1] = rows
-        out[idx == SLOT] = 0.0
-        out[idx == SLOT, -1] = self.value
+        out[:, : self.base.d] = rows
+        slots = self._slots(idx)
+        out[slots] = 0.0
+        out[slots, self.base.d + idx[slots]] = self.values[idx[slots]]
         return out
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
-        return self._rows(self.base.per_sample_grads(x[:-1], idx), np.asarray(idx))
+        return self._rows(self.base.per_sample_grads(x[: self.base.d], idx), np.asarray(idx))
 
     def _others(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
-        return idx[idx != SLOT]
+        return idx[~self._slots(idx)]
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
-        others = self._others(idx)
-        base = self.base._loss_sum(x[:-1], others) if len(others) else 0.0
-        return base + (len(others) < len(idx)) * self.value * x[-1]
+        idx, others = np.asarray(idx), self._others(idx)
+        base = self.base._loss_sum(x[: self.base.d], others) if len(others) else 0.0
+        slots = idx[self._slots(idx)]
+        return base + float(np.dot(self.values[slots], x[self.base.d + slots]))
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self.per_sample_grads(x, idx).sum(axis=0)
@@ -126,45 +134,47 @@ class CanaryOracle(Oracle):
         out = np.zeros(self.d)
         others = self._others(idx)
         if len(others):
-            out[:-1] = self.base._hvp_sum(x[:-1], v[:-1], others)
+            d = self.base.d
+            out[:d] = self.base._hvp_sum(x[:d], v[:d], others)
         return out
 
 
 class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
-    """The canary on a minimax problem: the slot's F is ``value``·x_k (no y-dependence).
-    The best response y*(x) is the base problem's (with the slot's base record): the same
+    """The canary on a minimax problem: a slot's F is ``value``·x_k (no y-dependence).
+    The best response y*(x) is the base problem's (with the slots' base records): the same
     function in both worlds, so it carries no difference between them."""
 
     base: MinimaxOracle
 
-    def __init__(self, base: MinimaxOracle, value: float) -> None:
-        super().__init__(base, value, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
+    def __init__(self, base: MinimaxOracle, values: float | Sequence[float]) -> None:
+        super().__init__(base, values, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
 
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
-        gx, gy = self.base.per_sample_partials(x[:-1], y, idx)
+        gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
         gy = np.array(gy, dtype=float)
-        gy[idx == SLOT] = 0.0
+        gy[self._slots(idx)] = 0.0
         return self._rows(gx, idx), gy
 
     def best_response(self, x: Any) -> Any:
-        return self.base.best_response(x[:-1])
+        return self.base.best_response(x[: self.base.d])
 
     def project_y(self, y: Any) -> Any:
         return self.base.project_y(y)
 
 
-def canary_oracle(base: Oracle, value: float) -> CanaryOracle:
-    """``base`` with the slot holding the canary (``value`` = +a), the zero record (0) or the
-    anti-canary (−a)."""
+def canary_oracle(base: Oracle, values: float | Sequence[float]) -> CanaryOracle:
+    """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
+    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit)."""
     if isinstance(base, MinimaxOracle):
-        return CanaryMinimaxOracle(base, value)
-    return CanaryOracle(base, value)
+        return CanaryMinimaxOracle(base, values)
+    return CanaryOracle(base, values)
 
 
-def canary_data(instance: Instance) -> DataSize:
-    """What calibration sees of the canary data set: the instance with one more coordinate."""
-    return DataSize(n=instance.n, d=instance.d + 1, constants=instance.constants,
+def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
+    """What calibration sees of the canary data set: the instance with one more coordinate
+    per canary."""
+    return DataSize(n=instance.n, d=instance.d + canaries, constants=instance.constants,
                     clients=instance.clients)
 
 
@@ -307,9 +317,10 @@ class AuditSetup:
         """A copy of the planned algorithm (plan() may keep constants on it)."""
         return copy.deepcopy(self.algorithm)
 
-    def run(self, value: float, seed: int, **mech_kw: Any
+    def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
-        """One run on the data set whose slot holds ``value``: (mechanism, iterates, output)."""
+        """One run on the data set whose slot holds ``value`` (slots 0..m−1 the m values of
+        an array): (mechanism, iterates, output)."""
         algorithm = self.fresh()
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
@@ -342,10 +353,10 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
 
 
 def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
-               norm: float | None = None) -> AuditSetup:
-    """Plan ``algorithm`` on ``instance``'s canary data set for ``target``; the canary's norm
-    is ``norm``, else the assumed bound C of an algorithm that does not clip, else
-    :data:`ADVERSARIAL_NORM`."""
+               norm: float | None = None, canaries: int = 1) -> AuditSetup:
+    """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
+    ``target``; the canary's norm is ``norm``, else the assumed bound C of an algorithm that
+    does not clip, else :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -356,7 +367,7 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
         raise ValueError(f"{algorithm.name} is a minimax algorithm; audit it on a minimax "
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
-    plan = algorithm.plan(canary_data(instance), target)
+    plan = algorithm.plan(canary_data(instance, canaries), target)
     if norm is None:
         norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())

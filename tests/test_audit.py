@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from algorithms.privacy.ledger import Ledger, Release, Sampling
 from algorithms.privacy.accounting import gaussian_mechanism_epsilon
+from algorithms.privacy.ledger import Ledger, Release, Sampling
 from bench.audit import (
     audit,
     choose_statistic,
