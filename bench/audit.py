@@ -10,12 +10,15 @@ canary coordinates (what the algorithm actually lets out: it sees releases that 
 mechanism); whichever separates the two worlds better. On the second half two bounds are
 computed, each at confidence 1 − α:
 
-* **GDP fit** (Nasr et al. 2023 §5): μ̂ = (mean_in − mean_out)/pooled std of the statistic,
-  μ_lb = μ̂ − z_{1−α}·se(μ̂), ε_lb = the ε of μ_lb-GDP at δ. Exact when the claimed
-  mechanism is a composition of unsampled Gaussians (then the optimal statistic is
-  Gaussian in both worlds and its separation is the mechanism's μ): the audit **fails**
-  when μ_lb > μ claimed. Otherwise (subsampling, pure releases) the fitted ε is an
-  indication, not a bound, and is never gated on.
+* **GDP fit** (Nasr et al. 2023 §5), where the claimed mechanism is a composition of
+  unsampled Gaussians (μ-GDP; the power setting makes it so). For the release LLR, which is
+  Gaussian under the claim (each release's canary coordinate is the canary's constant
+  contribution plus fresh noise), μ̂ = (mean_in − mean_out)/pooled std and μ_lb = μ̂ −
+  z_{1−α}·se(μ̂). For the iterates' statistic, which need not be Gaussian (clipped or
+  projected updates), only its mean shift d in out-world stds is used: every statistic of a
+  μ-GDP pair has d ≤ √(e^{μ²} − 1), so μ_lb = √ln(1 + d_lb²) (a little looser). ε_lb is the
+  ε of μ_lb-GDP at δ; the audit **fails** when μ_lb > μ claimed. Without a GDP claim
+  (subsampling, pure releases) the fitted ε is an indication and is never gated on.
 * **Threshold** (distribution-free): a threshold picked on the first half, Clopper–Pearson
   bounds FPR_ub and TPR_lb on the second (α/2 each). An (ε, δ) claim allows at most
   TPR_max(FPR) = min_ε min(1, e^ε FPR + δ(ε), 1 − e^{−ε}(1 − δ(ε) − FPR)) over the
@@ -171,15 +174,36 @@ def gdp_fit(in_scores: np.ndarray, out_scores: np.ndarray, alpha: float) -> GdpF
     return GdpFit(mu, se, mu - float(stats.norm.ppf(1 - alpha)) * se)
 
 
+def any_statistic_mu_lower_bound(in_scores: np.ndarray, out_scores: np.ndarray,
+                                 alpha: float) -> float:
+    """A lower bound on μ from any statistic, Gaussian or not: under μ-GDP every
+    post-processing f has (E_in f − E_out f)/sd_out f ≤ √χ²(in‖out) ≤ √(e^{μ²} − 1)
+    (Cauchy–Schwarz, and Blackwell: the pair is a garbling of N(μ, 1) vs N(0, 1)), so
+    μ ≥ √ln(1 + d²) for the shift d in out-world stds (at its (1 − α) lower bound)."""
+    n_in, n_out = len(in_scores), len(out_scores)
+    var_in, var_out = in_scores.var(ddof=1), out_scores.var(ddof=1)
+    diff = float(in_scores.mean() - out_scores.mean())
+    if var_out <= 0:
+        return 0.0 if diff <= 0 or var_in > 0 else math.inf
+    d = diff / math.sqrt(var_out)
+    se = math.sqrt(var_in / var_out / n_in + 1 / n_out + d * d / (2 * n_out))
+    low = max(0.0, d - float(stats.norm.ppf(1 - alpha)) * se)
+    return math.sqrt(math.log1p(low * low))
+
+
 def detectable_epsilon(mu_claimed: float, runs_per_side: int, alpha: float,
                        delta: float) -> float:
-    """The smallest ε the GDP fit flags half the time with ``runs_per_side`` test runs a side:
-    the ε of μ_claimed + z_{1−α}·se (the power of the run count)."""
+    """The smallest ε the GDP fit of the release LLR flags half the time with
+    ``runs_per_side`` test runs a side: the ε of μ_claimed + z_{1−α}·se (the power of the run
+    count; the iterates' statistic needs a little more)."""
     se = mu_standard_error(mu_claimed, runs_per_side, runs_per_side)
     return gdp_epsilon(mu_claimed + float(stats.norm.ppf(1 - alpha)) * se, delta)
 
 
 # -- the statistic -----------------------------------------------------------------------------
+RELEASE_LLR = "release LLR"
+
+
 @dataclass(frozen=True)
 class Statistic:
     """A linear statistic of the observations: ``weights`` · row."""
@@ -205,7 +229,7 @@ def choose_statistic(in_obs: np.ndarray, out_obs: np.ndarray, alpha: float) -> S
     """The release LLR (column 0) or the Fisher discriminant of the other columns, whichever
     has the larger μ̂ on these (first-half) runs."""
     width = in_obs.shape[1]
-    llr = Statistic("release LLR", np.eye(width)[0])
+    llr = Statistic(RELEASE_LLR, np.eye(width)[0])
     if width == 1:
         return llr
     weights = np.zeros(width)
@@ -330,7 +354,12 @@ def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.nd
     statistic = choose_statistic(fit_in, fit_out, alpha)
     threshold = _best_threshold(statistic(fit_in), statistic(fit_out), claimed, alpha)
     fpr_ub, tpr_lb = _bounds(statistic(test_in), statistic(test_out), threshold, alpha)
-    fit = gdp_fit(statistic(test_in), statistic(test_out), alpha)
+    scores_in, scores_out = statistic(test_in), statistic(test_out)
+    fit = gdp_fit(scores_in, scores_out, alpha)
+    # the release LLR is Gaussian under the claim (q = 1: each release's canary coordinate is
+    # the canary's constant contribution plus fresh Gaussian noise); other statistics need not be
+    mu_lb = (fit.mu_lb if statistic.name == RELEASE_LLR
+             else any_statistic_mu_lower_bound(scores_in, scores_out, alpha))
     reference = mu_claimed if mu_claimed is not None else (
         gdp_mu(eps_claimed, delta) if eps_claimed and delta > 0 else None)
     detectable = (detectable_epsilon(reference, min(len(test_in), len(test_out)), alpha,
@@ -339,8 +368,8 @@ def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.nd
                        threshold=threshold, fpr_ub=fpr_ub, tpr_lb=tpr_lb,
                        tpr_max=claimed(fpr_ub), mu_lb=mu_lower_bound(fpr_ub, tpr_lb),
                        eps_lb=epsilon_lower_bound(fpr_ub, tpr_lb, delta), mu_hat=fit.mu_hat,
-                       mu_lb_gdp=fit.mu_lb,
-                       eps_lb_gdp=gdp_epsilon(fit.mu_lb, delta) if delta > 0 else 0.0,
+                       mu_lb_gdp=mu_lb,
+                       eps_lb_gdp=gdp_epsilon(mu_lb, delta) if delta > 0 else 0.0,
                        mu_claimed=mu_claimed, eps_claimed=eps_claimed,
                        eps_detectable=detectable)
 

@@ -85,6 +85,8 @@ FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
 TOLERANCE = 1e-6
+#: what the slots hold: one value (slot SLOT), or one per slot 0..m−1
+CanaryValues = float | Sequence[float] | np.ndarray
 
 
 # -- the canary data set ------------------------------------------------------------------
@@ -93,7 +95,7 @@ class CanaryOracle(Oracle):
     m (m = len(``values``), one value for the audit's single SLOT) has loss
     ``values[i]``·x_{d+i} alone (numpy backend). Many slots serve the one-run audit."""
 
-    def __init__(self, base: Oracle, values: float | Sequence[float], **kw: Any) -> None:
+    def __init__(self, base: Oracle, values: CanaryValues, **kw: Any) -> None:
         if base.backend.name != "numpy":
             raise ValueError("the canary audit runs on the numpy backend")
         self.values = np.atleast_1d(np.asarray(values, dtype=float))
@@ -146,7 +148,7 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
 
     base: MinimaxOracle
 
-    def __init__(self, base: MinimaxOracle, values: float | Sequence[float]) -> None:
+    def __init__(self, base: MinimaxOracle, values: CanaryValues) -> None:
         super().__init__(base, values, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
 
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
@@ -163,7 +165,7 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
         return self.base.project_y(y)
 
 
-def canary_oracle(base: Oracle, values: float | Sequence[float]) -> CanaryOracle:
+def canary_oracle(base: Oracle, values: CanaryValues) -> CanaryOracle:
     """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
     the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit)."""
     if isinstance(base, MinimaxOracle):

@@ -25,7 +25,7 @@ import bench.experiment
 from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
 from algorithms.base import CALIBRATIONS
 from algorithms.noisy_sgd import lemma_3_2_bound
-from bench.audit import DEFAULT_RUNS, SETTINGS, audit_algorithm
+from bench.audit import ABOVE_BOUND, DEFAULT_RUNS, SETTINGS, audit_algorithm
 from bench.env import git_sha
 from bench.executors import (
     EXECUTORS,
@@ -359,7 +359,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     results = Parallel(n_jobs=args.jobs)(
         delayed(audit_algorithm)(name, args.problem, runs=args.runs, epsilon=args.epsilon,
-                                 delta=args.delta, setting=args.setting)
+                                 delta=args.delta, setting=args.setting,
+                                 above_bound=args.above_bound or ABOVE_BOUND)
         for name in names)
     table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
                         "setting)")
@@ -489,6 +490,10 @@ def parser() -> argparse.ArgumentParser:
     au.add_argument("--setting", choices=SETTINGS, default="power",
                     help="L1's setting: power (full batches, few steps; default) or "
                          "subsampled (L0's small batches)")
+    au.add_argument("--above-bound", type=float, action="append", metavar="MULTIPLE",
+                    help="canary norm, as a multiple of C, of the assumption audit of an "
+                         "algorithm that assumes a bound (repeatable; default 3, e.g. add the "
+                         "largest per-sample norm seen in real runs ÷ C)")
     au.add_argument("--epsilon", type=float, default=2.0, help="target ε σ is calibrated to")
     au.add_argument("--delta", type=float, default=1e-5)
     au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")

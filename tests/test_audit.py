@@ -11,6 +11,7 @@ from scipy import stats
 from algorithms.privacy.accounting import gaussian_mechanism_epsilon
 from algorithms.privacy.ledger import Ledger, Release, Sampling
 from bench.audit import (
+    any_statistic_mu_lower_bound,
     audit,
     choose_statistic,
     clopper_pearson,
@@ -122,6 +123,20 @@ def test_gdp_fit_confidence_bound_covers_mu() -> None:
     misses = sum(gdp_fit(rng.normal(0.7, 1.0, 400), rng.normal(0.0, 1.0, 400), 0.05).mu_lb
                  > 0.7 for _ in range(400))
     assert misses <= 0.05 * 400 + 3 * np.sqrt(0.05 * 0.95 * 400)
+
+
+def test_any_statistic_bound_holds_for_the_likelihood_ratio_itself() -> None:
+    """f = the likelihood ratio of N(1, 1) vs N(0, 1) reaches d = √(e^{μ²} − 1) > μ: a
+    Gaussian fit of its mean shift would claim more than μ = 1, the χ² bound does not."""
+    rng = np.random.default_rng(2)
+    inside = np.exp(rng.normal(1.0, 1.0, 50_000) - 0.5)
+    outside = np.exp(rng.normal(0.0, 1.0, 50_000) - 0.5)
+    shift = (inside.mean() - outside.mean()) / outside.std()
+    assert shift > 1.1  # beyond μ
+    assert 0.85 < any_statistic_mu_lower_bound(inside, outside, 1e-3) <= 1.0
+    gaussian = any_statistic_mu_lower_bound(rng.normal(1.0, 1.0, 50_000),
+                                            rng.normal(0.0, 1.0, 50_000), 1e-3)
+    assert gaussian == pytest.approx(np.sqrt(np.log(2.0)), abs=0.05)  # √ln(1 + μ²)
 
 
 def test_ledger_gdp_mu_only_for_unsampled_gaussians() -> None:
