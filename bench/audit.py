@@ -227,7 +227,7 @@ def fisher_direction(in_obs: np.ndarray, out_obs: np.ndarray) -> np.ndarray:
 
 def choose_statistic(in_obs: np.ndarray, out_obs: np.ndarray, alpha: float) -> Statistic:
     """The release LLR (column 0) or the Fisher discriminant of the other columns, whichever
-    has the larger μ̂ on these (first-half) runs."""
+    gives the larger :func:`mu_bound` on these (first-half) runs."""
     width = in_obs.shape[1]
     llr = Statistic(RELEASE_LLR, np.eye(width)[0])
     if width == 1:
@@ -235,12 +235,21 @@ def choose_statistic(in_obs: np.ndarray, out_obs: np.ndarray, alpha: float) -> S
     weights = np.zeros(width)
     weights[1:] = fisher_direction(in_obs[:, 1:], out_obs[:, 1:])
     iterates = Statistic("iterates (Fisher)", weights)
-    return max((llr, iterates), key=lambda s: _fitted_mu(s, in_obs, out_obs, alpha))
+    return max((llr, iterates),
+               key=lambda s: _finite(mu_bound(s, s(in_obs), s(out_obs), alpha)))
 
 
-def _fitted_mu(statistic: Statistic, in_obs: np.ndarray, out_obs: np.ndarray,
-               alpha: float) -> float:
-    mu = gdp_fit(statistic(in_obs), statistic(out_obs), alpha).mu_hat
+def mu_bound(statistic: Statistic, in_scores: np.ndarray, out_scores: np.ndarray,
+             alpha: float) -> float:
+    """μ_lb of a statistic's scores: the Gaussian fit for the release LLR, which is Gaussian
+    under the claim (q = 1: each release's canary coordinate is the canary's constant
+    contribution plus fresh noise); the mean-shift bound for others, which need not be."""
+    if statistic.name == RELEASE_LLR:
+        return gdp_fit(in_scores, out_scores, alpha).mu_lb
+    return any_statistic_mu_lower_bound(in_scores, out_scores, alpha)
+
+
+def _finite(mu: float) -> float:
     return mu if math.isfinite(mu) or mu > 0 else -math.inf
 
 
@@ -356,10 +365,7 @@ def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.nd
     fpr_ub, tpr_lb = _bounds(statistic(test_in), statistic(test_out), threshold, alpha)
     scores_in, scores_out = statistic(test_in), statistic(test_out)
     fit = gdp_fit(scores_in, scores_out, alpha)
-    # the release LLR is Gaussian under the claim (q = 1: each release's canary coordinate is
-    # the canary's constant contribution plus fresh Gaussian noise); other statistics need not be
-    mu_lb = (fit.mu_lb if statistic.name == RELEASE_LLR
-             else any_statistic_mu_lower_bound(scores_in, scores_out, alpha))
+    mu_lb = mu_bound(statistic, scores_in, scores_out, alpha)
     reference = mu_claimed if mu_claimed is not None else (
         gdp_mu(eps_claimed, delta) if eps_claimed and delta > 0 else None)
     detectable = (detectable_epsilon(reference, min(len(test_in), len(test_out)), alpha,
