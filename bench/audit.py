@@ -1,40 +1,64 @@
-"""Empirical privacy audits: the statistics (anchors dp_tooling.md §4, §6.4 L1).
+"""Empirical privacy audits: the statistics (anchors dp_tooling.md §4, §6.4 L1; Nasr et al.
+2023, "Tight auditing of differentially private machine learning").
 
-Given attack scores of runs *with* the canary (``in``) and *without* it (``out``), a
-threshold picked on one half of the runs and Clopper–Pearson bounds on the other half give
-an upper bound FPR_ub on the false-positive rate and a lower bound TPR_lb on the true-
-positive rate, each at confidence 1 − α/2. An (ε, δ) claim allows at most
-TPR_max(FPR) = min_ε min(1, e^ε FPR + δ(ε), 1 − e^{−ε}(1 − δ(ε) − FPR)) over the
-accountant's privacy profile δ(ε); the audit **fails** when TPR_lb > TPR_max(FPR_ub). For a
-μ-GDP claim (compositions of unsampled Gaussians) the equivalent rule is μ_lb > μ with
-μ_lb = Φ⁻¹(TPR_lb) − Φ⁻¹(FPR_ub). ε_lb = max(ln((TPR_lb − δ)/FPR_ub),
-ln((1 − δ − FPR_ub)/(1 − TPR_lb))) is reported for reading, never gated on. A correct
-implementation fails with probability at most α; with fixed seeds the outcome is
-deterministic.
+Each run gives an *observation*: the claimed-parameter log-likelihood ratio of its recorded
+releases (column 0) and the canary coordinate of every iterate and of the output (the
+other columns; see :mod:`bench.canary`). Runs *with* the canary (``in``) and *without* it
+(``out``) are split in halves. On the first half a statistic is chosen: the release LLR
+(the optimal test for the recorded transcript) or the Fisher discriminant of the iterates'
+canary coordinates (what the algorithm actually lets out: it sees releases that bypass the
+mechanism); whichever separates the two worlds better. On the second half two bounds are
+computed, each at confidence 1 − α:
+
+* **GDP fit** (Nasr et al. 2023 §5), where the claimed mechanism is a composition of
+  unsampled Gaussians (μ-GDP; the power setting makes it so). For the release LLR, which is
+  Gaussian under the claim (each release's canary coordinate is the canary's constant
+  contribution plus fresh noise), μ̂ = (mean_in − mean_out)/pooled std and μ_lb = μ̂ −
+  z_{1−α}·se(μ̂). For the iterates' statistic, which need not be Gaussian (clipped or
+  projected updates), only its mean shift d in out-world stds is used: every statistic of a
+  μ-GDP pair has d ≤ √(e^{μ²} − 1), so μ_lb = √ln(1 + d_lb²) (a little looser). ε_lb is the
+  ε of μ_lb-GDP at δ; the audit **fails** when μ_lb > μ claimed. Without a GDP claim
+  (subsampling, pure releases) the fitted ε is an indication and is never gated on.
+* **Threshold** (distribution-free): a threshold picked on the first half, Clopper–Pearson
+  bounds FPR_ub and TPR_lb on the second (α/2 each). An (ε, δ) claim allows at most
+  TPR_max(FPR) = min_ε min(1, e^ε FPR + δ(ε), 1 − e^{−ε}(1 − δ(ε) − FPR)) over the
+  accountant's privacy profile δ(ε); the audit **fails** when TPR_lb > TPR_max(FPR_ub).
+  It needs no distributional assumption but little power at small δ: ε_lb =
+  max(ln((TPR_lb − δ)/FPR_ub), ln((1 − δ − FPR_ub)/(1 − TPR_lb))) rarely exceeds ~1 at a
+  few thousand runs.
+
+The power of a run count is the smallest ε the GDP fit detects half the time: the ε of
+μ_claimed + z_{1−α}·se. A correct implementation fails with probability at most α per
+rule; with fixed seeds the outcome is deterministic.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
 from algorithms.privacy.accounting import privacy_profile
 from algorithms.privacy.ledger import Ledger
 from bench.canary import (
+    AuditSetup,
     ExactReport,
     audit_params,
     audit_problem,
     canary_data,
-    canary_scores,
+    canary_observations,
     exact_checks,
     make_audit,
+    power_params,
 )
+from bench.one_run_audit import OneRunAudit, one_run_audit
 from problems import Instance
 
 TradeOff = Callable[[float], float]
@@ -77,23 +101,215 @@ def ledger_trade_off(ledger: Ledger, epsilons: Sequence[float] | None = None) ->
     return profile_trade_off(grid, privacy_profile(ledger, grid))
 
 
+# -- the GDP fit ----------------------------------------------------------------------------
+def gdp_delta(epsilon: float, mu: float) -> float:
+    """δ(ε) of μ-GDP: Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
+    if mu <= 0:
+        return 0.0
+    if math.isinf(mu):
+        return 1.0
+    return float(stats.norm.cdf(-epsilon / mu + mu / 2)
+                 - math.exp(epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2)))
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest ε with δ(ε) ≤ ``delta`` under μ-GDP (0 for μ ≤ 0)."""
+    if mu <= 0 or gdp_delta(0.0, mu) <= delta:
+        return 0.0
+    if math.isinf(mu):
+        return math.inf
+    high = 1.0
+    while gdp_delta(high, mu) > delta:
+        high *= 2
+    return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The μ whose GDP curve meets (ε, δ): the inverse of :func:`gdp_epsilon`."""
+    high = 1.0
+    while gdp_epsilon(high, delta) < epsilon:
+        high *= 2
+    return float(optimize.brentq(lambda m: gdp_epsilon(m, delta) - epsilon, 1e-9, high,
+                                 xtol=1e-10))
+
+
+def ledger_gdp_mu(ledger: Ledger) -> float | None:
+    """μ of a ledger that is exactly GDP: every release Gaussian, every round on the whole
+    population (unsampled, or sampled at rate 1); √(Σ 1/σ²) of the worst party. None
+    otherwise (subsampling amplifies; pure releases are not GDP)."""
+    per_party: dict[int, float] = {}
+    for rnd, count in ledger.summary():
+        if rnd.sampling.scheme != "none" and rnd.sampling.rate < 1.0:
+            return None
+        if any(r.kind != "gaussian" for r in rnd.releases):
+            return None
+        party = rnd.sampling.party
+        per_party[party] = per_party.get(party, 0.0) + count * sum(
+            r.sigma**-2 for r in rnd.releases)
+    return math.sqrt(max(per_party.values())) if per_party else None
+
+
+def mu_standard_error(mu: float, n_in: int, n_out: int) -> float:
+    """The large-sample standard error of the standardised mean difference μ̂."""
+    return math.sqrt(1 / n_in + 1 / n_out + mu * mu / (2 * (n_in + n_out - 2)))
+
+
+@dataclass(frozen=True)
+class GdpFit:
+    """μ̂ of two score samples with its one-sided (1 − α) lower bound."""
+
+    mu_hat: float
+    se: float
+    mu_lb: float
+
+
+def gdp_fit(in_scores: np.ndarray, out_scores: np.ndarray, alpha: float) -> GdpFit:
+    """μ̂ = (mean_in − mean_out) / pooled std, μ_lb = μ̂ − z_{1−α}·se (module doc)."""
+    n_in, n_out = len(in_scores), len(out_scores)
+    pooled = math.sqrt(((n_in - 1) * in_scores.var(ddof=1) + (n_out - 1) * out_scores.var(
+        ddof=1)) / (n_in + n_out - 2))
+    diff = float(in_scores.mean() - out_scores.mean())
+    mu = diff / pooled if pooled > 0 else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    se = mu_standard_error(mu, n_in, n_out) if math.isfinite(mu) else 0.0
+    return GdpFit(mu, se, mu - float(stats.norm.ppf(1 - alpha)) * se)
+
+
+def any_statistic_mu_lower_bound(in_scores: np.ndarray, out_scores: np.ndarray,
+                                 alpha: float) -> float:
+    """A lower bound on μ from any statistic, Gaussian or not: under μ-GDP every
+    post-processing f has (E_in f − E_out f)/sd_out f ≤ √χ²(in‖out) ≤ √(e^{μ²} − 1)
+    (Cauchy–Schwarz, and Blackwell: the pair is a garbling of N(μ, 1) vs N(0, 1)), so
+    μ ≥ √ln(1 + d²) for the shift d in out-world stds (at its (1 − α) lower bound)."""
+    n_in, n_out = len(in_scores), len(out_scores)
+    var_in, var_out = in_scores.var(ddof=1), out_scores.var(ddof=1)
+    diff = float(in_scores.mean() - out_scores.mean())
+    if var_out <= 0:
+        return 0.0 if diff <= 0 or var_in > 0 else math.inf
+    d = diff / math.sqrt(var_out)
+    se = math.sqrt(var_in / var_out / n_in + 1 / n_out + d * d / (2 * n_out))
+    low = max(0.0, d - float(stats.norm.ppf(1 - alpha)) * se)
+    return math.sqrt(math.log1p(low * low))
+
+
+def detectable_epsilon(mu_claimed: float, runs_per_side: int, alpha: float,
+                       delta: float) -> float:
+    """The smallest ε the GDP fit of the release LLR flags half the time with
+    ``runs_per_side`` test runs a side: the ε of μ_claimed + z_{1−α}·se (the power of the run
+    count; the iterates' statistic needs a little more)."""
+    se = mu_standard_error(mu_claimed, runs_per_side, runs_per_side)
+    return gdp_epsilon(mu_claimed + float(stats.norm.ppf(1 - alpha)) * se, delta)
+
+
+# -- the statistic -----------------------------------------------------------------------------
+RELEASE_LLR = "release LLR"
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """A linear statistic of the observations: ``weights`` · row."""
+
+    name: str
+    weights: np.ndarray
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        return observations @ self.weights
+
+
+def fisher_direction(in_obs: np.ndarray, out_obs: np.ndarray) -> np.ndarray:
+    """Fisher's discriminant Σ⁻¹(m_in − m_out) with the pooled covariance Σ (a ridge of
+    1e-9·tr Σ/d keeps it defined when columns are collinear, e.g. a constant iterate)."""
+    diff = in_obs.mean(axis=0) - out_obs.mean(axis=0)
+    cov = (np.cov(in_obs, rowvar=False) + np.cov(out_obs, rowvar=False)) / 2
+    cov = np.atleast_2d(cov)
+    ridge = 1e-9 * max(float(np.trace(cov)) / len(cov), 1e-300)
+    return np.linalg.solve(cov + ridge * np.eye(len(cov)), diff)
+
+
+def choose_statistic(in_obs: np.ndarray, out_obs: np.ndarray, alpha: float) -> Statistic:
+    """The release LLR (column 0) or the Fisher discriminant of the other columns, whichever
+    gives the larger :func:`mu_bound` on these (first-half) runs."""
+    width = in_obs.shape[1]
+    llr = Statistic(RELEASE_LLR, np.eye(width)[0])
+    if width == 1:
+        return llr
+    weights = np.zeros(width)
+    weights[1:] = fisher_direction(in_obs[:, 1:], out_obs[:, 1:])
+    iterates = Statistic("iterates (Fisher)", weights)
+    return max((llr, iterates),
+               key=lambda s: _finite(mu_bound(s, s(in_obs), s(out_obs), alpha)))
+
+
+def mu_bound(statistic: Statistic, in_scores: np.ndarray, out_scores: np.ndarray,
+             alpha: float) -> float:
+    """μ_lb of a statistic's scores: the Gaussian fit for the release LLR, which is Gaussian
+    under the claim (q = 1: each release's canary coordinate is the canary's constant
+    contribution plus fresh noise); the mean-shift bound for others, which need not be."""
+    if statistic.name == RELEASE_LLR:
+        return gdp_fit(in_scores, out_scores, alpha).mu_lb
+    return any_statistic_mu_lower_bound(in_scores, out_scores, alpha)
+
+
+def _finite(mu: float) -> float:
+    return mu if math.isfinite(mu) or mu > 0 else -math.inf
+
+
+# -- the audit --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AuditResult:
-    """The outcome of one audit (see the module docstring)."""
+    """The outcome of one audit (see the module docstring): the threshold rule's bounds
+    (``fpr_ub`` … ``eps_lb``), the GDP fit's (``mu_hat`` … ``eps_lb_gdp``) and the claim."""
 
     runs: int
+    alpha: float
+    statistic: str
     threshold: float
     fpr_ub: float
     tpr_lb: float
     tpr_max: float
     mu_lb: float
     eps_lb: float
-    alpha: float
+    mu_hat: float
+    mu_lb_gdp: float
+    eps_lb_gdp: float
+    mu_claimed: float | None
+    eps_claimed: float | None
+    eps_detectable: float | None
+
+    @property
+    def exact_gdp(self) -> bool:
+        """True when the claim is exactly GDP, so the GDP fit is a bound and is gated on."""
+        return self.mu_claimed is not None
+
+    @property
+    def threshold_passed(self) -> bool:
+        return self.tpr_lb <= self.tpr_max
+
+    @property
+    def gdp_passed(self) -> bool:
+        return self.mu_claimed is None or self.mu_lb_gdp <= self.mu_claimed
 
     @property
     def passed(self) -> bool:
-        """False when the measured point beats the claimed trade-off curve."""
-        return self.tpr_lb <= self.tpr_max
+        """False when either rule shows more leakage than claimed."""
+        return self.threshold_passed and self.gdp_passed
+
+    @property
+    def eps_lower(self) -> float:
+        """The audit's ε lower bound: the GDP fit's where the claim is GDP, else the
+        threshold rule's."""
+        return max(self.eps_lb_gdp, self.eps_lb) if self.exact_gdp else self.eps_lb
+
+    @property
+    def ratio(self) -> float | None:
+        """ε_lb ÷ ε claimed (how tight the audit is; > 1 is a violation)."""
+        if not self.eps_claimed:
+            return None
+        return self.eps_lower / self.eps_claimed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "exact_gdp": self.exact_gdp, "eps_lower": self.eps_lower,
+                "ratio": self.ratio, "threshold_passed": self.threshold_passed,
+                "gdp_passed": self.gdp_passed, "passed": self.passed}
 
 
 def mu_lower_bound(fpr_ub: float, tpr_lb: float) -> float:
@@ -127,68 +343,146 @@ def _probit_margin(tpr_lb: float, tpr_max: float) -> float:
     return float(stats.norm.ppf(tpr_lb) - stats.norm.ppf(tpr_max))
 
 
-def audit(in_scores: Sequence[float] | np.ndarray, out_scores: Sequence[float] | np.ndarray,
-          claimed: TradeOff, *,
-          alpha: float = 1e-3, delta: float = 0.0) -> AuditResult:
-    """Threshold on the first half of each side, bounds on the second half (module doc)."""
-    a, b = np.asarray(in_scores, dtype=float), np.asarray(out_scores, dtype=float)
+def _observations(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Runs × columns (a 1-D sequence of scores is one column)."""
+    array = np.asarray(values, dtype=float)
+    return array[:, None] if array.ndim == 1 else array
+
+
+def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.ndarray,
+          claimed: TradeOff, *, alpha: float = 1e-3, delta: float = 0.0,
+          mu_claimed: float | None = None, eps_claimed: float | None = None) -> AuditResult:
+    """Choose the statistic and the threshold on the first half of each side, bound on the
+    second half (module doc). ``in_obs``/``out_obs``: scores, or runs × observation columns.
+    ``mu_claimed``: the claim's μ where it is exactly GDP (gates the GDP fit)."""
+    a, b = _observations(in_obs), _observations(out_obs)
     if min(len(a), len(b)) < 4:
         raise ValueError("an audit needs at least 4 runs on each side")
     fit_in, test_in = a[: len(a) // 2], a[len(a) // 2:]
     fit_out, test_out = b[: len(b) // 2], b[len(b) // 2:]
+    statistic = choose_statistic(fit_in, fit_out, alpha)
+    threshold = _best_threshold(statistic(fit_in), statistic(fit_out), claimed, alpha)
+    fpr_ub, tpr_lb = _bounds(statistic(test_in), statistic(test_out), threshold, alpha)
+    scores_in, scores_out = statistic(test_in), statistic(test_out)
+    fit = gdp_fit(scores_in, scores_out, alpha)
+    mu_lb = mu_bound(statistic, scores_in, scores_out, alpha)
+    reference = mu_claimed if mu_claimed is not None else (
+        gdp_mu(eps_claimed, delta) if eps_claimed and delta > 0 else None)
+    detectable = (detectable_epsilon(reference, min(len(test_in), len(test_out)), alpha,
+                                     delta) if reference is not None and delta > 0 else None)
+    return AuditResult(runs=len(a) + len(b), alpha=alpha, statistic=statistic.name,
+                       threshold=threshold, fpr_ub=fpr_ub, tpr_lb=tpr_lb,
+                       tpr_max=claimed(fpr_ub), mu_lb=mu_lower_bound(fpr_ub, tpr_lb),
+                       eps_lb=epsilon_lower_bound(fpr_ub, tpr_lb, delta), mu_hat=fit.mu_hat,
+                       mu_lb_gdp=mu_lb,
+                       eps_lb_gdp=gdp_epsilon(mu_lb, delta) if delta > 0 else 0.0,
+                       mu_claimed=mu_claimed, eps_claimed=eps_claimed,
+                       eps_detectable=detectable)
 
-    def bounds(scores_in: np.ndarray, scores_out: np.ndarray, t: float) -> tuple[float, float]:
-        tp, fp = _rates(scores_in, scores_out, t)
-        return (clopper_pearson(fp, len(scores_out), alpha)[1],
-                clopper_pearson(tp, len(scores_in), alpha)[0])
 
-    candidates = np.unique(np.quantile(np.concatenate([fit_in, fit_out]),
+def _bounds(scores_in: np.ndarray, scores_out: np.ndarray, threshold: float,
+            alpha: float) -> tuple[float, float]:
+    """(FPR_ub, TPR_lb) of the test score ≥ threshold, each one-sided at α/2."""
+    tp, fp = _rates(scores_in, scores_out, threshold)
+    return (clopper_pearson(fp, len(scores_out), alpha)[1],
+            clopper_pearson(tp, len(scores_in), alpha)[0])
+
+
+def _best_threshold(scores_in: np.ndarray, scores_out: np.ndarray, claimed: TradeOff,
+                    alpha: float) -> float:
+    """The candidate threshold whose bounds beat the claimed curve by most (probit scale)."""
+    candidates = np.unique(np.quantile(np.concatenate([scores_in, scores_out]),
                                        np.linspace(0.0, 1.0, THRESHOLDS)))
     margins = []
     for t in candidates:
-        fpr_ub, tpr_lb = bounds(fit_in, fit_out, t)
+        fpr_ub, tpr_lb = _bounds(scores_in, scores_out, t, alpha)
         margins.append(_probit_margin(tpr_lb, claimed(fpr_ub)))
-    threshold = float(candidates[int(np.argmax(margins))])  # first of ties if all -inf
-    fpr_ub, tpr_lb = bounds(test_in, test_out, threshold)
-    return AuditResult(runs=len(a) + len(b), threshold=threshold, fpr_ub=fpr_ub,
-                       tpr_lb=tpr_lb, tpr_max=claimed(fpr_ub),
-                       mu_lb=mu_lower_bound(fpr_ub, tpr_lb),
-                       eps_lb=epsilon_lower_bound(fpr_ub, tpr_lb, delta), alpha=alpha)
+    return float(candidates[int(np.argmax(margins))])  # first of ties if all -inf
 
 
 # -- one algorithm's full audit ------------------------------------------------------------
-DEFAULT_RUNS = 1000
+DEFAULT_RUNS = 10_000
 DEFAULT_EPSILON = 2.0
 DEFAULT_DELTA = 1e-5
+#: canary norms of the assumption audit, as multiples of the assumed bound C
+ABOVE_BOUND = (3.0,)
+SETTINGS = ("power", "subsampled")
+
+
+@dataclass
+class AssumptionAudit:
+    """L1 with a canary that breaks an assumed bound (norm > C): what a run that meets such
+    a record leaks, and whether the algorithm's own ``guarantee_void`` says so."""
+
+    assumption: str
+    bound: float
+    norm: float
+    guarantee_void: bool | None
+    exact_failures: list[str]
+    canary: AuditResult
+
+    @property
+    def flagged(self) -> bool:
+        """True when the run reports the violation (or there is none to report)."""
+        return self.norm <= self.bound or self.guarantee_void is True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"assumption": self.assumption, "bound": self.bound, "norm": self.norm,
+                "guarantee_void": self.guarantee_void, "flagged": self.flagged,
+                "exact_failures": self.exact_failures, "canary": self.canary.to_dict()}
 
 
 @dataclass
 class AlgorithmAudit:
-    """L0 and L1 for one algorithm on one problem, with the ε figures of its plan."""
+    """L0 and L1 for one algorithm on one problem, with the ε figures of the L1 plan.
+    ``exact`` is L0 in the subsampled setting (where the sampling checks bite),
+    ``exact_l1`` L0 in L1's setting when that differs."""
 
     algorithm: str
     paper: str
     problem: str
     target: dict[str, Any]
+    setting: str
+    params: dict[str, Any]
     sigma: float
     calibration: str
     eps_claimed: dict[str, float | None]
     eps_paper: float | None
     paper_calibration: dict[str, Any] | None
     exact: ExactReport
+    exact_l1: ExactReport | None
     canary: AuditResult
+    #: L1 also in the subsampled setting where the claim rests on Poisson amplification
+    #: (a wrong rate q cannot show at q = 1)
+    canary_subsampled: AuditResult | None = None
+    assumptions: list[AssumptionAudit] = field(default_factory=list)
+    #: the one-run audit beside it (reported; its 95% confidence is not gated on)
+    one_run: OneRunAudit | None = None
+    cpu_seconds: float = 0.0
+
+    @property
+    def exact_passed(self) -> bool:
+        return self.exact.passed and (self.exact_l1 is None or self.exact_l1.passed)
 
     @property
     def passed(self) -> bool:
-        return self.exact.passed and self.canary.passed
+        """L0 and L1 in regime (an assumption audit breaks the assumption on purpose)."""
+        return self.exact_passed and self.canary.passed and (
+            self.canary_subsampled is None or self.canary_subsampled.passed)
 
     def to_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "paper": self.paper, "problem": self.problem,
-                "target": self.target, "sigma": self.sigma, "calibration": self.calibration,
+                "target": self.target, "setting": self.setting, "params": self.params,
+                "sigma": self.sigma, "calibration": self.calibration,
                 "eps_claimed": self.eps_claimed, "eps_paper": self.eps_paper,
                 "paper_calibration": self.paper_calibration, "exact": self.exact.to_dict(),
-                "canary": {**asdict(self.canary), "passed": self.canary.passed},
-                "passed": self.passed}
+                "exact_l1": None if self.exact_l1 is None else self.exact_l1.to_dict(),
+                "exact_passed": self.exact_passed, "canary": self.canary.to_dict(),
+                "canary_subsampled": None if self.canary_subsampled is None
+                else self.canary_subsampled.to_dict(),
+                "assumptions": [a.to_dict() for a in self.assumptions],
+                "one_run": None if self.one_run is None else self.one_run.to_dict(),
+                "cpu_seconds": self.cpu_seconds, "passed": self.passed}
 
 
 def paper_calibration(algorithm: Algorithm, instance: Instance, epsilon: float,
@@ -205,30 +499,89 @@ def paper_calibration(algorithm: Algorithm, instance: Instance, epsilon: float,
             "eps_rdp": plan.eps.rdp, "meets": spent is not None and spent <= epsilon * 1.001}
 
 
-def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAULT_RUNS,
-                    epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
-                    alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
-                    algorithm: Algorithm | None = None) -> AlgorithmAudit:
-    """Audit algorithm ``name`` (or the given instance of it, e.g. a mutant) with ``runs``
-    canary runs per side, at σ calibrated for (``epsilon``, ``delta``)."""
-    alg = algorithm if algorithm is not None else ALGORITHMS[name](audit_params(name))
-    instance = audit_problem(name, problem)
-    target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="pld")
+def _setup(alg: Algorithm, instance: Instance, epsilon: float, delta: float,
+           norm: float | None = None) -> AuditSetup:
+    """The audit of ``alg`` calibrated by PLD (RDP where PLD has no event)."""
     try:
-        setup = make_audit(alg, instance, target)
+        return make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                       calibration="pld"), norm)
     except ValueError as exc:
         if "no event" not in str(exc):
             raise
-        target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="rdp")
-        setup = make_audit(alg, instance, target)
-    exact = exact_checks(setup, runs=exact_runs, seed=seed)
-    in_scores, out_scores = canary_scores(setup, exact.directions, runs, seed=seed + 10**6)
-    claimed = ledger_trade_off(setup.plan.ledger)
-    result = audit(in_scores, out_scores, claimed, alpha=alpha, delta=delta)
+    return make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                   calibration="rdp"), norm)
+
+
+def canary_audit(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int, *,
+                 alpha: float, seed: int) -> AuditResult:
+    """L1 of ``setup`` against its plan's claim (module doc)."""
+    in_obs, out_obs = canary_observations(setup, directions, runs, seed=seed)
+    ledger, delta = setup.plan.ledger, setup.plan.target.delta
+    return audit(in_obs, out_obs, ledger_trade_off(ledger), alpha=alpha, delta=delta,
+                 mu_claimed=ledger_gdp_mu(ledger), eps_claimed=setup.plan.eps.headline)
+
+
+def assumption_audit(setup: AuditSetup, norm: float, runs: int, *, alpha: float,
+                     seed: int) -> AssumptionAudit:
+    """L1 of ``setup`` re-planned with a canary of ``norm`` (above the assumed bound)."""
+    above = dataclasses.replace(setup, norm=norm)
+    exact = exact_checks(above, runs=5, seed=seed)
+    result = canary_audit(above, exact.directions, runs, alpha=alpha, seed=seed + 10**6)
+    above.run(norm, seed)  # a run that meets the record: does it report the violation?
+    void = above.diagnostics.get("guarantee_void")
+    return AssumptionAudit("per-sample gradient norm ≤ C", setup.norm, norm,
+                           None if void is None else bool(void), exact.failures, result)
+
+
+def _poisson(ledger: Ledger) -> bool:
+    """True when some round is Poisson-subsampled at q < 1 (privacy rests on the rate)."""
+    return any(r.sampling.scheme == "poisson" and r.sampling.rate < 1.0
+               for r, _ in ledger.summary())
+
+
+def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAULT_RUNS,
+                    epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
+                    alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
+                    algorithm: Callable[[Any], Algorithm] | None = None,
+                    setting: str = "power", subsampled: bool = True, one_run: bool = True,
+                    above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
+    """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
+    a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
+    ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and with
+    ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), and
+    for an
+    algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C; with
+    ``one_run``, the one-run audit (:mod:`bench.one_run_audit`) beside them."""
+    if setting not in SETTINGS:
+        raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
+    started = time.process_time()
+    make = algorithm if algorithm is not None else ALGORITHMS[name]
+    instance = audit_problem(name, problem)
+    exact_setup = _setup(make(audit_params(name)), instance, epsilon, delta)
+    exact = exact_checks(exact_setup, runs=exact_runs, seed=seed)
+    setup, exact_l1 = exact_setup, None
+    if setting == "power":
+        setup = _setup(make(power_params(name, instance.n)), instance, epsilon, delta)
+        exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
+    directions = (exact_l1 or exact).directions
+    result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
+    second = None
+    if subsampled and setting == "power" and _poisson(exact_setup.plan.ledger):
+        second = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
+                                  seed=seed + 10**6)
+    alg = setup.algorithm
+    assumptions = [assumption_audit(setup, m * setup.norm, runs, alpha=alpha,
+                                    seed=seed + 2 * 10**6)
+                   for m in (above_bound if alg.assumes_bound else ())]
     return AlgorithmAudit(
         algorithm=alg.name, paper=alg.paper, problem=instance.name,
-        target={"epsilon": epsilon, "delta": delta}, sigma=setup.plan.sigma,
+        target={"epsilon": epsilon, "delta": delta}, setting=setting,
+        params=dataclasses.asdict(alg.params), sigma=setup.plan.sigma,
         calibration=setup.plan.calibration, eps_claimed=setup.plan.eps.to_dict(),
         eps_paper=setup.plan.eps_paper,
         paper_calibration=paper_calibration(alg, instance, epsilon, delta),
-        exact=exact, canary=result)
+        exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=second,
+        assumptions=assumptions,
+        one_run=one_run_audit(name, epsilon=epsilon, delta=delta, seed=seed, algorithm=make)
+        if one_run else None,
+        cpu_seconds=time.process_time() - started)

@@ -30,19 +30,28 @@ recorded output, so the algorithm's state follows the same path, and
 L0 also learns each release tag's canary direction (the normalised change of its value),
 which the score uses.
 
-**L1, statistical** (:func:`canary_scores`, then :func:`bench.audit.audit`). Thousands of
-runs on each data set; each run's score is the claimed-parameter log-likelihood ratio of
-the outputs projected on their tag's canary direction: Σ Δ m/s² for a release of std s and
-sensitivity Δ, log(1 − q + q·e^{(Δm − Δ²/2)/s²}) for a Poisson round of rate q. The
-threshold is chosen on half the runs and Clopper–Pearson bounds on the other half are
-compared with the trade-off curve of the plan's ledger.
+**L1, statistical** (:func:`canary_observations`, then :func:`bench.audit.audit`). Thousands
+of runs on each data set, each observed white-box (Nasr et al. 2023): every release and
+every iterate. A run's observation is (i) the claimed-parameter log-likelihood ratio of its
+releases projected on their tag's canary direction, summed over releases: Σ (Δm − Δ²/2)/s²
+for a release of std s and sensitivity Δ, log(1 − q + q·e^{(Δm − Δ²/2)/s²}) for a Poisson
+round of rate q; (ii) the canary coordinate of every iterate and of the output (what the
+algorithm lets out, so a release that bypasses the mechanism shows there). The statistics
+are in :mod:`bench.audit`. The audit's power comes from its *setting*
+(:data:`POWER_SETTINGS`): full batches (q = 1, where the optimal statistic is Gaussian and
+the GDP fit exact) and few steps.
+
+**Assumptions** (:func:`make_audit`'s ``norm``). An algorithm that does not clip
+(``assumes_bound``) is audited in regime with a canary of norm exactly C, and also with a
+canary above C (a violated assumption: L1 then measures what a run that meets such a record
+really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,43 +76,58 @@ AUDIT_PROBLEMS: dict[bool, tuple[str, dict[str, Any]]] = {
 #: short runs with small batches: the audit needs thousands of them
 AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
                                   "batch_refresh": 16, "batch_diff": 8}
+#: L1's default setting, chosen for power (Nasr et al. 2023): the batch parameters of
+#: :data:`FULL_BATCH` set to n (q = 1: nothing is subsampled, so the composed mechanism is
+#: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs)
+POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4}
+FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
 TOLERANCE = 1e-6
+#: what the slots hold: one value (slot SLOT), or one per slot 0..m−1
+CanaryValues = float | Sequence[float] | np.ndarray
 
 
 # -- the canary data set ------------------------------------------------------------------
 class CanaryOracle(Oracle):
-    """``base`` in the first d coordinates plus the canary coordinate k = d; record SLOT's
-    loss is ``value``·x_k alone (numpy backend)."""
+    """``base`` in the first d coordinates plus one canary coordinate per slot: record i <
+    m (m = len(``values``), one value for the audit's single SLOT) has loss
+    ``values[i]``·x_{d+i} alone (numpy backend). Many slots serve the one-run audit."""
 
-    def __init__(self, base: Oracle, value: float, **kw: Any) -> None:
+    def __init__(self, base: Oracle, values: CanaryValues, **kw: Any) -> None:
         if base.backend.name != "numpy":
             raise ValueError("the canary audit runs on the numpy backend")
-        super().__init__(base.backend, n=base.n, d=base.d + 1,
-                         x0=np.append(np.asarray(base.x0, dtype=float), 0.0),
+        self.values = np.atleast_1d(np.asarray(values, dtype=float))
+        super().__init__(base.backend, n=base.n, d=base.d + len(self.values),
+                         x0=np.append(np.asarray(base.x0, dtype=float),
+                                      np.zeros(len(self.values))),
                          clients=base.clients, **kw)
-        self.base, self.value = base, float(value)
+        self.base = base
+
+    def _slots(self, idx: np.ndarray) -> np.ndarray:
+        return np.asarray(idx) < len(self.values)
 
     def _rows(self, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
         out = np.zeros((len(idx), self.d))
-        out[:, :-1] = rows
-        out[idx == SLOT] = 0.0
-        out[idx == SLOT, -1] = self.value
+        out[:, : self.base.d] = rows
+        slots = self._slots(idx)
+        out[slots] = 0.0
+        out[slots, self.base.d + idx[slots]] = self.values[idx[slots]]
         return out
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
-        return self._rows(self.base.per_sample_grads(x[:-1], idx), np.asarray(idx))
+        return self._rows(self.base.per_sample_grads(x[: self.base.d], idx), np.asarray(idx))
 
     def _others(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
-        return idx[idx != SLOT]
+        return idx[~self._slots(idx)]
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
-        others = self._others(idx)
-        base = self.base._loss_sum(x[:-1], others) if len(others) else 0.0
-        return base + (len(others) < len(idx)) * self.value * x[-1]
+        idx, others = np.asarray(idx), self._others(idx)
+        base = self.base._loss_sum(x[: self.base.d], others) if len(others) else 0.0
+        slots = idx[self._slots(idx)]
+        return base + float(np.dot(self.values[slots], x[self.base.d + slots]))
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self.per_sample_grads(x, idx).sum(axis=0)
@@ -112,45 +136,47 @@ class CanaryOracle(Oracle):
         out = np.zeros(self.d)
         others = self._others(idx)
         if len(others):
-            out[:-1] = self.base._hvp_sum(x[:-1], v[:-1], others)
+            d = self.base.d
+            out[:d] = self.base._hvp_sum(x[:d], v[:d], others)
         return out
 
 
 class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
-    """The canary on a minimax problem: the slot's F is ``value``·x_k (no y-dependence).
-    The best response y*(x) is the base problem's (with the slot's base record): the same
+    """The canary on a minimax problem: a slot's F is ``value``·x_k (no y-dependence).
+    The best response y*(x) is the base problem's (with the slots' base records): the same
     function in both worlds, so it carries no difference between them."""
 
     base: MinimaxOracle
 
-    def __init__(self, base: MinimaxOracle, value: float) -> None:
-        super().__init__(base, value, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
+    def __init__(self, base: MinimaxOracle, values: CanaryValues) -> None:
+        super().__init__(base, values, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
 
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
-        gx, gy = self.base.per_sample_partials(x[:-1], y, idx)
+        gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
         gy = np.array(gy, dtype=float)
-        gy[idx == SLOT] = 0.0
+        gy[self._slots(idx)] = 0.0
         return self._rows(gx, idx), gy
 
     def best_response(self, x: Any) -> Any:
-        return self.base.best_response(x[:-1])
+        return self.base.best_response(x[: self.base.d])
 
     def project_y(self, y: Any) -> Any:
         return self.base.project_y(y)
 
 
-def canary_oracle(base: Oracle, value: float) -> CanaryOracle:
-    """``base`` with the slot holding the canary (``value`` = +a), the zero record (0) or the
-    anti-canary (−a)."""
+def canary_oracle(base: Oracle, values: CanaryValues) -> CanaryOracle:
+    """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
+    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit)."""
     if isinstance(base, MinimaxOracle):
-        return CanaryMinimaxOracle(base, value)
-    return CanaryOracle(base, value)
+        return CanaryMinimaxOracle(base, values)
+    return CanaryOracle(base, values)
 
 
-def canary_data(instance: Instance) -> DataSize:
-    """What calibration sees of the canary data set: the instance with one more coordinate."""
-    return DataSize(n=instance.n, d=instance.d + 1, constants=instance.constants,
+def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
+    """What calibration sees of the canary data set: the instance with one more coordinate
+    per canary."""
+    return DataSize(n=instance.n, d=instance.d + canaries, constants=instance.constants,
                     clients=instance.clients)
 
 
@@ -281,6 +307,8 @@ class AuditSetup:
     backend: Backend
     norm: float
     world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
+    #: the latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's ``guarantee_void``)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
     @property
     def values(self) -> tuple[float, float]:
@@ -291,21 +319,29 @@ class AuditSetup:
         """A copy of the planned algorithm (plan() may keep constants on it)."""
         return copy.deepcopy(self.algorithm)
 
-    def run(self, value: float, seed: int, **mech_kw: Any
+    def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
-        """One run on the data set whose slot holds ``value``: (mechanism, iterates, output)."""
+        """One run on the data set whose slot holds ``value`` (slots 0..m−1 the m values of
+        an array): (mechanism, iterates, output)."""
         algorithm = self.fresh()
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
         oracle = canary_oracle(self.base, value)
         xs = [np.array(s.x, dtype=float) for s in algorithm.iterate(oracle, self.plan, mech)]
+        self.diagnostics = algorithm.diagnostics()
         return mech, xs, np.array(algorithm.output(), dtype=float)
 
 
 def audit_params(name: str, **overrides: Any) -> Any:
     """Algorithm ``name``'s parameters for audits: short runs, small batches."""
     return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
+
+
+def power_params(name: str, n: int, **overrides: Any) -> Any:
+    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`."""
+    full = {key: n for key in FULL_BATCH}
+    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full}, **overrides)
 
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
@@ -318,8 +354,11 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
     return cls(cls.Params(**params)).build(0)
 
 
-def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) -> AuditSetup:
-    """Plan ``algorithm`` on ``instance``'s canary data set for ``target``."""
+def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
+               norm: float | None = None, canaries: int = 1) -> AuditSetup:
+    """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
+    ``target``; the canary's norm is ``norm``, else the assumed bound C of an algorithm that
+    does not clip, else :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -330,8 +369,9 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) 
         raise ValueError(f"{algorithm.name} is a minimax algorithm; audit it on a minimax "
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
-    plan = algorithm.plan(canary_data(instance), target)
-    norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    plan = algorithm.plan(canary_data(instance, canaries), target)
+    if norm is None:
+        norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
                       "add" if poisson else "replace")
@@ -522,17 +562,22 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 # -- L1 ---------------------------------------------------------------------------------------
-def canary_scores(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
-                  seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """L1 scores of ``runs`` runs with the canary and ``runs`` without it."""
+def observation(setup: AuditSetup, value: float, seed: int,
+                directions: dict[str, np.ndarray]) -> np.ndarray:
+    """One run's L1 observation: its release LLR score, then the canary coordinate of
+    x_1..x_T (padded with the last when a run stops early) and of the output."""
+    mech, xs, out = setup.run(value, seed, keep=False, directions=directions)
+    path = [x[-1] for x in xs][: setup.plan.steps] or [0.0]  # x_0's canary coordinate
+    path += [path[-1]] * (setup.plan.steps - len(path))
+    return np.array([mech.score, *path, out[-1]])
+
+
+def canary_observations(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
+                        seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
+    """L1 observations (runs × (T + 2)) of ``runs`` runs with the canary and ``runs``
+    without it."""
     value_in, value_out = setup.values
-
-    def scores(value: float, offset: int) -> Iterator[float]:
-        for r in range(runs):
-            mech, _, _ = setup.run(value, seed + 2 * r + offset, keep=False,
-                                   directions=directions)
-            yield mech.score
-
-    return (np.fromiter(scores(value_in, 0), float, runs),
-            np.fromiter(scores(value_out, 1), float, runs))
-
+    return (np.array([observation(setup, value_in, seed + 2 * r, directions)
+                      for r in range(runs)]),
+            np.array([observation(setup, value_out, seed + 2 * r + 1, directions)
+                      for r in range(runs)]))

@@ -26,7 +26,7 @@ import bench.experiment
 from algorithms import ALGORITHMS
 from algorithms.base import CALIBRATIONS
 from algorithms.noisy_sgd import lemma_3_2_bound
-from bench.audit import audit_algorithm
+from bench.audit import ABOVE_BOUND, DEFAULT_RUNS, SETTINGS, audit_algorithm
 from bench.env import git_sha
 from bench.errors import UsageError
 from bench.executors import (
@@ -364,11 +364,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     results = Parallel(n_jobs=args.jobs)(
         delayed(audit_algorithm)(name, args.problem, runs=args.runs, epsilon=args.epsilon,
-                                 delta=args.delta)
+                                 delta=args.delta, setting=args.setting,
+                                 above_bound=args.above_bound or ABOVE_BOUND)
         for name in names)
-    table = Table(title=f"privacy audit ({args.runs} canary runs per side)")
-    for col in ("algorithm", "σ", "ε PLD", "ε paper", "L0", "Δ ratio", "FPR ub", "TPR lb",
-                "TPR max", "μ lb", "ε lb", "L1"):
+    table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
+                        "setting)")
+    for col in ("algorithm", "ε claimed", "L0", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
+                "L1", "one-run ε lb", "CPU s"):
         table.add_column(col)
     for result in results:
         record = {**result.to_dict(), "git_sha": git_sha()}
@@ -378,14 +380,23 @@ def cmd_audit(args: argparse.Namespace) -> int:
         def verdict(ok: bool) -> str:
             return "pass" if ok else "[red]FAIL[/]"
 
-        table.add_row(result.algorithm, f"{result.sigma:.4g}",
-                      f"{result.eps_claimed['headline']:.4g}",
-                      "–" if result.eps_paper is None else f"{result.eps_paper:.4g}",
-                      verdict(e.passed), f"{e.max_sensitivity_ratio:.4g}", f"{c.fpr_ub:.3f}",
-                      f"{c.tpr_lb:.3f}", f"{c.tpr_max:.3f}", f"{c.mu_lb:.3f}",
-                      f"{c.eps_lb:.3f}", verdict(c.passed))
-        for failure in e.failures:
+        def number(value: float | None, digits: int = 3) -> str:
+            return "–" if value is None else f"{value:.{digits}g}"
+
+        l1 = c.passed and (result.canary_subsampled is None or result.canary_subsampled.passed)
+        table.add_row(result.algorithm, number(result.eps_claimed["headline"], 4),
+                      verdict(result.exact_passed),
+                      number(c.mu_lb_gdp if c.exact_gdp else c.mu_lb),
+                      number(c.eps_lower), number(c.ratio), number(c.eps_detectable),
+                      verdict(l1), number(result.one_run.eps_lb if result.one_run else None),
+                      f"{result.cpu_seconds:.0f}")
+        for failure in e.failures + (result.exact_l1.failures if result.exact_l1 else []):
             console.print(f"  [red]{result.algorithm}[/]: {failure}")
+        for above in result.assumptions:
+            console.print(f"  {result.algorithm}, canary norm {above.norm:.3g} > C = "
+                          f"{above.bound:.3g}: ε lb {above.canary.eps_lower:.3g} "
+                          f"(claim {number(above.canary.eps_claimed)}); guarantee_void = "
+                          f"{above.guarantee_void}")
     console.print(table)
     page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
     finish_site(page.parent, pdf=False)
@@ -501,7 +512,14 @@ def parser() -> argparse.ArgumentParser:
     au.add_argument("algorithms", nargs="*", help="private algorithm names")
     au.add_argument("--all", action="store_true", help="every private algorithm")
     au.add_argument("--problem", help="problem (default: a small synthetic one)")
-    au.add_argument("--runs", type=int, default=1000, help="canary runs per side")
+    au.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="canary runs per side")
+    au.add_argument("--setting", choices=SETTINGS, default="power",
+                    help="L1's setting: power (full batches, few steps; default) or "
+                         "subsampled (L0's small batches)")
+    au.add_argument("--above-bound", type=float, action="append", metavar="MULTIPLE",
+                    help="canary norm, as a multiple of C, of the assumption audit of an "
+                         "algorithm that assumes a bound (repeatable; default 3, e.g. add the "
+                         "largest per-sample norm seen in real runs ÷ C)")
     au.add_argument("--epsilon", type=float, default=2.0, help="target ε σ is calibrated to")
     au.add_argument("--delta", type=float, default=1e-5, help="target δ")
     au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")

@@ -15,9 +15,13 @@ from typing import Any
 from reports.latex import export_page
 from reports.render import fmt, write_page
 
-COLUMNS = ("algorithm", "paper", "problem", "σ", "ε claimed (PLD)", "ε RDP", "ε GDP",
-           "ε paper formula", "L0", "max Δ ratio", "noise std", "L1 runs", "FPR ub",
-           "TPR lb", "TPR max", "μ lb", "ε lb", "L1", "paper σ spends (PLD)")
+COLUMNS = ("algorithm", "paper", "problem", "L1 setting", "σ", "ε claimed (PLD)", "ε RDP",
+           "ε GDP", "ε paper formula", "L0", "max Δ ratio", "noise std", "L1 runs per side",
+           "statistic", "μ̂", "μ claimed", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
+           "ε lb (threshold)", "L1", "L1 subsampled (ε lb)", "one-run ε lb (95%)",
+           "paper σ spends (PLD)", "CPU s")
+ASSUMPTION_COLUMNS = ("algorithm", "assumption", "C", "canary norm", "ε claimed", "ε lb",
+                      "ε lb ÷ ε", "L0 findings", "guarantee_void", "reported")
 
 
 def load_audits(folder: Path) -> list[dict[str, Any]]:
@@ -34,16 +38,47 @@ def _paper_calibration(a: dict[str, Any]) -> str:
     return f"{fmt(pc['eps_pld'])} for ε = {fmt(pc['target'])}: {verdict}"
 
 
+def _verdict(passed: bool) -> str:
+    return "pass" if passed else "FAIL"
+
+
+def _subsampled(a: dict[str, Any]) -> str:
+    sub = a.get("canary_subsampled")
+    if sub is None:
+        return "–"
+    return f"{_verdict(sub['passed'])} ({fmt(sub['eps_lower'], 3)})"
+
+
+def _one_run(a: dict[str, Any]) -> str:
+    one = a.get("one_run")
+    if one is None:
+        return "–"
+    text = f"{fmt(one['eps_lb'], 3)} ({one['correct']}/{one['guesses']} of {one['canaries']})"
+    return text if one["passed"] else f"{text} exceeds"
+
+
 def row(a: dict[str, Any]) -> list[str]:
     """One algorithm's row of :data:`COLUMNS`."""
     eps, exact, canary = a["eps_claimed"], a["exact"], a["canary"]
-    return [a["algorithm"], a["paper"], a["problem"], fmt(a["sigma"]), fmt(eps["pld"]),
-            fmt(eps["rdp"]), fmt(eps["gdp"]), fmt(a["eps_paper"]),
-            "pass" if exact["passed"] else "FAIL", fmt(exact["max_sensitivity_ratio"]),
-            fmt(exact["noise_std"], 3), str(canary["runs"] // 2), fmt(canary["fpr_ub"], 3),
-            fmt(canary["tpr_lb"], 3), fmt(canary["tpr_max"], 3), fmt(canary["mu_lb"], 3),
-            fmt(canary["eps_lb"], 3), "pass" if canary["passed"] else "FAIL",
-            _paper_calibration(a)]
+    mu_lb = canary["mu_lb_gdp"] if canary["exact_gdp"] else canary["mu_lb"]
+    return [a["algorithm"], a["paper"], a["problem"], a["setting"], fmt(a["sigma"]),
+            fmt(eps["pld"]), fmt(eps["rdp"]), fmt(eps["gdp"]), fmt(a["eps_paper"]),
+            _verdict(a["exact_passed"]), fmt(exact["max_sensitivity_ratio"]),
+            fmt(exact["noise_std"], 3), str(canary["runs"] // 2), canary["statistic"],
+            fmt(canary["mu_hat"], 3), fmt(canary["mu_claimed"], 3), fmt(mu_lb, 3),
+            fmt(canary["eps_lower"], 3), fmt(canary["ratio"], 3),
+            fmt(canary["eps_detectable"], 3), fmt(canary["eps_lb"], 3),
+            _verdict(canary["passed"]), _subsampled(a), _one_run(a), _paper_calibration(a),
+            fmt(a["cpu_seconds"], 3)]
+
+
+def assumption_rows(a: dict[str, Any]) -> list[list[str]]:
+    """One row of :data:`ASSUMPTION_COLUMNS` per assumption audit of an algorithm."""
+    return [[a["algorithm"], x["assumption"], fmt(x["bound"]), fmt(x["norm"]),
+             fmt(x["canary"]["eps_claimed"]), fmt(x["canary"]["eps_lower"], 3),
+             fmt(x["canary"]["ratio"], 3), str(len(x["exact_failures"])),
+             str(x["guarantee_void"]), "yes" if x["flagged"] else "FAIL"]
+            for x in a.get("assumptions", [])]
 
 
 def build_privacy_page(audit_dir: Path, out: Path) -> Path:
@@ -54,13 +89,19 @@ def build_privacy_page(audit_dir: Path, out: Path) -> Path:
         raise ValueError(f"no audit results in {audit_dir}; run `saddlebench audit --all`")
     out.mkdir(parents=True, exist_ok=True)
     rows = [row(a) for a in audits]
-    export_page(out, "Privacy audit", [{
-        "title": "Privacy audit", "columns": list(COLUMNS), "rows": rows,
-        "note": "Claimed ε, exact checks (L0) and the white-box canary audit (L1) per "
-                "algorithm."}], [])
+    assumptions = [r for a in audits for r in assumption_rows(a)]
+    tables = [{"title": "Privacy audit", "columns": list(COLUMNS), "rows": rows,
+               "note": "Claimed ε, exact checks (L0) and the white-box canary audit (L1) per "
+                       "algorithm."}]
+    if assumptions:
+        tables.append({"title": "Assumption audits", "columns": list(ASSUMPTION_COLUMNS),
+                       "rows": assumptions,
+                       "note": "L1 with a canary above an assumed per-sample bound C."})
+    export_page(out, "Privacy audit", tables, [])
     write_page(
         "privacy.html.j2", out, out.parent, [("Privacy audit", None)],
-        columns=COLUMNS, rows=rows, audits=audits,
+        columns=COLUMNS, rows=rows, assumption_columns=ASSUMPTION_COLUMNS,
+        assumptions=assumptions, audits=audits,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         shas=sorted({a.get("git_sha") or "unknown" for a in audits}))
     return out

@@ -1,5 +1,6 @@
-"""Issue 8: every registered private algorithm passes the exact checks (L0) and the white-box
-canary audit (L1); known bugs injected into copies of dp_sgd are each caught.
+"""Issues 8 and 23: every registered private algorithm passes the exact checks (L0) and the
+white-box canary audit (L1); known bugs injected into copies of dp_sgd are each caught by
+both; an algorithm that assumes a gradient bound is audited above it.
 
 The registry-driven tests pick up a newly registered algorithm automatically. Seeds are
 fixed, so every outcome here is deterministic; the audits' false-alarm rate is α = 1e-3.
@@ -18,7 +19,7 @@ import pytest
 from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step
 from algorithms.dp_sgd import DPSGD
 from algorithms.privacy.ledger import Batch, Mechanism
-from bench.audit import AlgorithmAudit, audit_algorithm
+from bench.audit import DEFAULT_RUNS, AlgorithmAudit, audit_algorithm, gdp_mu
 from bench.canary import (
     SLOT,
     AuditMechanism,
@@ -34,10 +35,13 @@ from problems.oracles import Oracle
 
 PRIVATE = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
 RUNS = 1000  # per side, registry-wide
-# per side: gross bugs show with a few hundred runs; a halved σ or a doubled rate at ε = 2 needs
-# thousands (at 5,000 each fails with a margin of about 0.05 in TPR; at 2,000 barely)
-MUTANT_RUNS = {"no_clipping": 500, "sum_with_mean_scale": 500, "sigma_halved": 5000,
-               "wrong_rate": 5000}
+#: per side, quick variants: gross bugs show with a few hundred runs, a halved σ (μ × 2 in
+#: the power setting) with two thousand, an unrecorded second release (μ × √2, seen only by
+#: the iterates' statistic and its looser bound) with three thousand
+QUICK_MUTANT_RUNS = {"no_clipping": 200, "sum_with_mean_scale": 200, "sigma_halved": 2000,
+                     "unrecorded_release": 3000}
+#: the setting each mutant shows in: a wrong Poisson rate cannot show at q = 1
+MUTANT_SETTING = {"wrong_rate": "subsampled"}
 
 
 # -- the harness -----------------------------------------------------------------------------
@@ -94,8 +98,10 @@ def test_exact_checks_pass_and_reach_the_declared_sensitivity(name: str) -> None
 def test_canary_audit_passes(name: str) -> None:
     result = registry_audit(name)
     assert result.canary.passed, result.canary
+    assert result.canary_subsampled is None or result.canary_subsampled.passed
     assert result.canary.runs == 2 * RUNS
     assert result.eps_claimed["headline"] == pytest.approx(2.0, rel=1e-3)
+    assert result.exact_l1 is not None and result.exact_l1.passed, result.exact_l1.failures
 
 
 # -- mutants: copies of dp_sgd with one known bug each ------------------------------------------
@@ -166,8 +172,8 @@ MUTANTS: dict[str, tuple[type[DPSGD], str]] = {
 }
 
 
-def mutant_audit(mutant: type[DPSGD], runs: int) -> AlgorithmAudit:
-    return audit_algorithm("dp_sgd", runs=runs, algorithm=mutant(audit_params("dp_sgd")))
+def mutant_audit(mutant: type[DPSGD], runs: int, subsampled: bool = True) -> AlgorithmAudit:
+    return audit_algorithm("dp_sgd", runs=runs, algorithm=mutant, subsampled=subsampled)
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
@@ -180,18 +186,60 @@ def test_mutant_is_caught_by_the_exact_checks(mutant: str) -> None:
     assert any(message in f for f in report.failures), report.failures
 
 
-# The canary audit scores the recorded transcript, so a release that bypasses the mechanism
-# is invisible to it by construction: the exact checks' replay catches that one.
-@pytest.mark.parametrize("mutant", sorted(MUTANT_RUNS))
-def test_mutant_is_caught_by_the_canary_audit(mutant: str) -> None:
-    result = mutant_audit(MUTANTS[mutant][0], MUTANT_RUNS[mutant]).canary
-    assert not result.passed, result
-    assert result.eps_lb > 0.0
+def assert_caught_by_l1(result: AlgorithmAudit, mutant: str) -> None:
+    canary = result.canary_subsampled if mutant in MUTANT_SETTING else result.canary
+    assert canary is not None and not canary.passed, canary
+    assert canary.eps_lower > canary.eps_claimed if canary.exact_gdp else canary.eps_lb > 0
 
 
-def test_correct_dp_sgd_passes_at_the_mutants_run_count() -> None:
-    result = mutant_audit(DPSGD, max(MUTANT_RUNS.values()))
+# The unrecorded release bypasses the mechanism, so the release LLR cannot see it: the
+# iterates' statistic does (the output is less noisy than the ledger says).
+@pytest.mark.parametrize("mutant", sorted(QUICK_MUTANT_RUNS))
+def test_mutant_is_caught_by_the_canary_audit_quick(mutant: str) -> None:
+    result = mutant_audit(MUTANTS[mutant][0], QUICK_MUTANT_RUNS[mutant], subsampled=False)
+    assert_caught_by_l1(result, mutant)
+    if mutant == "unrecorded_release":
+        assert result.canary.statistic.startswith("iterates")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted(MUTANTS))
+def test_mutant_is_caught_by_the_canary_audit_at_the_default_run_count(mutant: str) -> None:
+    """What ``saddlebench audit`` does by default: the power setting, and for dp_sgd's
+    Poisson claim the subsampled setting too (the wrong rate shows there)."""
+    result = mutant_audit(MUTANTS[mutant][0], DEFAULT_RUNS)
+    assert_caught_by_l1(result, mutant)
+
+
+@pytest.mark.slow
+def test_correct_dp_sgd_passes_and_is_tight_at_the_default_run_count() -> None:
+    result = mutant_audit(DPSGD, DEFAULT_RUNS)
     assert result.passed, (result.exact.failures, result.canary)
+    assert result.canary.exact_gdp and result.canary.ratio is not None
+    assert result.canary.ratio >= 0.5  # ε_lb ≥ 1 against the claimed 2
+
+
+def test_correct_dp_sgd_power_audit_quick() -> None:
+    result = mutant_audit(DPSGD, 1000)
+    assert result.passed, (result.exact.failures, result.canary)
+    assert result.canary.mu_claimed == pytest.approx(gdp_mu(2.0, 1e-5), rel=1e-3)
+    assert result.canary.ratio is not None and result.canary.ratio >= 0.3
+    assert result.canary_subsampled is not None and result.canary_subsampled.passed
+
+
+# -- assumption audits ----------------------------------------------------------------------
+def test_noisy_sgd_above_its_assumed_bound_leaks_and_says_so() -> None:
+    result = audit_algorithm("noisy_sgd", runs=300)
+    assert result.passed  # in regime: the canary has norm C exactly
+    assert [a.norm / a.bound for a in result.assumptions] == pytest.approx([3.0])
+    above = result.assumptions[0]
+    assert above.guarantee_void is True and above.flagged
+    assert not above.canary.passed and above.canary.eps_lower > 2.0  # beyond the claim
+    assert any("declared sensitivity" in f for f in above.exact_failures)
+
+
+def test_algorithms_that_clip_get_no_assumption_audit() -> None:
+    assert audit_algorithm("dp_sgd", runs=20).assumptions == []
 
 
 def test_sampling_check_sees_only_the_recorded_rate() -> None:
@@ -219,6 +267,7 @@ def test_cli_audit_writes_results_and_the_privacy_page(tmp_path: Any) -> None:
     assert record["eps_claimed"]["pld"] == pytest.approx(2.0, rel=1e-3)
     page = (tmp_path / "report" / "privacy" / "index.html").read_text()
     assert "dp_sgd" in page and "FAIL" not in page
+    assert "ε lb ÷ ε" in page and "detects ε ≥" in page and "cannot show" in page
     tex = (tmp_path / "report" / "privacy" / "tables" / "privacy_audit.tex").read_text()
     assert r"\toprule" in tex and "dp\\_sgd" in tex
 
@@ -228,10 +277,23 @@ def test_privacy_page_marks_failures(tmp_path: Any) -> None:
 
     from reports.privacy import build_privacy_page
 
-    result = mutant_audit(NoClipping, 40)
+    result = mutant_audit(NoClipping, 40, subsampled=False)
     (tmp_path / "dp_sgd.json").write_text(json.dumps(result.to_dict()))
     page = (build_privacy_page(tmp_path, tmp_path / "page") / "index.html").read_text()
     assert page.count("FAIL") >= 2 and "declared sensitivity" in page
+
+
+def test_privacy_page_shows_the_assumption_audits(tmp_path: Any) -> None:
+    import json
+
+    from reports.privacy import build_privacy_page
+
+    result = audit_algorithm("noisy_sgd", runs=40)
+    (tmp_path / "noisy_sgd.json").write_text(json.dumps(result.to_dict()))
+    page = (build_privacy_page(tmp_path, tmp_path / "page") / "index.html").read_text()
+    assert "Assumption audits" in page and "per-sample gradient norm ≤ C" in page
+    tex = (tmp_path / "page" / "tables" / "assumption_audits.tex").read_text()
+    assert "True" in tex  # guarantee_void
 
 
 @pytest.mark.parametrize("argv", [["audit", "sgd"], ["audit"], ["audit", "dp_sgd", "--runs", "2"],
