@@ -260,7 +260,8 @@ class SpiderAlgorithm(Algorithm[SP, E]):
     @staticmethod
     def start(trace: Trace, spider: SpiderOracle) -> SpiderOracle:
         """Keep the run's SPIDER estimator (and its norm trackers) in ``trace``."""
-        trace.state, trace.clips = spider, spider.norms
+        trace.state = spider
+        trace.clips.update(spider.norms)
         return spider
 
     def premise_data(self, trace: Trace) -> dict[str, Any]:

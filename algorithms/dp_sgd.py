@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from algorithms.base import (
     Algorithm,
@@ -35,7 +36,7 @@ from algorithms.base import (
     register_algorithm,
 )
 from algorithms.premises import NormTracker, clip_keys
-from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from algorithms.sgd import SGDParams, draw_minibatch, minibatch_size
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -114,18 +115,25 @@ class DPSGD(Algorithm[DPSGDParams, DPSGDExtras]):
         p = self.params
         return DPSGDExtras(bound=float(p.clip), sensitivity=sum_sensitivity(p, p.clip))
 
+    def sample(self, mech: Mechanism, n: int) -> Batch:
+        """Line 2: draw B_t."""
+        return draw_minibatch(self.params, mech, n)
+
+    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, norms: NormTracker) -> Any:
+        """Line 3: Σ_{i∈B_t} clip_C(∇f_i(x_t)); the per-sample norms go to ``norms``."""
+        total, seen = oracle.clipped_grad_sum_and_norms(x, batch.indices, self.params.clip)
+        norms.add(seen)
+        return total
+
     def iterate(self, oracle: Oracle, plan: Plan[DPSGDExtras], mech: Mechanism,
                 trace: Trace) -> Iterator[Step]:
         xp, p = oracle.xp, self.params
         norms = trace.clips[""] = NormTracker(oracle.backend, plan.extra.bound)
         x = oracle.x0
         for t in range(plan.steps):
-            batch = draw_minibatch(p, mech, oracle.n)  # line 2
-            if len(batch):  # line 3: Σ_i clip_C(∇f_i(x_t)); the norms go to the premises
-                total, seen = oracle.clipped_grad_sum_and_norms(x, batch.indices, p.clip)
-                norms.add(seen)
-            else:
-                total = xp.zeros_like(x)
+            batch = self.sample(mech, oracle.n)  # line 2
+            total = self.gradient_sum(oracle, x, batch, norms) if len(batch) \
+                else xp.zeros_like(x)  # line 3
             noisy = mech.gaussian(total, sensitivity=plan.extra.sensitivity,  # line 4
                                   sigma=plan.sigma, tag="grad_sum", batch=batch)
             x = x - p.lr * noisy / p.batch_size  # line 5

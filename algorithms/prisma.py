@@ -206,23 +206,22 @@ class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
 
     def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> PriSMAExtras:
         first, later = self.sensitivities(data)
-        rhs, alpha = self.theorem_3_condition(data, sigma, target)
         return PriSMAExtras(sensitivity_first=first, sensitivity=later,
                             server_clip=self.server_clip(),
                             momentum_bound=self.momentum_bound(data),
                             sigma_first=sigma * first, sigma_later=sigma * later,
-                            condition_18_rhs=rhs, condition_18_alpha=alpha,
-                            condition_18_holds=bool(alpha <= rhs))
+                            **self.theorem_3_condition(data, sigma, target))
 
     def theorem_3_condition(self, data: DataInfo, sigma: float,
-                            target: PrivacyTarget) -> tuple[float, float]:
+                            target: PrivacyTarget) -> dict[str, Any]:
         """Theorem 3's condition (18), α ≤ (2σ̂²/3) log(N/(bα(1+σ̂²))) + 1, at Corollary 1's
-        α = 1 + 2 ln(1/δ)/ε: (the right-hand side, α)."""
+        α = 1 + 2 ln(1/δ)/ε."""
         n = min(len(c) for c in _clients(data))
         alpha = 1 + 2 * math.log(1 / target.delta) / target.epsilon
         rhs = (2 * sigma**2 / 3) * math.log(n / (self.batch_size(data) * alpha
                                                  * (1 + sigma**2))) + 1
-        return rhs, alpha
+        return {"condition_18_rhs": rhs, "condition_18_alpha": alpha,
+                "condition_18_holds": bool(alpha <= rhs)}
 
     # -- the algorithm ------------------------------------------------------------------
     def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch],

@@ -143,7 +143,7 @@ def sosp_query(oracle: Oracle, p: SelectionParams, constants: SelectionConstants
     scale = math.sqrt(constants.rho * p.alpha)
 
     def query(x: Any) -> float:
-        grad_norm = float(np.linalg.norm(oracle.backend.to_numpy(oracle.grad(x, idx))))
+        grad_norm = oracle.norm(oracle.grad(x, idx))
         if p.estimator == "power":
             lam = lambda_min_power(oracle, x, constants.smoothness, p.power_iters, rng, idx)
         else:

@@ -385,7 +385,7 @@ class SpiderSOSP(Algorithm[SpiderSOSPParams, SpiderSOSPExtras]):
     def iterate(self, oracle: Oracle, plan: Plan[SpiderSOSPExtras], mech: Mechanism,
                 trace: Trace) -> Iterator[Step]:
         run = trace.state = _Run(self.params, plan.extra.constants, oracle, plan, mech)
-        trace.clips = run.norms
+        trace.clips.update(run.norms)
         for t in range(plan.steps):
             x = run.step(t)
             if x is None:

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget
+from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Trace
 from algorithms.privacy.accounting import Epsilons, epsilons
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Sampling
 from problems import PROBLEMS, Instance
@@ -299,8 +299,9 @@ class AuditSetup:
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
         oracle = canary_oracle(self.base, value)
-        xs = [np.array(s.x, dtype=float) for s in algorithm.iterate(oracle, self.plan, mech)]
-        return mech, xs, np.array(algorithm.output(), dtype=float)
+        trace = Trace()
+        xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
+        return mech, xs, np.array(trace.point(), dtype=float)
 
 
 def audit_params(name: str, **overrides: Any) -> Any:
@@ -331,7 +332,7 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget) 
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
     plan = algorithm.plan(canary_data(instance), target)
-    norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    norm = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
                       "add" if poisson else "replace")
