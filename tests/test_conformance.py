@@ -190,6 +190,23 @@ def test_plan_returns_the_declared_extras_and_leaves_the_algorithm_alone(alg_nam
     assert isinstance(plan.to_dict()["extra"], dict)
 
 
+def test_stored_extras_keep_their_flat_keys() -> None:
+    """The sidecar's ``plan.extra`` is the flat dict reports read ``plan_<key>`` columns
+    from: fields ``iterate`` alone needs are left out, nested constants are flattened, and
+    the tight accountant's σ follows under ``calibration: paper``."""
+    setup = make_setup("strict_saddle", "numpy")
+    noisy = make_algorithm("noisy_sgd", setup.instance, select=True)
+    extra = noisy.plan(setup.instance, PrivacyTarget(4.0, DELTA, "paper")).to_dict()["extra"]
+    assert list(extra) == ["bound", "sensitivity", "abadi_max_epsilon", "d", "rho",
+                           "smoothness", "query_sensitivity", "sigma_tight",
+                           "sigma_tight_method", "noise_ratio_tight_over_paper"]
+    minimax = make_setup("ncsc_double_well", "numpy")
+    rgda = make_algorithm("dp_rgda", minimax.instance)
+    extra = rgda.plan(minimax.instance, default_target(rgda)).to_dict()["extra"]
+    assert "resolved" not in extra and {"queries", "schedule", "eps_bar"} <= set(extra)
+    json.dumps(extra, allow_nan=False)
+
+
 def test_dpsgd_gc_is_a_prisma_preset() -> None:
     gc = ALGORITHMS["dpsgd_gc"](ALGORITHMS["dpsgd_gc"].Params(lr=0.3, clip1=2.0))
     assert isinstance(gc, ALGORITHMS["prisma"])
