@@ -75,7 +75,7 @@ Resolutions of the paper's ambiguities (notes §2.6), each a parameter where it 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -323,16 +323,18 @@ class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
             escape_steps=p.escape_steps, alpha=p.alpha, **alg3)
 
     # -- Algorithm 3 -----------------------------------------------------------------------
-    def inner(self, p: DPRGDAParams, oracle: MinimaxOracle, mech: Mechanism, sigma: float,
-              clips: dict[str, NormTracker], t: int, x: Any, x_prev: Any, y: Any,
-              state: Estimate | None) -> tuple[Any, Estimate]:
-        """One call of Algorithm 3: y_{t+1} and (v_t, u_t) with the y they estimate at."""
+    def inner(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan[DPRGDAExtras], t: int,
+              x: Any, x_prev: Any, y: Any, state: Estimate | None,
+              clips: Mapping[str, NormTracker | None] | None = None) -> tuple[Any, Estimate]:
+        """One call of Algorithm 3: y_{t+1} and (v_t, u_t) with the y they estimate at; the
+        per-sample norms go to ``clips`` (suffix → tracker; None: not tracked)."""
+        p, sigma, tracked = plan.extra.resolved, plan.sigma, clips if clips is not None else {}
         ys, vs, us = [y], [], []
         start = 0
         if t % p.period == 0 or state is None:  # lines 4-8
             batch = draw_batch(mech, oracle.n, p.batch_refresh)
             v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=sigma,
-                                    tag="refresh", norms=clips[""])
+                                    tag="refresh", norms=tracked.get(""))
             if not p.refresh_increment:  # A3
                 vs, us, start = [v], [u], 1
                 ys.append(oracle.project_y(y + p.lr_y * u))
@@ -342,7 +344,8 @@ class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
             previous = (x_prev, state.y)
         for k in range(start, p.inner_steps):  # lines 12-16
             point = (x, ys[k])
-            v, u = self._increment(p, oracle, mech, sigma, clips, point, previous, v, u)
+            v, u = self._increment(p, oracle, mech, sigma, tracked.get("diff"), point, previous,
+                                   v, u)
             vs.append(v)
             us.append(u)
             ys.append(oracle.project_y(ys[k] + p.lr_y * u))
@@ -353,7 +356,7 @@ class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
         return y_next, Estimate(vs[s], us[s], ys[s])
 
     def _increment(self, p: DPRGDAParams, oracle: MinimaxOracle, mech: Mechanism,
-                   sigma: float, clips: dict[str, NormTracker], point: tuple[Any, Any],
+                   sigma: float, norms: NormTracker | None, point: tuple[Any, Any],
                    previous: tuple[Any, Any], v: Any, u: Any) -> tuple[Any, Any]:
         xp = oracle.xp
         bound, scale = p.diff_clip, 1.0
@@ -365,7 +368,7 @@ class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
         batch = draw_batch(mech, oracle.n, p.batch_diff)
         dv, du = private_partial_diffs(mech, oracle, point, previous, batch, clip=bound,
                                        sigma=sigma * increment_ratio(p, oracle.n),
-                                       tag="increment", norms=clips["diff"], scale=scale)
+                                       tag="increment", norms=norms, scale=scale)
         return v + dv, u + du
 
     # -- Algorithm 2 -----------------------------------------------------------------------
@@ -373,16 +376,14 @@ class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
                 trace: Trace) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), plan.extra.resolved
         backend = mm.backend
-        clips = {"": NormTracker(backend, p.clip), "diff": NormTracker(backend, p.diff_clip)}
-        trace.clips = dict(clips)
+        trace.clips = {"": NormTracker(backend, p.clip), "diff": NormTracker(backend, p.diff_clip)}
         facts = trace.facts
         facts.update(triggers=0, escapes=0, certificates=[], stopped_at=None)
         x = x_prev = mm.x0  # A5
         y, state = mm.y0, None
         escape, anchor_t, anchor, esc, moved_sq = False, 0, x, 0, 0.0
         for t in range(p.steps):
-            y, state = self.inner(p, mm, mech, plan.sigma, clips, t, x, x_prev, y,
-                                  state)  # line 3
+            y, state = self.inner(mm, mech, plan, t, x, x_prev, y, state, trace.clips)  # line 3
             v = state.v
             v_norm = mm.norm(v)
             x_prev = x

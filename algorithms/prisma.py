@@ -46,7 +46,7 @@ Deviations and resolved ambiguities (notes §2.7):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,14 +225,17 @@ class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
 
     # -- the algorithm ------------------------------------------------------------------
     def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch],
-              clips: dict[str, NormTracker | None]) -> Any:
+              clips: Mapping[str, NormTracker | None] | None = None) -> Any:
         """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff);
-        g alone at t = 0 and, where the correction vanishes (γ = 1 without C₃), always."""
+        g alone at t = 0 and, where the correction vanishes (γ = 1 without C₃), always. The
+        per-sample norms go to ``clips`` (suffix → tracker; None: not tracked)."""
         xp, p = oracle.xp, self.params
         correct = x_prev is not None and (p.gamma < 1 or p.clip3 is not None)
+        tracked = clips if clips is not None else {}
 
         def clipped(point: Any, idx: np.ndarray) -> Any:
-            return clip_tracked(xp, oracle.per_sample_grads(point, idx), p.clip1, clips[""])
+            return clip_tracked(xp, oracle.per_sample_grads(point, idx), p.clip1,
+                                tracked.get(""))
 
         def rows(idx: np.ndarray) -> Any:
             grads = clipped(x, idx)  # line 8 at t = 0
@@ -240,7 +243,7 @@ class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
                 return grads
             diff = grads - clipped(x_prev, idx)  # line 10
             if p.clip3 is not None:
-                diff = clip_tracked(xp, diff, p.clip3, clips["c3"])  # eq. (20)
+                diff = clip_tracked(xp, diff, p.clip3, tracked.get("c3"))  # eq. (20)
             return p.gamma * grads + (1 - p.gamma) * diff
 
         return per_client_mean(oracle, batches, rows)

@@ -89,9 +89,9 @@ def test_momentum_noise_is_smaller_than_dpsgd_gc() -> None:
                   ).plan(data, target)
     d = algorithm("dpsgd_gc", steps=1000, batch_size=512, clip1=4.0).plan(data, target)
     assert p.sigma == pytest.approx(d.sigma)  # one σ̂ for both (Corollary 1)
-    assert p.extra["sigma_later"] < d.extra["sigma_later"]
-    assert p.extra["sigma_later"] == pytest.approx(p.sigma * 2 * (0.5 * 4 + 0.5 * 0.5) / 512)
-    assert p.extra["sigma_first"] == pytest.approx(d.extra["sigma_first"])
+    assert p.extra.sigma_later < d.extra.sigma_later
+    assert p.extra.sigma_later == pytest.approx(p.sigma * 2 * (0.5 * 4 + 0.5 * 0.5) / 512)
+    assert p.extra.sigma_first == pytest.approx(d.extra.sigma_first)
 
 
 @pytest.mark.parametrize(("eps", "sigma"), [(4, 11.135), (8, 5.965), (16, 3.345), (32, 1.986)])

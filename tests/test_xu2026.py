@@ -208,7 +208,7 @@ def test_paper_defaults_give_2000_joint_queries_and_noise_of_the_notes() -> None
     assert plan.extra.std_increment == pytest.approx(plan.sigma * 2 / 50)
     literal = DPRGDA(DPRGDA.Params(refresh_increment=True)).plan(
         data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="advanced"))
-    assert literal.extra["queries"] == 2040
+    assert literal.extra.queries == 2040
     # 2,040 joint queries, the x- and y-releases on one batch composed exactly as one
     # Gaussian mechanism of multiplier σ/√2 (notes §3: z = 866.2 for 2,040 queries)
     assert literal.sigma == pytest.approx(866.2 * math.sqrt(2), rel=2e-4)
