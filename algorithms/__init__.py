@@ -18,16 +18,19 @@ from algorithms import spider_sosp as _spider_sosp
 from algorithms.base import (
     ALGORITHMS,
     Algorithm,
+    Extras,
+    NoExtras,
     Plan,
     PrivacyTarget,
     Rate,
     Step,
+    Trace,
     get_algorithm,
     register_algorithm,
 )
 
-__all__ = ["ALGORITHMS", "Algorithm", "Plan", "PrivacyTarget", "Rate", "Step", "get_algorithm",
-           "register_algorithm"]
+__all__ = ["ALGORITHMS", "Algorithm", "Extras", "NoExtras", "Plan", "PrivacyTarget", "Rate",
+           "Step", "Trace", "get_algorithm", "register_algorithm"]
 
 del (_ada_dp_spider, _dp_rgda, _dp_sgd, _dp_sgda, _dp_spider_at, _gauss_psgd, _noisy_sgd, _prisma,
      _private_diff, _sgd, _spider_sosp)

@@ -44,14 +44,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    Algorithm,
+    Extras,
+    NoExtras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.distributed import per_client_mean
-from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
+from algorithms.premises import NormTracker, clip_keys, clip_tracked
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -127,7 +137,7 @@ class SpiderBudget:
 class SpiderOracle:
     """Algorithms 2/3 over the clients of ``oracle``: :meth:`estimate` is one oracle call."""
 
-    def __init__(self, params: SpiderParams, oracle: Oracle, plan: Plan, mech: Mechanism,
+    def __init__(self, params: SpiderParams, oracle: Oracle, plan: Plan[Any], mech: Mechanism,
                  data: list[np.ndarray] | None = None) -> None:
         self.p, self.oracle, self.plan, self.mech = params, oracle, plan, mech
         self.pools = [mech.pool(records(params, c, mech.public), epochs=params.epochs, party=j)
@@ -163,10 +173,7 @@ class SpiderOracle:
 
     def moved(self, x_new: Any, x_old: Any) -> None:
         """drift ← drift + ‖x_t − x_{t−1}‖² (line 12)."""
-        self.drift += self._norm(x_new - x_old) ** 2
-
-    def _norm(self, v: Any) -> float:
-        return float(self.oracle.backend.to_numpy(self.oracle.xp.linalg.vector_norm(v)))
+        self.drift += self.oracle.norm(x_new - x_old) ** 2
 
     def _refresh(self, x: Any) -> bool:
         p, oracle, xp = self.p, self.oracle, self.oracle.xp
@@ -185,7 +192,7 @@ class SpiderOracle:
 
     def _difference(self, x: Any, x_prev: Any) -> bool:
         p, oracle, xp = self.p, self.oracle, self.oracle.xp
-        step = self._norm(x - x_prev)
+        step = self.oracle.norm(x - x_prev)
         if step == 0.0:
             return True  # the difference query is exactly zero: nothing to release
         batches = [pool.take(p.batch_diff) for pool in self.pools]  # line 9
@@ -204,20 +211,18 @@ class SpiderOracle:
         return True
 
 
-class SpiderAlgorithm(Algorithm):
-    """Plan hooks shared by the algorithms built on :class:`SpiderOracle`."""
+SP = TypeVar("SP", bound=SpiderParams)
+E = TypeVar("E", bound=Extras)
 
-    Params: ClassVar[type] = SpiderParams
+
+class SpiderAlgorithm(Algorithm[SP, E]):
+    """Plan hooks shared by the algorithms built on :class:`SpiderOracle`, whose per-run
+    :class:`SpiderOracle` is the trace's ``state`` (its norm trackers the trace's clips)."""
+
     data_limited = True
     #: O1's clip at G is the main clip, O2's at M‖Δx‖ the ``diff`` clip
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "data_exhausted_at", *clip_keys(),
-                                           *clip_keys("diff"))
+    premises = ("steps_taken", "data_exhausted_at", *clip_keys(), *clip_keys("diff"))
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.spider: SpiderOracle | None = None
-
-    @property
     def budget(self) -> SpiderBudget:
         return SpiderBudget(self.params)
 
@@ -227,30 +232,36 @@ class SpiderAlgorithm(Algorithm):
         return [len(c) if cap is None else min(cap, len(c)) for c in clients(data)]
 
     def steps(self, data: DataInfo) -> int:
-        return self.budget.max_steps(self.train_sizes(data))
+        return self.budget().max_steps(self.train_sizes(data))
 
     def batch_size(self, data: DataInfo) -> float:
         return float(self.params.batch_diff)
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
-        return self.budget.ledger(self.train_sizes(data), sigma)
+        return self.budget().ledger(self.train_sizes(data), sigma)
 
     def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        return self.budget.paper_sigma(target)
+        return self.budget().paper_sigma(target)
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return self.budget.paper_epsilon(sigma, delta)
+        return self.budget().paper_epsilon(sigma, delta)
 
-    def premise_data(self) -> dict[str, Any]:
+    @staticmethod
+    def start(trace: Trace, spider: SpiderOracle) -> SpiderOracle:
+        """Keep the run's SPIDER estimator (and its norm trackers) in ``trace``."""
+        trace.state = spider
+        trace.clips.update(spider.norms)
+        return spider
+
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
         """Steps taken, where the data ran out and the norms of O1 and O2."""
-        spider = self.spider
+        spider = trace.state
         exhausted = spider is not None and spider.exhausted
-        return {**super().premise_data(),
-                "data_exhausted_at": self.steps_taken if exhausted else None,
-                **clip_premises(spider.norms if spider is not None
-                                else dict.fromkeys(("", "diff")))}
+        return {**super().premise_data(trace),
+                "data_exhausted_at": trace.steps_taken if exhausted else None}
 
-    def spider_diagnostics(self, spider: SpiderOracle | None) -> dict[str, Any]:
+    @staticmethod
+    def spider_diagnostics(spider: SpiderOracle | None) -> dict[str, Any]:
         if spider is None:
             return {}
         return {"refreshes": spider.refreshes, "differences": spider.differences,
@@ -258,7 +269,7 @@ class SpiderAlgorithm(Algorithm):
 
 
 @register_algorithm
-class AdaDPSpider(SpiderAlgorithm):
+class AdaDPSpider(SpiderAlgorithm[SpiderParams, NoExtras]):
     """Ada-DP-SPIDER as a first-order method: x_t = x_{t−1} − η ĝ_t until the data run out."""
 
     name = "ada_dp_spider"
@@ -272,25 +283,27 @@ class AdaDPSpider(SpiderAlgorithm):
                      "(√d/(nε))^{2/5}); run as plain descent without the escape loop only its "
                      "first-order part is claimed here; m clients: (mn)^{-1/3}, √m·nε")
     #: its only test is the drift test: ``triggers`` counts the refreshes it asked for
-    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
+    premises = (*SpiderAlgorithm.premises, "triggers")
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        self.spider = spider = SpiderOracle(self.params, oracle, plan, mech)
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoExtras:
+        return NoExtras()
+
+    def iterate(self, oracle: Oracle, plan: Plan[NoExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        spider = self.start(trace, SpiderOracle(self.params, oracle, plan, mech))
         x, x_prev = oracle.x0, None
-        self._x = x
         for t in range(plan.steps):
             g = spider.estimate(x, x_prev)
             if g is None:
                 return
             x_prev, x = x, x - self.params.lr * g
             spider.moved(x, x_prev)
-            self._x = x
             yield Step(t + 1, x, epoch=spider.progress)
 
-    def premise_data(self) -> dict[str, Any]:
-        spider = self.spider
-        return {**super().premise_data(),
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
+        spider = trace.state
+        return {**super().premise_data(trace),
                 "triggers": spider.drift_triggers if spider is not None else None}
 
-    def diagnostics(self) -> dict[str, Any]:
-        return self.spider_diagnostics(self.spider)
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        return self.spider_diagnostics(trace.state)

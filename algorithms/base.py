@@ -1,24 +1,32 @@
-"""The one interface every algorithm implements.
+"""The one interface every algorithm implements: typed params, a pure plan/iterate pair.
+
+An algorithm is ``Algorithm[P, E]``: ``self.params: P`` (its frozen ``Params`` dataclass,
+read from the generic argument) and nothing else on ``self``.
 
 ``plan(data, target)`` is the untimed calibration: it turns a privacy target into a noise
-multiplier σ (``calibration: paper`` follows the paper's own formula, ``pld``/``rdp`` are
-tight numerical calibrations) and predicts the ledger the run will fill, so the plan
-carries ε as the paper computes it (``eps_paper``) and ε from each accountant.
-``iterate(oracle, plan, mech)`` is the timed generator that yields x_t; all privacy noise
-and all data sampling go through ``mech``. ``output()`` is the point the paper outputs.
+multiplier σ (``calibration: paper`` follows the paper's own formula or the paper's
+accountant, :attr:`Algorithm.paper_accountant`; ``pld``/``rdp`` are tight numerical
+calibrations) and predicts the ledger the run will fill, so the plan carries ε as the paper
+computes it (``eps_paper``) and ε from each accountant, and in ``plan.extra: E`` (a frozen
+:class:`Extras` dataclass) everything ``iterate`` needs that was resolved from the data.
+``iterate(oracle, plan, mech, trace)`` is the timed generator that yields x_t; all privacy
+noise and all data sampling go through ``mech``; everything else the run gathers (norms
+against the clips, counters, the paper's output where it is not the last iterate) goes into
+the per-run :class:`Trace`, which ``premise_data`` and ``diagnostics`` read.
 Metrics never flow back into an algorithm.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_origin
 
-from algorithms.privacy.accounting import Epsilons, calibrate, epsilons
+from algorithms.premises import CLIP_SUFFIXES, NormTracker, clip_keys, clip_premises
+from algorithms.privacy.accounting import Epsilons, calibrate, epsilon, epsilons
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -89,9 +97,57 @@ class Rate:
             raise ValueError("source must name the theorem and the paper")
 
 
+@dataclass(frozen=True)
+class Extras:
+    """What an algorithm's plan resolves from the data for ``iterate`` (e.g. C); each
+    algorithm subclasses it as a frozen dataclass. :meth:`to_dict` is what the sidecar stores
+    under ``plan.extra``: every field, except those whose ``metadata`` is :data:`INTERNAL`,
+    and those whose ``metadata`` is :data:`OPTIONAL` while they are None."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("internal") or (f.metadata.get("optional") and value is None):
+                continue
+            out[f.name] = value
+        return out
+
+
+#: ``field(metadata=INTERNAL)``: an :class:`Extras` field ``iterate`` needs that the sidecar
+#: does not store
+INTERNAL: Mapping[str, bool] = MappingProxyType({"internal": True})
+#: ``field(default=None, metadata=OPTIONAL)``: an :class:`Extras` field stored only where the
+#: plan resolved it (not None)
+OPTIONAL: Mapping[str, bool] = MappingProxyType({"optional": True})
+
+
+@dataclass(frozen=True)
+class NoExtras(Extras):
+    """The extras of an algorithm whose plan resolves nothing beyond σ and T."""
+
+
+E = TypeVar("E", bound=Extras)
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class TightSigma:
+    """Under ``calibration: paper``: the σ a tight accountant needs for the same target."""
+
+    sigma: float
+    method: str
+    ratio: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sigma_tight": self.sigma, "sigma_tight_method": self.method,
+                "noise_ratio_tight_over_paper": self.ratio}
+
+
 @dataclass
-class Plan:
-    """The untimed result of calibration: σ, schedule sizes and the ε figures."""
+class Plan(Generic[E]):
+    """The untimed result of calibration: σ, schedule sizes, the ε figures and the
+    algorithm's :class:`Extras`."""
 
     sigma: float
     steps: int
@@ -102,7 +158,9 @@ class Plan:
     eps: Epsilons
     eps_paper: float | None
     ledger: Ledger = field(repr=False)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: E
+    #: the tight accountant's σ beside the paper's (``calibration: paper`` only)
+    tight: TightSigma | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,7 +173,7 @@ class Plan:
             "eps": self.eps.to_dict(),
             "eps_paper": self.eps_paper,
             "ledger": self.ledger.to_json(),
-            "extra": self.extra,
+            "extra": {**self.extra.to_dict(), **(self.tight.to_dict() if self.tight else {})},
         }
 
 
@@ -129,8 +187,39 @@ class Step:
     epoch: float | None = None
 
 
-class Algorithm(ABC):
-    """Base class: subclasses set ``name``, ``paper``, ``Params`` and the three hooks."""
+@dataclass
+class Trace:
+    """Everything one run gathers besides its iterates: created by the caller of
+    :meth:`Algorithm.run`, filled by ``iterate``, read by :meth:`Algorithm.premise_data` and
+    :meth:`Algorithm.diagnostics` (valid mid-run too: a diverged run records what was
+    gathered). Nothing of a run is kept on the algorithm."""
+
+    #: the last yielded iterate (x₀ before the first)
+    last: Any = None
+    #: the point the paper outputs where it is not the last iterate (set by ``iterate``)
+    output: Any = None
+    #: the t of the last yielded iterate
+    steps_taken: int = 0
+    #: the run's clips, suffix → tracker (:data:`~algorithms.premises.CLIP_SUFFIXES`)
+    clips: dict[str, NormTracker | None] = field(default_factory=dict)
+    #: per-run values the premise data and diagnostics report (counters, measured bounds)
+    facts: dict[str, Any] = field(default_factory=dict)
+    #: the algorithm's own per-run object where it keeps one (e.g. its SPIDER estimator)
+    state: Any = None
+
+    def point(self) -> Any:
+        """The run's output: :attr:`output` where the algorithm set one, else the last
+        iterate."""
+        if self.output is not None:
+            return self.output
+        if self.last is None:
+            raise RuntimeError("Trace.point() before the run started")
+        return self.last
+
+
+class Algorithm(ABC, Generic[P, E]):
+    """Base class: subclasses set ``name``, ``paper``, the generic arguments (their
+    ``Params`` and ``Extras`` dataclasses) and the hooks."""
 
     name: ClassVar[str]
     paper: ClassVar[str]
@@ -143,7 +232,7 @@ class Algorithm(ABC):
     #: True when a run may stop before T because its (single-use) data run out
     data_limited: ClassVar[bool] = False
     #: True when privacy rests on an assumed per-sample gradient bound (``plan.extra
-    #: ["bound"]``) instead of clipping (the audit's canary then has exactly that norm)
+    #: .bound``) instead of clipping (the audit's canary then has exactly that norm)
     assumes_bound: ClassVar[bool] = False
     #: settings that keep a run small where generic small steps and batches do not fit
     #: (tests, benchmarks and audits start from :meth:`small_params`)
@@ -152,13 +241,21 @@ class Algorithm(ABC):
     rate: ClassVar[Rate | None] = None
     #: the :data:`~algorithms.premises.PREMISES` keys :meth:`premise_data` always records
     premises: ClassVar[tuple[str, ...]] = ("steps_taken",)
+    #: the accountant the paper calibrates with over :meth:`planned_ledger` (``rdp``,
+    #: ``advanced``); None where the paper has its own formula (an override of
+    #: :meth:`paper_sigma` / :meth:`paper_epsilon`) or none
+    paper_accountant: ClassVar[str | None] = None
+    #: the params and extras dataclasses (from the generic arguments ``Algorithm[P, E]``)
     Params: ClassVar[type]
+    Extras: ClassVar[type[Extras]] = NoExtras
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "iterate" in cls.__dict__ and not getattr(cls.__dict__["iterate"], "_counted",
-                                                     False):
-            cls.iterate = _counted(cls.__dict__["iterate"])  # type: ignore[method-assign]
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            origin, args = get_origin(base), get_args(base)
+            if isinstance(origin, type) and issubclass(origin, Algorithm) and \
+                    not any(isinstance(a, TypeVar) for a in args):
+                cls.Params, cls.Extras = args
 
     @classmethod
     def small_params(cls, settings: Mapping[str, Any], **overrides: Any) -> Any:
@@ -168,10 +265,8 @@ class Algorithm(ABC):
         return cls.Params(**{**{k: v for k, v in settings.items() if k in names}, **cls.small,
                              **overrides})
 
-    def __init__(self, params: Any = None) -> None:
-        self.params = params if params is not None else self.Params()
-        self._x: Any = None
-        self._steps_taken = 0
+    def __init__(self, params: P | None = None) -> None:
+        self.params: P = params if params is not None else self.Params()
 
     # -- hooks ------------------------------------------------------------------------
     @abstractmethod
@@ -187,24 +282,42 @@ class Algorithm(ABC):
         raise NotImplementedError
 
     def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        """σ from the paper's own calibration formula."""
-        raise NotImplementedError(f"{self.name} has no paper calibration; use pld or rdp")
+        """σ from the paper's own calibration: :attr:`paper_accountant` over the planned
+        ledger, or the paper's formula (an override)."""
+        if self.paper_accountant is None:
+            raise NotImplementedError(f"{self.name} has no paper calibration; use pld or rdp")
+        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
+                         self.paper_accountant)
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        """ε the paper's analysis claims for σ (None where the paper gives no formula)."""
-        return None
-
-    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
-        """Values resolved from the data at plan time that ``iterate`` needs (e.g. C)."""
-        return {}
+        """ε the paper's analysis claims for σ: :attr:`paper_accountant`'s, or the paper's
+        formula (an override); None where the paper gives neither."""
+        if self.paper_accountant is None:
+            return None
+        return epsilon(self.planned_ledger(data, sigma), delta, self.paper_accountant)
 
     @abstractmethod
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        """Run the algorithm, yielding every iterate x_1..x_T (timed)."""
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> E:
+        """Values resolved from the data at plan time that ``iterate`` needs (e.g. C)."""
+
+    @abstractmethod
+    def iterate(self, oracle: Oracle, plan: Plan[E], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        """Run the algorithm, yielding every iterate x_1..x_T (timed); per-run state goes
+        into ``trace``."""
 
     # -- shared -------------------------------------------------------------------------
-    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
+    def resolved(self, data: DataInfo, target: PrivacyTarget) -> Algorithm[P, E]:
+        """The algorithm as it runs on ``data`` under ``target``, where its sizes follow from
+        them (e.g. a schedule from the theorem): a new instance; by default itself."""
+        return self
+
+    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan[E]:
         """Calibrate σ for ``target`` and predict the privacy spent (untimed)."""
+        return self.resolved(data, target).calibrated(data, target)
+
+    def calibrated(self, data: DataInfo, target: PrivacyTarget) -> Plan[E]:
+        """:meth:`plan` of a :meth:`resolved` algorithm."""
         steps, batch = self.steps(data), self.batch_size(data)
         if not self.private:
             ledger, sigma = self.nonprivate_ledger(), 0.0
@@ -216,15 +329,14 @@ class Algorithm(ABC):
             ledger = self.planned_ledger(data, sigma)
         eps = epsilons(ledger, target.delta)
         eps_paper = self.paper_epsilon(data, sigma, target.delta) if self.private else math.inf
-        extra = self.plan_extra(data)
-        if calibration == "paper":
-            extra.update(self._tight_comparison(data, target, sigma))
+        extra = self.extras(data, target, sigma)
+        tight = self._tight_sigma(data, target, sigma) if calibration == "paper" else None
         return Plan(sigma=sigma, steps=steps, batch_size=batch, n=data.n, target=target,
                     calibration=calibration, eps=eps, eps_paper=eps_paper, ledger=ledger,
-                    extra=extra)
+                    extra=extra, tight=tight)
 
-    def _tight_comparison(self, data: DataInfo, target: PrivacyTarget,
-                          sigma: float) -> dict[str, Any]:
+    def _tight_sigma(self, data: DataInfo, target: PrivacyTarget,
+                     sigma: float) -> TightSigma | None:
         """σ a tight accountant needs for the same target, beside the paper's σ."""
         for method in ("pld", "rdp"):
             try:
@@ -232,9 +344,8 @@ class Algorithm(ABC):
                                   target.delta, method)
             except ValueError:
                 continue
-            return {"sigma_tight": tight, "sigma_tight_method": method,
-                    "noise_ratio_tight_over_paper": tight / sigma}
-        return {}
+            return TightSigma(tight, method, tight / sigma)
+        return None
 
     def _sigma(self, data: DataInfo, target: PrivacyTarget) -> tuple[float, str]:
         if target.sigma is not None:
@@ -250,42 +361,28 @@ class Algorithm(ABC):
         ledger.record(Sampling(), [Release("nonprivate", "data")])
         return ledger
 
-    def output(self) -> Any:
-        """The point the paper outputs (default: the last iterate)."""
-        if self._x is None:
-            raise RuntimeError(f"{self.name}.output() called before iterate()")
-        return self._x
+    def run(self, oracle: Oracle, plan: Plan[E], mech: Mechanism,
+            trace: Trace) -> Iterator[Step]:
+        """:meth:`iterate`, keeping each yielded step's t and x in ``trace`` (what the
+        runner, the audit and the tests call)."""
+        trace.last = oracle.x0
+        for step in self.iterate(oracle, plan, mech, trace):
+            trace.steps_taken, trace.last = step.t, step.x
+            yield step
 
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
         """Per-run facts worth reporting (e.g. voided guarantees); JSON-serialisable."""
         return {}
 
-    @property
-    def steps_taken(self) -> int:
-        """Iterations of the latest run so far (the t of its last yielded iterate)."""
-        return self._steps_taken
-
-    def premise_data(self) -> dict[str, Any]:
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
         """The run's :data:`~algorithms.premises.PREMISES` entries (JSON-serialisable): every
-        key of :attr:`premises`, the value None only where nothing was measured. Valid
-        mid-run too (a diverged run records what was gathered). Subclasses extend it."""
-        return {"steps_taken": self._steps_taken}
-
-
-def _counted(iterate: Callable[..., Iterator[Step]]) -> Callable[..., Iterator[Step]]:
-    """``iterate`` that also keeps the t of the last yielded step in ``_steps_taken`` (for
-    :meth:`Algorithm.premise_data`); an ``iterate`` that delegates to its parent's sets the
-    same value twice."""
-    @functools.wraps(iterate)
-    def counted(self: Algorithm, oracle: Oracle, plan: Plan, mech: Mechanism
-                ) -> Iterator[Step]:
-        self._steps_taken = 0
-        for step in iterate(self, oracle, plan, mech):
-            self._steps_taken = step.t
-            yield step
-
-    counted._counted = True  # type: ignore[attr-defined]
-    return counted
+        key of :attr:`premises`, the value None only where nothing was measured; the clips
+        declared there read from ``trace.clips``, the other keys from ``trace.facts``.
+        Valid mid-run too (a diverged run records what was gathered)."""
+        clips = clip_premises({s: trace.clips.get(s) for s in ("", *CLIP_SUFFIXES)
+                               if clip_keys(s)[0] in self.premises})
+        values = {**trace.facts, **clips, "steps_taken": trace.steps_taken}
+        return {key: values.get(key) for key in self.premises}
 
 
 ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")

@@ -75,14 +75,25 @@ Resolutions of the paper's ambiguities (notes §2.6), each a parameter where it 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    INTERNAL,
+    OPTIONAL,
+    Algorithm,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.minimax import (
     batch_sampling,
     draw_batch,
@@ -90,8 +101,7 @@ from algorithms.minimax import (
     private_partial_diffs,
     private_partials,
 )
-from algorithms.premises import NormTracker, clip_keys, clip_premises
-from algorithms.privacy.accounting import calibrate, epsilon
+from algorithms.premises import NormTracker, clip_keys
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
@@ -175,8 +185,54 @@ def erm_schedule(params: DPRGDAParams, data: DataInfo, target: PrivacyTarget
                                                  data.d, rho))
 
 
+def refresh_steps(p: DPRGDAParams) -> int:
+    """#{t < T : t mod q = 0}."""
+    return math.ceil(p.steps / p.period)
+
+
+def increments(p: DPRGDAParams) -> int:
+    """K per step, one fewer after a refresh (A3) unless ``refresh_increment``."""
+    skipped = 0 if p.refresh_increment else refresh_steps(p)
+    return p.steps * p.inner_steps - skipped
+
+
+def increment_ratio(p: DPRGDAParams, n: int) -> float:
+    """Increment noise multiplier over refresh noise multiplier: 1 (``uniform``, App. D)
+    or the ratio of Algorithm 3's lines 1–2 as multipliers of 2C/S (``alg3``):
+    max(1, S₂√(TK)/n) / max(1, S₁√(T/q)/n)."""
+    if p.noise_split == "uniform":
+        return 1.0
+    refresh = max(1.0, min(p.batch_refresh, n) * math.sqrt(p.steps / p.period) / n)
+    increment = max(1.0, min(p.batch_diff, n) * math.sqrt(p.steps * p.inner_steps) / n)
+    return increment / refresh
+
+
+def ball(mech: Mechanism, d: int, radius: float) -> np.ndarray:
+    """ξ ~ Uniform(B₀(r)) in R^d from public randomness (post-processing: no ledger entry)."""
+    g = mech.public.standard_normal(d)
+    return radius * mech.public.random() ** (1.0 / d) * g / np.linalg.norm(g)
+
+
+@dataclass(frozen=True)
+class DPRGDAExtras(Extras):
+    """The run's schedule and its noise, beside Algorithm 3's formulas (c = 1)."""
+
+    #: the params the run uses: the given ones, or Theorem 1's ERM schedule
+    resolved: DPRGDAParams = field(metadata=INTERNAL)
+    queries: int
+    std_refresh: float
+    std_increment: float
+    increment_noise_ratio: float
+    schedule: dict[str, Any]
+    escape_steps: int
+    alpha: float
+    std_alg3_refresh: float | None = field(default=None, metadata=OPTIONAL)
+    std_alg3_increment: float | None = field(default=None, metadata=OPTIONAL)
+    eps_bar: float | None = field(default=None, metadata=OPTIONAL)
+
+
 @register_algorithm
-class DPRGDA(Algorithm):
+class DPRGDA(Algorithm[DPRGDAParams, DPRGDAExtras]):
     """DP RGDA: SPIDER-tracked GDA with normalised descent and perturb-and-monitor escape."""
 
     name = "dp_rgda"
@@ -189,64 +245,33 @@ class DPRGDA(Algorithm):
                 note="‖∇Φ_S‖ ≤ α, λ_min(∇²Φ_S) ≥ −√(ρ_Φα) with α = Õ((√(d log(1/δ))/(nε))^{2/3}), "
                      "d = max(d₁, d₂); Theorem 2 (population, single pass): α = Õ(n^{-1/3} + "
                      "(√(d log(1/δ))/(nε))^{1/2})")
-    Params: ClassVar[type] = DPRGDAParams
     minimax = True
     #: the refresh clip C is the main clip, the increments' C_u (× ‖Δw‖ under ``movement``)
     #: the ``diff`` clip; ``triggers``: escape phases entered (‖v_t‖ < α, line 8). No
     #: ``horizon``: Theorem 1's T needs L, F₀ and M, which the problems do not supply
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "triggers", *clip_keys(),
-                                           *clip_keys("diff"))
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.run = self.params
-        self._certificates: list[int] = []
-        self._escapes = self._triggers = 0
-        self._output: Any = None
-        self._stopped_at: int | None = None
-        self._clips: dict[str, NormTracker | None] = dict.fromkeys(("", "diff"))
+    premises = ("steps_taken", "triggers", *clip_keys(), *clip_keys("diff"))
+    #: App. D: advanced composition over the queries
+    paper_accountant = "advanced"
 
     # -- schedule and privacy --------------------------------------------------------------
-    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
-        self.run = (erm_schedule(self.params, data, target) if self.params.schedule == "erm"
-                    else self.params)
-        plan = super().plan(data, target)
-        plan.extra.update(self.noise_report(data, target, plan.sigma))
-        return plan
+    def resolved(self, data: DataInfo, target: PrivacyTarget) -> DPRGDA:
+        """With ``schedule: erm``, the algorithm at Theorem 1's ERM schedule."""
+        if self.params.schedule != "erm":
+            return self
+        return DPRGDA(erm_schedule(self.params, data, target))
 
     def steps(self, data: DataInfo) -> int:
-        return self.run.steps
+        return self.params.steps
 
     def batch_size(self, data: DataInfo) -> float:
-        return float(self.run.batch_diff)
-
-    def refresh_steps(self) -> int:
-        """#{t < T : t mod q = 0}."""
-        return math.ceil(self.run.steps / self.run.period)
-
-    def increments(self) -> int:
-        """K per step, one fewer after a refresh (A3) unless ``refresh_increment``."""
-        p = self.run
-        skipped = 0 if p.refresh_increment else self.refresh_steps()
-        return p.steps * p.inner_steps - skipped
-
-    def increment_ratio(self, n: int) -> float:
-        """Increment noise multiplier over refresh noise multiplier: 1 (``uniform``, App. D)
-        or the ratio of Algorithm 3's lines 1–2 as multipliers of 2C/S (``alg3``):
-        max(1, S₂√(TK)/n) / max(1, S₁√(T/q)/n)."""
-        p = self.run
-        if p.noise_split == "uniform":
-            return 1.0
-        refresh = max(1.0, min(p.batch_refresh, n) * math.sqrt(p.steps / p.period) / n)
-        increment = max(1.0, min(p.batch_diff, n) * math.sqrt(p.steps * p.inner_steps) / n)
-        return increment / refresh
+        return float(self.params.batch_diff)
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
-        p, ledger = self.run, Ledger()
+        p, ledger = self.params, Ledger()
         for tag, size, clip, count, multiplier in (
-                ("refresh", p.batch_refresh, p.clip, self.refresh_steps(), sigma),
-                ("increment", p.batch_diff, p.diff_clip, self.increments(),
-                 sigma * self.increment_ratio(data.n))):
+                ("refresh", p.batch_refresh, p.clip, refresh_steps(p), sigma),
+                ("increment", p.batch_diff, p.diff_clip, increments(p),
+                 sigma * increment_ratio(p, data.n))):
             if count:
                 size = min(size, data.n)
                 release = [Release("gaussian", f"{tag}_{part}", sigma=multiplier,
@@ -254,49 +279,40 @@ class DPRGDA(Algorithm):
                 ledger.record(batch_sampling(data.n, size), release, count)
         return ledger
 
-    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        """App. D: advanced composition over the queries (``calibration: advanced``)."""
-        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
-                         "advanced")
-
-    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return epsilon(self.planned_ledger(data, sigma), delta, "advanced")
-
-    def noise_report(self, data: DataInfo, target: PrivacyTarget, sigma: float
-                     ) -> dict[str, Any]:
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> DPRGDAExtras:
         """Per-coordinate noise stds of this plan beside Algorithm 3's formulas (c = 1)."""
-        p, n = self.run, data.n
-        out: dict[str, Any] = {
-            "queries": self.refresh_steps() + self.increments(),
-            "std_refresh": sigma * 2 * p.clip / min(p.batch_refresh, n),
-            "std_increment": (sigma * self.increment_ratio(n) * 2 * p.diff_clip
-                              / min(p.batch_diff, n)),
-            "increment_noise_ratio": self.increment_ratio(n),
-            "schedule": {k: getattr(p, k) for k in ("steps", "period", "inner_steps",
-                                                    "batch_refresh", "batch_diff", "alpha",
-                                                    "lr", "escape_steps")},
-            "escape_steps": p.escape_steps, "alpha": p.alpha,
-        }
+        p, n = self.params, data.n
+        alg3: dict[str, float] = {}
         if math.isfinite(target.epsilon):
             scale = math.sqrt(math.log(1.0 / target.delta)) / target.epsilon
-            out["std_alg3_refresh"] = p.clip * scale * max(
-                1.0 / p.batch_refresh, math.sqrt(p.steps / p.period) / n)
-            out["std_alg3_increment"] = p.diff_clip * scale * max(
-                1.0 / p.batch_diff, math.sqrt(p.steps * p.inner_steps) / n)
-            out["eps_bar"] = eps_bar(data, target)
-        return out
+            alg3 = {"std_alg3_refresh": p.clip * scale * max(
+                        1.0 / p.batch_refresh, math.sqrt(p.steps / p.period) / n),
+                    "std_alg3_increment": p.diff_clip * scale * max(
+                        1.0 / p.batch_diff, math.sqrt(p.steps * p.inner_steps) / n),
+                    "eps_bar": eps_bar(data, target)}
+        return DPRGDAExtras(
+            resolved=p, queries=refresh_steps(p) + increments(p),
+            std_refresh=sigma * 2 * p.clip / min(p.batch_refresh, n),
+            std_increment=sigma * increment_ratio(p, n) * 2 * p.diff_clip / min(p.batch_diff, n),
+            increment_noise_ratio=increment_ratio(p, n),
+            schedule={k: getattr(p, k) for k in ("steps", "period", "inner_steps",
+                                                 "batch_refresh", "batch_diff", "alpha", "lr",
+                                                 "escape_steps")},
+            escape_steps=p.escape_steps, alpha=p.alpha, **alg3)
 
     # -- Algorithm 3 -----------------------------------------------------------------------
-    def inner(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan, t: int, x: Any,
-              x_prev: Any, y: Any, state: Estimate | None) -> tuple[Any, Estimate]:
-        """One call of Algorithm 3: y_{t+1} and (v_t, u_t) with the y they estimate at."""
-        p, xp = self.run, oracle.xp
+    def inner(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan[DPRGDAExtras], t: int,
+              x: Any, x_prev: Any, y: Any, state: Estimate | None,
+              clips: Mapping[str, NormTracker | None] | None = None) -> tuple[Any, Estimate]:
+        """One call of Algorithm 3: y_{t+1} and (v_t, u_t) with the y they estimate at; the
+        per-sample norms go to ``clips`` (suffix → tracker; None: not tracked)."""
+        p, sigma, tracked = plan.extra.resolved, plan.sigma, clips if clips is not None else {}
         ys, vs, us = [y], [], []
         start = 0
         if t % p.period == 0 or state is None:  # lines 4-8
             batch = draw_batch(mech, oracle.n, p.batch_refresh)
-            v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=plan.sigma,
-                                    tag="refresh", norms=self._clips[""])
+            v, u = private_partials(mech, oracle, x, y, batch, clip=p.clip, sigma=sigma,
+                                    tag="refresh", norms=tracked.get(""))
             if not p.refresh_increment:  # A3
                 vs, us, start = [v], [u], 1
                 ys.append(oracle.project_y(y + p.lr_y * u))
@@ -306,96 +322,80 @@ class DPRGDA(Algorithm):
             previous = (x_prev, state.y)
         for k in range(start, p.inner_steps):  # lines 12-16
             point = (x, ys[k])
-            v, u = self._increment(oracle, mech, plan, point, previous, v, u)
+            v, u = self._increment(p, oracle, mech, sigma, tracked.get("diff"), point, previous,
+                                   v, u)
             vs.append(v)
             us.append(u)
             ys.append(oracle.project_y(ys[k] + p.lr_y * u))
             previous = point
-        gaps = [float(oracle.backend.to_numpy(xp.linalg.vector_norm(ys[k] - ys[k + 1])))
-                for k in range(p.inner_steps)]
+        gaps = [oracle.norm(ys[k] - ys[k + 1]) for k in range(p.inner_steps)]
         s = int(np.argmin(gaps))  # line 18 (G̃ = (y_k − y_{k+1})/λ; λ is common)
         y_next = ys[s + 1] if p.select == "next" else ys[s]
         return y_next, Estimate(vs[s], us[s], ys[s])
 
-    def _increment(self, oracle: MinimaxOracle, mech: Mechanism, plan: Plan,
-                   point: tuple[Any, Any], previous: tuple[Any, Any], v: Any, u: Any
-                   ) -> tuple[Any, Any]:
-        p, xp = self.run, oracle.xp
+    def _increment(self, p: DPRGDAParams, oracle: MinimaxOracle, mech: Mechanism,
+                   sigma: float, norms: NormTracker | None, point: tuple[Any, Any],
+                   previous: tuple[Any, Any], v: Any, u: Any) -> tuple[Any, Any]:
+        xp = oracle.xp
         bound, scale = p.diff_clip, 1.0
         if p.diff_clip_mode == "movement":  # A13
-            moved = xp.concat([point[0] - previous[0], point[1] - previous[1]])
-            scale = float(oracle.backend.to_numpy(xp.linalg.vector_norm(moved)))
+            scale = oracle.norm(xp.concat([point[0] - previous[0], point[1] - previous[1]]))
             bound *= scale
             if bound == 0.0:
                 return v, u  # the difference query is exactly zero: nothing to release
         batch = draw_batch(mech, oracle.n, p.batch_diff)
         dv, du = private_partial_diffs(mech, oracle, point, previous, batch, clip=bound,
-                                       sigma=plan.sigma * self.increment_ratio(oracle.n),
-                                       tag="increment", norms=self._clips["diff"], scale=scale)
+                                       sigma=sigma * increment_ratio(p, oracle.n),
+                                       tag="increment", norms=norms, scale=scale)
         return v + dv, u + du
 
     # -- Algorithm 2 -----------------------------------------------------------------------
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        mm = minimax_oracle(oracle, self.name)
-        p, xp, backend = self.run, mm.xp, mm.backend
-        self._certificates, self._escapes, self._triggers = [], 0, 0
-        self._output, self._stopped_at = None, None
-        self._clips = {"": NormTracker(backend, p.clip), "diff": NormTracker(backend, p.diff_clip)}
+    def iterate(self, oracle: Oracle, plan: Plan[DPRGDAExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        mm, p = minimax_oracle(oracle, self.name), plan.extra.resolved
+        backend = mm.backend
+        trace.clips = {"": NormTracker(backend, p.clip), "diff": NormTracker(backend, p.diff_clip)}
+        facts = trace.facts
+        facts.update(triggers=0, escapes=0, certificates=[], stopped_at=None)
         x = x_prev = mm.x0  # A5
         y, state = mm.y0, None
         escape, anchor_t, anchor, esc, moved_sq = False, 0, x, 0, 0.0
         for t in range(p.steps):
-            y, state = self.inner(mm, mech, plan, t, x, x_prev, y, state)  # line 3
+            y, state = self.inner(mm, mech, plan, t, x, x_prev, y, state, trace.clips)  # line 3
             v = state.v
-            v_norm = float(backend.to_numpy(xp.linalg.vector_norm(v)))
+            v_norm = mm.norm(v)
             x_prev = x
             if not escape:
                 if v_norm >= p.alpha:  # lines 5-6
                     x = x - (p.lr / v_norm) * v
                 else:  # lines 8-9
-                    self._triggers += 1
+                    facts["triggers"] += 1
                     escape, anchor_t, anchor, esc, moved_sq = True, t, x, 0, 0.0
-                    x = x + backend.asarray(self._ball(mech, mm.d))
+                    x = x + backend.asarray(ball(mech, mm.d, p.radius))
             else:
                 moved_sq += v_norm**2  # line 12 (without η_H², applied below)
                 if p.lr_escape**2 * moved_sq > (t - anchor_t) * p.movement:  # lines 13-15
                     x = x - math.sqrt((t - anchor_t) * p.movement / moved_sq) * v
                     escape = False
-                    self._escapes += 1
+                    facts["escapes"] += 1
                 else:  # lines 17-19
                     x = x - p.lr_escape * v
                     esc += 1
-                    if esc == p.escape_steps:
-                        self._certify(anchor_t, anchor)
+                    if esc == p.escape_steps:  # the anchor x_m is certified
+                        facts["certificates"].append(anchor_t)
+                        if trace.output is None:
+                            trace.output = anchor  # Algorithm 2's return (else x_T, A8)
                         escape = False
                         if p.early_return:
-                            self._stopped_at = t + 1
-                            self._x = x
+                            facts["stopped_at"] = t + 1
                             yield Step(t + 1, x)
                             return
-            self._x = x
             yield Step(t + 1, x)
 
-    def _ball(self, mech: Mechanism, d: int) -> np.ndarray:
-        """ξ ~ Uniform(B₀(r)) in R^d from public randomness."""
-        g = mech.public.standard_normal(d)
-        return self.run.radius * mech.public.random() ** (1.0 / d) * g / np.linalg.norm(g)
-
-    def _certify(self, t: int, anchor: Any) -> None:
-        self._certificates.append(t)
-        if self._output is None:
-            self._output = anchor
-
-    def output(self) -> Any:
-        """The first certified anchor x_{m_s} (Algorithm 2's return), else x_T (A8)."""
-        return self._output if self._output is not None else super().output()
-
-    def premise_data(self) -> dict[str, Any]:
-        return {**super().premise_data(), "triggers": self._triggers,
-                **clip_premises(self._clips)}
-
-    def diagnostics(self) -> dict[str, Any]:
-        return {"escape_triggers": self._triggers, "escapes": self._escapes,
-                "certificates": len(self._certificates),
-                "first_certificate_t": self._certificates[0] if self._certificates else None,
-                "stopped_at": self._stopped_at}
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        facts = trace.facts
+        certificates = facts.get("certificates", [])
+        return {"escape_triggers": facts.get("triggers", 0), "escapes": facts.get("escapes", 0),
+                "certificates": len(certificates),
+                "first_certificate_t": certificates[0] if certificates else None,
+                "stopped_at": facts.get("stopped_at")}

@@ -22,15 +22,24 @@ Deviations and resolved ambiguities:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import PositiveFloat
 
-from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
-from algorithms.premises import NormTracker, clip_keys, unmeasured
-from algorithms.privacy.accounting import calibrate, epsilon
+from algorithms.base import (
+    Algorithm,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
+from algorithms.premises import NormTracker, clip_keys
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
-from algorithms.sgd import SGD, SGDParams
+from algorithms.sgd import SGDParams, draw_minibatch, minibatch_size
 from problems.base import DataInfo
 from problems.oracles import Oracle
 from problems.params import params
@@ -41,8 +50,35 @@ class DPSGDParams(SGDParams):
     clip: PositiveFloat = 1.0
 
 
+@dataclass(frozen=True)
+class DPSGDExtras(Extras):
+    #: C, the per-sample norm bound the noise is scaled to
+    bound: float
+    #: L2 sensitivity of the summed gradients
+    sensitivity: float
+
+
+def sum_sensitivity(p: SGDParams, bound: float) -> float:
+    """L2 sensitivity of a sum of per-sample vectors of norm ≤ C: C (add/remove, Poisson)
+    or 2C (replace-one, fixed batches)."""
+    return (2.0 if p.sampling == "fixed" else 1.0) * bound
+
+
+def noisy_sum_ledger(p: SGDParams, n: int, steps: int, sigma: float,
+                     sensitivity: float) -> Ledger:
+    """T rounds, each one Gaussian release of the sum over B_t (``grad_sum``)."""
+    if p.sampling == "poisson":
+        sampling = Sampling("poisson", n, rate=p.batch_size / n)
+    else:
+        sampling = Sampling("fixed", n, rate=p.batch_size / n, size=p.batch_size)
+    ledger = Ledger()
+    ledger.record(sampling, [Release("gaussian", "grad_sum", sigma=sigma,
+                                     sensitivity=sensitivity)], steps)
+    return ledger
+
+
 @register_algorithm
-class DPSGD(SGD):
+class DPSGD(Algorithm[DPSGDParams, DPSGDExtras]):
     """Clipped DP-SGD with Gaussian noise on the summed clipped gradients."""
 
     name = "dp_sgd"
@@ -58,75 +94,45 @@ class DPSGD(SGD):
                      "(clipping inactive, or an a.s. bound on the gradient variance). With "
                      "bounded variance only, clipping bias gives (√d/(nε))^{1/3} "
                      "(Koloskova et al. 2023, huang2025 §1)")
-    Params: ClassVar[type] = DPSGDParams
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
+    premises = ("steps_taken", *clip_keys())
+    #: Abadi et al.'s moments accountant
+    paper_accountant = "rdp"
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._norms: NormTracker | None = None
+    def steps(self, data: DataInfo) -> int:
+        return int(self.params.steps)
 
-    def bound(self, data: DataInfo) -> float:
-        """C: the per-sample norm bound the noise is scaled to."""
-        return float(self.params.clip)
-
-    def sensitivity(self, data: DataInfo) -> float:
-        """L2 sensitivity of the summed gradients: C (add/remove) or 2C (replace-one)."""
-        return (2.0 if self.params.sampling == "fixed" else 1.0) * self.bound(data)
+    def batch_size(self, data: DataInfo) -> float:
+        return minibatch_size(self.params, data)
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
-        p, n = self.params, data.n
-        if p.sampling == "poisson":
-            sampling = Sampling("poisson", n, rate=p.batch_size / n)
-        else:
-            sampling = Sampling("fixed", n, rate=p.batch_size / n, size=p.batch_size)
-        release = Release("gaussian", "grad_sum", sigma=sigma, sensitivity=self.sensitivity(data))
-        ledger = Ledger()
-        ledger.record(sampling, [release], self.steps(data))
-        return ledger
+        p = self.params
+        return noisy_sum_ledger(p, data.n, self.steps(data), sigma,
+                                sum_sensitivity(p, p.clip))
 
-    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
-                         "rdp")
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> DPSGDExtras:
+        p = self.params
+        return DPSGDExtras(bound=float(p.clip), sensitivity=sum_sensitivity(p, p.clip))
 
-    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return epsilon(self.planned_ledger(data, sigma), delta, "rdp")
+    def sample(self, mech: Mechanism, n: int) -> Batch:
+        """Line 2: draw B_t."""
+        return draw_minibatch(self.params, mech, n)
 
-    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
-        """Σ_{i∈B_t} of the clipped per-sample gradients (line 3); their norms go to the
-        premise data."""
-        total, norms = oracle.clipped_grad_sum_and_norms(x, batch.indices, self.params.clip)
-        if self._norms is not None:
-            self._norms.add(norms)
+    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, norms: NormTracker) -> Any:
+        """Line 3: Σ_{i∈B_t} clip_C(∇f_i(x_t)); the per-sample norms go to ``norms``."""
+        total, seen = oracle.clipped_grad_sum_and_norms(x, batch.indices, self.params.clip)
+        norms.add(seen)
         return total
 
-    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
-        return {"bound": self.bound(data), "sensitivity": self.sensitivity(data)}
-
-    def run_sensitivity(self, oracle: Oracle, plan: Plan) -> float:
-        """Sensitivity of the noisy sum in this run (fixed at plan time here)."""
-        return float(plan.extra["sensitivity"])
-
-    def run_bound(self, plan: Plan) -> float:
-        """C of this run, the bound the per-sample norms are compared with (after
-        :meth:`run_sensitivity`)."""
-        return float(plan.extra["bound"])
-
-    def premise_data(self) -> dict[str, Any]:
-        """Steps taken and the per-sample norms against C."""
-        norms = self._norms.premises() if self._norms is not None else unmeasured(None)
-        return {**super().premise_data(), **norms}
-
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan[DPSGDExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
         xp, p = oracle.xp, self.params
-        sensitivity = self.run_sensitivity(oracle, plan)
-        self._norms = NormTracker(oracle.backend, self.run_bound(plan))
+        norms = trace.clips[""] = NormTracker(oracle.backend, plan.extra.bound)
         x = oracle.x0
         for t in range(plan.steps):
             batch = self.sample(mech, oracle.n)  # line 2
-            total = self.gradient_sum(oracle, x, batch, plan) if len(batch) else xp.zeros_like(x)
-            noisy = mech.gaussian(total, sensitivity=sensitivity, sigma=plan.sigma,  # line 4
-                                  tag="grad_sum", batch=batch)
+            total = self.gradient_sum(oracle, x, batch, norms) if len(batch) \
+                else xp.zeros_like(x)  # line 3
+            noisy = mech.gaussian(total, sensitivity=plan.extra.sensitivity,  # line 4
+                                  sigma=plan.sigma, tag="grad_sum", batch=batch)
             x = x - p.lr * noisy / p.batch_size  # line 5
-            self._x = x
             yield Step(t + 1, x)
-

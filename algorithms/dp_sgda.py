@@ -22,14 +22,21 @@ Deviations and resolved ambiguities:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
 
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    Algorithm,
+    NoExtras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle, private_partials
-from algorithms.premises import NormTracker, clip_keys, unmeasured
-from algorithms.privacy.accounting import calibrate, epsilon
+from algorithms.premises import NormTracker, clip_keys
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -46,7 +53,7 @@ class DPSGDAParams:
 
 
 @register_algorithm
-class DPSGDA(Algorithm):
+class DPSGDA(Algorithm[DPSGDAParams, NoExtras]):
     """Single-loop clipped DP-SGDA: simultaneous noisy descent in x and ascent in y."""
 
     name = "dp_sgda"
@@ -60,18 +67,11 @@ class DPSGDA(Algorithm):
                      "of the PrivateDiff paper); xu2026 Table 1 cites Yang et al. 2022's "
                      "O(1/√n + √d/(nε)), a convex-concave primal-dual population bound, "
                      "not a stationarity bound")
-    Params: ClassVar[type] = DPSGDAParams
     minimax = True
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._norms: NormTracker | None = None
-
-    def premise_data(self) -> dict[str, Any]:
-        """Steps taken and the per-sample x- and y-partial norms against C."""
-        norms = self._norms.premises() if self._norms is not None else unmeasured(None)
-        return {**super().premise_data(), **norms}
+    #: the per-sample x- and y-partial norms against C
+    premises = ("steps_taken", *clip_keys())
+    #: xu2026 App. D: advanced composition over the T queries
+    paper_accountant = "advanced"
 
     def steps(self, data: DataInfo) -> int:
         return self.params.steps
@@ -88,22 +88,17 @@ class DPSGDA(Algorithm):
                       p.steps)
         return ledger
 
-    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        """xu2026 App. D: advanced composition over the T queries."""
-        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
-                         "advanced")
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoExtras:
+        return NoExtras()
 
-    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return epsilon(self.planned_ledger(data, sigma), delta, "advanced")
-
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan[NoExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), self.params
         x, y = mm.x0, mm.y0
-        self._norms = norms = NormTracker(mm.backend, p.clip)
+        norms = trace.clips[""] = NormTracker(mm.backend, p.clip)
         for t in range(p.steps):
             batch = draw_batch(mech, mm.n, p.batch_size)
             gx, gy = private_partials(mech, mm, x, y, batch, clip=p.clip, sigma=plan.sigma,
                                       tag="grad", norms=norms)
             x, y = x - p.lr * gx, mm.project_y(y + p.lr_y * gy)
-            self._x = x
             yield Step(t + 1, x)

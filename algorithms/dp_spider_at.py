@@ -47,23 +47,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import NonNegativeInt, PositiveFloat
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams, clients
-from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    INTERNAL,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.gauss_psgd import effective_noise, o1_noise_std, threshold
 from algorithms.lambda_min import hessian
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from algorithms.sosp_selection import (
     Reservoir,
+    SelectionConstants,
     SelectionParams,
     select,
     selection_constants,
     selection_release,
+    stored_constants,
 )
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -84,8 +95,18 @@ class DPSpiderATParams(SpiderParams, SelectionParams):
     omega: Fraction = 0.1
 
 
+@dataclass(frozen=True)
+class DPSpiderATExtras(Extras):
+    #: AboveThreshold's ρ, L and Δ_q over the held-out records (``above_threshold`` only;
+    #: stored flat)
+    selection: SelectionConstants | None = field(default=None, metadata=INTERNAL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), **stored_constants(self.selection)}
+
+
 @register_algorithm
-class DPSpiderAT(SpiderAlgorithm):
+class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
     """DP-SPIDER with extra escape noise near saddles and a private output selection."""
 
     name = "dp_spider_at"
@@ -100,19 +121,13 @@ class DPSpiderAT(SpiderAlgorithm):
                      "the escape analysis ignores minibatch variance and a direct fix gives "
                      "only an (α, α^{2/5})-SOSP; liu2024 (Thm 3.17) reaches 1/2 with a "
                      "Hessian-based escape and says the idea would also rescue 3/7")
-    Params: ClassVar[type] = DPSpiderATParams
     #: ``triggers``: escape-noise injections (‖ĝ‖ ≤ γ_small, not frozen)
-    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
+    premises = (*SpiderAlgorithm.premises, "triggers")
 
-    def __init__(self, params: Any = None) -> None:
+    def __init__(self, params: DPSpiderATParams | None = None, delta: float = 1e-5) -> None:
         super().__init__(params)
-        self.spider: SpiderOracle | None = None
-        self._output: Any = None
-        self._selected: int | None = None
-        self._escapes = 0
-        self._select_epsilon = 1.0
-        self._delta = 1e-5
-        self._small = math.nan
+        #: δ of the run's target, which Algorithm 4's noise depends on (:meth:`resolved`)
+        self.delta = delta
 
     # -- data split and privacy ------------------------------------------------------------
     def held_out(self, size: int) -> int:
@@ -124,18 +139,18 @@ class DPSpiderAT(SpiderAlgorithm):
         sizes = [len(c) - self.held_out(len(c)) for c in clients(data)]
         return sizes if cap is None else [min(cap, n) for n in sizes]
 
-    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
-        self._select_epsilon, self._delta = self.params.select_epsilon, target.delta
+    def resolved(self, data: DataInfo, target: PrivacyTarget) -> DPSpiderAT:
+        """The algorithm at the target's δ."""
         if self.params.selection == "above_threshold" and len(clients(data)) > 1:
             raise ValueError("above_threshold selection needs the data in one place; with "
                              "several clients use selection: distributed (Algorithm 4)")
-        return super().plan(data, target)
+        return DPSpiderAT(self.params, delta=target.delta)
 
     def selection_sigma(self, candidates: int, delta: float) -> float:
         """Algorithm 4's noise multiplier (std ÷ replace-one sensitivity, gradient and
         Hessian alike): √(c T log(1/δ))/(2ε_s) with T candidates."""
         return math.sqrt(self.params.c * candidates * math.log(1 / delta)) / (
-            2 * self._select_epsilon)
+            2 * self.params.select_epsilon)
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
         p = self.params
@@ -143,7 +158,7 @@ class DPSpiderAT(SpiderAlgorithm):
         if p.selection == "above_threshold":
             ledger.record(*selection_release(p, party=HELD_OUT))
         elif p.selection == "distributed":
-            s = self.selection_sigma(p.candidates, self._delta)
+            s = self.selection_sigma(p.candidates, self.delta)
             for j, client in enumerate(clients(data)):
                 n = self.held_out(len(client))
                 ledger.record(Sampling("none", n, size=n, party=HELD_OUT + j),
@@ -154,31 +169,33 @@ class DPSpiderAT(SpiderAlgorithm):
                               p.candidates)
         return ledger
 
-    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> DPSpiderATExtras:
         """AboveThreshold's constants over the held-out records (ρ; M as the smoothness)."""
         p = self.params
         if p.selection != "above_threshold":
-            return {}
+            return DPSpiderATExtras()
         sized = replace(p, smoothness=p.smoothness if p.smoothness is not None else p.diff_clip)
-        return selection_constants(sized, data, p.grad_clip, self.held_out(data.n))
+        return DPSpiderATExtras(selection_constants(sized, data, p.grad_clip,
+                                                    self.held_out(data.n)))
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        training = self.budget.paper_epsilon(sigma, delta)
+        training = self.budget().paper_epsilon(sigma, delta)
         return training if self.params.selection == "none" else max(training,
-                                                                    self._select_epsilon)
+                                                                    self.params.select_epsilon)
 
     # -- the algorithm ------------------------------------------------------------------
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        p, xp = self.params, oracle.xp
+    def iterate(self, oracle: Oracle, plan: Plan[DPSpiderATExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        p, facts = self.params, trace.facts
         train, held = self._split(oracle, mech)
-        self.spider = spider = SpiderOracle(p, oracle, plan, mech, data=train)
+        spider = self.start(trace, SpiderOracle(p, oracle, plan, mech, data=train))
         extra = p.extra_noise if p.extra_noise is not None else o1_noise_std(p, plan.sigma)
-        self._small = small = 3 * threshold(
+        small = facts["trigger_threshold"] = 3 * threshold(
             None if p.small_grad is None else p.small_grad / 3, p.chi_scale,
             effective_noise(p, plan.sigma, oracle.d, len(oracle.clients)))
+        facts["triggers"] = 0
         kept = Reservoir(p.candidates, mech.public)
         x, x_prev, g_norm, frozen = oracle.x0, None, math.inf, 0
-        self._x = x
         for t in range(plan.steps):
             near = g_norm <= small and frozen <= 0
             g = spider.estimate(x, x_prev, refresh=near)
@@ -186,15 +203,20 @@ class DPSpiderAT(SpiderAlgorithm):
                 break
             if near:
                 g = mech.perturb(g, extra)  # extra escape noise, no data
-                frozen, self._escapes = p.frozen_steps, self._escapes + 1
-            g_norm = float(oracle.backend.to_numpy(xp.linalg.vector_norm(g)))
+                frozen = p.frozen_steps
+                facts["triggers"] += 1
+            g_norm = oracle.norm(g)
             x_prev, x = x, x - p.lr * g
             spider.moved(x, x_prev)
             frozen -= 1
-            self._x = x
             kept.offer(x)
             yield Step(t + 1, x, epoch=spider.progress)
-        self._select(oracle, plan, mech, kept.items(), held)
+        candidates = kept.items()
+        if p.selection != "none" and candidates:
+            chosen = self._select(oracle, plan, mech, candidates, held)
+            facts["selected"] = chosen
+            if chosen is not None:
+                trace.output = candidates[chosen]
 
     def _split(self, oracle: Oracle, mech: Mechanism) -> tuple[list[np.ndarray],
                                                                 list[np.ndarray]]:
@@ -207,21 +229,16 @@ class DPSpiderAT(SpiderAlgorithm):
             train.append(np.sort(order[k:]))
         return train, held
 
-    def _select(self, oracle: Oracle, plan: Plan, mech: Mechanism, candidates: list[Any],
-                held: list[np.ndarray]) -> None:
-        p = self.params
-        if p.selection == "none" or not candidates:
-            return
-        if p.selection == "above_threshold":
-            chosen = select(oracle, candidates, p, plan.extra, mech, idx=held[0],
-                            party=HELD_OUT)
-        else:
-            chosen = self._algorithm_4(oracle, plan, mech, candidates, held)
-        self._selected = chosen
-        if chosen is not None:
-            self._output = candidates[chosen]
+    def _select(self, oracle: Oracle, plan: Plan[DPSpiderATExtras], mech: Mechanism,
+                candidates: list[Any], held: list[np.ndarray]) -> int | None:
+        """The index of the privately selected candidate (None: none passed)."""
+        if plan.extra.selection is not None:  # above_threshold
+            return select(oracle, candidates, self.params, plan.extra.selection, mech,
+                          idx=held[0], party=HELD_OUT)
+        return self._algorithm_4(oracle, plan, mech, candidates, held)
 
-    def _algorithm_4(self, oracle: Oracle, plan: Plan, mech: Mechanism, candidates: list[Any],
+    def _algorithm_4(self, oracle: Oracle, plan: Plan[DPSpiderATExtras], mech: Mechanism,
+                     candidates: list[Any],
                      held: list[np.ndarray]) -> int | None:
         """tao2025 Algorithm 4 over ``candidates`` with every client's held-out set."""
         p, backend, d, m = self.params, oracle.backend, oracle.d, len(held)
@@ -259,23 +276,24 @@ class DPSpiderAT(SpiderAlgorithm):
         log = math.log(1 / delta)
         grad = (p.alpha + p.grad_clip * math.log(8 * d / om) / math.sqrt(m * n)
                 + p.grad_clip * math.sqrt(d * big_t * log * math.log(16 / om))
-                / (math.sqrt(m) * n * self._select_epsilon))
+                / (math.sqrt(m) * n * p.select_epsilon))
         eig = (math.sqrt(rho * p.alpha) + p.diff_clip * math.sqrt(math.log(8 * d / om) / (m * n))
                + p.diff_clip * d * math.sqrt(big_t * log * math.log(32 / om))
-               / (math.sqrt(m) * n * self._select_epsilon))
+               / (math.sqrt(m) * n * p.select_epsilon))
         return grad, eig
 
-    def output(self) -> Any:
-        """The selected candidate (the last iterate without selection or if none passed)."""
-        return self._output if self._output is not None else super().output()
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
+        return {**super().premise_data(trace), "triggers": trace.facts.get("triggers", 0)}
 
-    def premise_data(self) -> dict[str, Any]:
-        return {**super().premise_data(), "triggers": self._escapes}
-
-    def diagnostics(self) -> dict[str, Any]:
-        out = {**self.spider_diagnostics(self.spider), "escape_injections": self._escapes,
-               "trigger_threshold": self._small}
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        """The output is the selected candidate (the last iterate without selection or if
+        none passed)."""
+        facts = trace.facts
+        out = {**self.spider_diagnostics(trace.state),
+               "escape_injections": facts.get("triggers", 0),
+               "trigger_threshold": facts.get("trigger_threshold", math.nan)}
         if self.params.selection != "none":
-            out.update(selected=self._selected, selection_passed=self._selected is not None)
+            selected = facts.get("selected")
+            out.update(selected=selected, selection_passed=selected is not None)
         return out
 

@@ -51,13 +51,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import NonNegativeFloat, PositiveFloat
 
 from algorithms.ada_dp_spider import SpiderAlgorithm, SpiderOracle, SpiderParams
-from algorithms.base import Plan, Rate, Step, register_algorithm
+from algorithms.base import NoExtras, Plan, PrivacyTarget, Rate, Step, Trace, register_algorithm
 from algorithms.privacy.ledger import Mechanism
+from problems.base import DataInfo
 from problems.oracles import Oracle
 from problems.params import Count, params
 
@@ -90,18 +92,30 @@ def threshold(chi: float | None, chi_scale: float, psi: float) -> float:
     return chi if chi is not None else chi_scale * psi
 
 
-class _Escape:
+@dataclass
+class EscapeStats:
     """Counters of the escape logic (reported in the run's diagnostics)."""
 
-    def __init__(self) -> None:
-        self.triggers = self.rounds = self.escapes = 0
-        self.escape_steps = self.tests = 0
-        self.termination = "budget"
-        self.returned_at: int | None = None
+    triggers: int = 0
+    rounds: int = 0
+    escapes: int = 0
+    escape_steps: int = 0
+    tests: int = 0
+    termination: str = "budget"
+    returned_at: int | None = None
+
+
+def radius(p: GaussPSGDParams, chi: float) -> float:
+    """R: ``radius``, else ``radius_scale``·Γ·η·χ, else √κ."""
+    if p.radius is not None:
+        return float(p.radius)
+    if p.radius_scale is not None:
+        return p.radius_scale * p.escape_steps * p.lr * chi
+    return math.sqrt(p.kappa)
 
 
 @register_algorithm
-class GaussPSGD(SpiderAlgorithm):
+class GaussPSGD(SpiderAlgorithm[GaussPSGDParams, NoExtras]):
     """Perturbed SGD whose DP noise escapes saddles; outputs the point where it could not."""
 
     name = "gauss_psgd"
@@ -113,53 +127,36 @@ class GaussPSGD(SpiderAlgorithm):
                 source="Theorem 2 (Theorem 3 distributed), tao2025",
                 note="α = Õ(n^{-1/3} + (√d/(nε))^{2/5}), output directly (no selection); "
                      "with m clients of n records each: Õ((mn)^{-1/3} + (√d/(√m·nε))^{2/5})")
-    Params: ClassVar[type] = GaussPSGDParams
     #: ``triggers``: the escape test ‖ĝ‖ ≤ 3χ fired (step 5)
-    premises: ClassVar[tuple[str, ...]] = (*SpiderAlgorithm.premises, "triggers")
+    premises = (*SpiderAlgorithm.premises, "triggers")
     # small runs (conformance, audit) use the paper's fixed χ: under the noise-scaled χ the
     # first test may open an escape episode that a few hundred records cannot feed
     small: ClassVar[dict[str, Any]] = {"chi": 0.01}
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.spider: SpiderOracle | None = None
-        self.stats = _Escape()
-        self._output: Any = None
-        self._chi = math.nan
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoExtras:
+        return NoExtras()
 
-    @property
-    def radius(self) -> float:
-        """R: ``radius``, else ``radius_scale``·Γ·η·χ, else √κ."""
-        p = self.params
-        if p.radius is not None:
-            return float(p.radius)
-        if p.radius_scale is not None:
-            return p.radius_scale * p.escape_steps * p.lr * self._chi
-        return math.sqrt(p.kappa)
-
-    def chi(self, plan: Plan, oracle: Oracle) -> float:
+    def chi(self, plan: Plan[NoExtras], oracle: Oracle) -> float:
         """χ of this run (``chi``, else chi_scale·ψ̂ from the plan's σ)."""
         p = self.params
         return threshold(p.chi, p.chi_scale,
                          effective_noise(p, plan.sigma, oracle.d, len(oracle.clients)))
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        p, xp = self.params, oracle.xp
-        self.spider = spider = SpiderOracle(p, oracle, plan, mech)
-        self._chi = chi = self.chi(plan, oracle)
+    def iterate(self, oracle: Oracle, plan: Plan[NoExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        p = self.params
+        spider = self.start(trace, SpiderOracle(p, oracle, plan, mech))
+        chi = self.chi(plan, oracle)
+        trace.facts.update(chi=chi, sigma=plan.sigma, d=oracle.d, m=len(oracle.clients))
+        stats = trace.facts["escape"] = EscapeStats()
         extra = p.escape_noise * o1_noise_std(p, plan.sigma)
-        stats = self.stats
         x, x_prev, t = oracle.x0, None, 0
-        self._x = x
-
-        def norm(v: Any) -> float:
-            return float(oracle.backend.to_numpy(xp.linalg.vector_norm(v)))
 
         def stop(why: str, anchor: Any) -> None:
             """T3: the data (or the step budget) ran out; inside an episode the output is
             its anchor x̃, the last point that passed the small-gradient test."""
             if anchor is not None:
-                stats.termination, self._output = f"{why} (escape)", anchor
+                stats.termination, trace.output = f"{why} (escape)", anchor
             else:
                 stats.termination = why
 
@@ -168,7 +165,7 @@ class GaussPSGD(SpiderAlgorithm):
             if g is None:
                 return stop("data", None)
             stats.tests += 1
-            if norm(g) <= 3 * chi:  # step 5
+            if oracle.norm(g) <= 3 * chi:  # step 5
                 stats.triggers += 1
                 anchor, escaped = x, False  # step 6
                 for _ in range(p.escape_rounds):  # step 7
@@ -184,49 +181,45 @@ class GaussPSGD(SpiderAlgorithm):
                         spider.moved(x, x_prev)
                         t += 1
                         stats.escape_steps += 1
-                        self._x = x
                         yield Step(t, x, epoch=spider.progress)
                         if t >= plan.steps:  # the budget T ends inside the episode
                             return stop("steps", anchor)
-                        if norm(x - anchor) >= self.radius:  # step 12
+                        if oracle.norm(x - anchor) >= radius(p, chi):  # step 12
                             escaped = True
                             break
                     if escaped:
                         break
                 if not escaped:  # steps 19-20 (T2: output x̃)
                     stats.termination, stats.returned_at = "sosp", t
-                    self._output = anchor
+                    trace.output = anchor
                     return
                 stats.escapes += 1
             else:
                 x_prev, x = x, x - p.lr * g  # step 22
                 spider.moved(x, x_prev)
                 t += 1
-                self._x = x
                 yield Step(t, x, epoch=spider.progress)
         stats.termination = "steps"
 
-    def output(self) -> Any:
-        """x̃ when the escape test failed or the data ran out inside an escape episode,
-        else the current iterate."""
-        return self._output if self._output is not None else super().output()
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
+        stats = trace.facts.get("escape", EscapeStats())
+        return {**super().premise_data(trace), "triggers": stats.triggers}
 
-    def premise_data(self) -> dict[str, Any]:
-        return {**super().premise_data(), "triggers": self.stats.triggers}
-
-    def diagnostics(self) -> dict[str, Any]:
-        s = self.stats
-        out = {**self.spider_diagnostics(self.spider), "triggers": s.triggers,
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        """x̃ is the output when the escape test failed or the data ran out inside an
+        escape episode, else the current iterate."""
+        facts = trace.facts
+        s: EscapeStats = facts.get("escape", EscapeStats())
+        chi = facts.get("chi", math.nan)
+        out = {**self.spider_diagnostics(trace.state), "triggers": s.triggers,
                "escape_rounds": s.rounds, "escapes": s.escapes, "escape_steps": s.escape_steps,
                "termination": s.termination, "returned_at": s.returned_at,
                "trigger_tests": s.tests,
                "trigger_rate": s.triggers / s.tests if s.tests else None,
-               "radius": self.radius}
-        spider = self.spider
-        if spider is not None and spider.plan is not None:
-            m, d = len(spider.oracle.clients), spider.oracle.d
-            out.update(d=d, chi=self._chi, trigger_threshold=3 * self._chi,
-                       psi=effective_noise(self.params, spider.plan.sigma, d, m),
-                       noise_norm_o1=o1_noise_std(self.params, spider.plan.sigma)
-                       * math.sqrt(d / m))
+               "radius": radius(self.params, chi)}
+        if trace.state is not None:
+            sigma, d, m = facts["sigma"], facts["d"], facts["m"]
+            out.update(d=d, chi=chi, trigger_threshold=3 * chi,
+                       psi=effective_noise(self.params, sigma, d, m),
+                       noise_norm_o1=o1_noise_std(self.params, sigma) * math.sqrt(d / m))
         return out

@@ -48,22 +48,35 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from typing import Any, ClassVar, Literal, Self
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
 
 import numpy as np
 from pydantic import PositiveFloat, model_validator
 
-from algorithms.base import Plan, PrivacyTarget, Rate, Step, register_algorithm
-from algorithms.dp_sgd import DPSGD
-from algorithms.premises import unmeasured
+from algorithms.base import (
+    INTERNAL,
+    Algorithm,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
+from algorithms.dp_sgd import noisy_sum_ledger, sum_sensitivity
+from algorithms.premises import NormTracker, clip_keys, unmeasured
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism
-from algorithms.sgd import SGDParams
+from algorithms.sgd import SGDParams, draw_minibatch, minibatch_size
 from algorithms.sosp_selection import (
+    SelectionConstants,
     SelectionParams,
     candidate_times,
     select,
     selection_constants,
     selection_release,
+    stored_constants,
 )
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -121,8 +134,27 @@ class NoisySGDParams(SGDParams, SelectionParams):
         return self
 
 
+@dataclass(frozen=True)
+class NoisySGDExtras(Extras):
+    #: C at plan time (NaN with ``lemma_3_2``: measured when the run starts)
+    bound: float
+    #: L2 sensitivity of the noisy sum at that C
+    sensitivity: float
+    #: the largest ε Theorem 3.1 admits, ε < c₁ T B²/n²
+    abadi_max_epsilon: float
+    #: d, for the noise-to-bound ratio √d·σ/B = √d·Δ/C
+    d: int
+    #: ``lemma_data: held_out``: the data whose held-out split Lemma 3.2 is measured on
+    held_out: DataInfo | None = field(default=None, metadata=INTERNAL)
+    #: ρ, L and Δ_q of the §3.4 selection (``select``; stored flat)
+    selection: SelectionConstants | None = field(default=None, metadata=INTERNAL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), **stored_constants(self.selection)}
+
+
 @register_algorithm
-class NoisySGD(DPSGD):
+class NoisySGD(Algorithm[NoisySGDParams, NoisySGDExtras]):
     """Noisy SGD without clipping; noise scaled to an assumed gradient bound C."""
 
     name = "noisy_sgd"
@@ -136,15 +168,16 @@ class NoisySGD(DPSGD):
                      "iterates are α-SOSPs w.h.p. (the output needs the §3.4 selection); "
                      "holds only on the event that no per-sample gradient exceeds C")
     assumes_bound = True
-    Params: ClassVar[type] = NoisySGDParams
+    #: C is the assumed bound: ``clipped_fraction`` is the fraction of per-sample gradients
+    #: over C (each voids the guarantee); unmeasured without ``check_bound``
+    premises = ("steps_taken", *clip_keys())
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._bound = math.inf
-        self._selected: int | None = None
-        self._output: Any = None
-        self._lemma: dict[str, Any] = {}
-        self._data: DataInfo | None = None
+    # -- sizes and privacy ------------------------------------------------------------------
+    def steps(self, data: DataInfo) -> int:
+        return int(self.params.steps)
+
+    def batch_size(self, data: DataInfo) -> float:
+        return minibatch_size(self.params, data)
 
     def bound(self, data: DataInfo) -> float:
         """C at plan time (NaN with ``lemma_3_2``: measured when the run starts)."""
@@ -158,9 +191,12 @@ class NoisySGD(DPSGD):
                          "(this problem publishes no bound G)")
 
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
-        ledger = super().planned_ledger(data, sigma)
-        if self.params.select:
-            ledger.record(*selection_release(self.params))
+        """T noisy sums at sensitivity C (2C for fixed batches), then the selection's ε_s."""
+        p = self.params
+        ledger = noisy_sum_ledger(p, data.n, self.steps(data), sigma,
+                                  sum_sensitivity(p, self.bound(data)))
+        if p.select:
+            ledger.record(*selection_release(p))
         return ledger
 
     def _training_epsilon(self, epsilon: float) -> float:
@@ -186,90 +222,95 @@ class NoisySGD(DPSGD):
         select_eps = self.params.select_epsilon if self.params.select else 0.0
         return self._theorem_3_3(data, delta) / sigma + select_eps
 
-    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
-        p = self.params
-        extra = super().plan_extra(data)
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoisySGDExtras:
+        p, bound = self.params, self.bound(data)
         q = p.batch_size / data.n
-        extra["abadi_max_epsilon"] = p.c1 * q * q * self.steps(data)  # ε < c₁ T B²/n²
-        extra["d"] = data.d  # for the noise-to-bound ratio √d·σ/B = √d·Δ/C
+        held_out = None
         if p.bound_rule == "lemma_3_2" and p.lemma_data == "held_out":
             if not hasattr(data, "held_out_oracle"):
                 raise ValueError("lemma_data held_out needs a problem with a held-out split; "
                                  "use lemma_data: train")
-            self._data = data
-        if p.select:
-            extra.update(selection_constants(p, data, extra["bound"]))
-        return extra
+            held_out = data
+        return NoisySGDExtras(
+            bound=bound, sensitivity=sum_sensitivity(p, bound),
+            abadi_max_epsilon=p.c1 * q * q * self.steps(data), d=data.d, held_out=held_out,
+            selection=selection_constants(p, data, bound) if p.select else None)
 
-    def run_sensitivity(self, oracle: Oracle, plan: Plan) -> float:
-        """C of this run (Lemma 3.2 at x₀ with ``lemma_3_2``), times 2 for fixed batches."""
+    # -- Algorithm 2 -------------------------------------------------------------------------
+    def run_bound(self, oracle: Oracle, plan: Plan[NoisySGDExtras], trace: Trace) -> float:
+        """C of this run: the plan's, or Lemma 3.2 at x₀ with ``lemma_3_2`` (its measured
+        constants go to the trace)."""
         p = self.params
-        if p.bound_rule == "lemma_3_2":
-            source = oracle if self._data is None else \
-                self._data.held_out_oracle(oracle.backend)  # type: ignore[attr-defined]
-            s = start_statistics(source)
-            self._bound = lemma_3_2_bound(s.smoothness, s.f_max, s.grad_std, oracle.n,
-                                          plan.steps, plan.target.delta, p.lemma_c)
-            limit = lemma_lr_max(s.smoothness, s.grad_std, plan.steps)
-            self._lemma = {"lemma_L": s.smoothness, "lemma_f_max": s.f_max,
-                           "lemma_grad_std": s.grad_std, "lemma_data": p.lemma_data,
-                           "lemma_lr_max": limit, "lemma_lr_ok": p.lr <= limit}
-        else:
-            self._bound = float(plan.extra["bound"])
-        return (2.0 if p.sampling == "fixed" else 1.0) * self._bound
+        if p.bound_rule != "lemma_3_2":
+            return plan.extra.bound
+        held_out = plan.extra.held_out
+        source = oracle if held_out is None else \
+            held_out.held_out_oracle(oracle.backend)  # type: ignore[attr-defined]
+        s = start_statistics(source)
+        limit = lemma_lr_max(s.smoothness, s.grad_std, plan.steps)
+        trace.facts.update(lemma_L=s.smoothness, lemma_f_max=s.f_max,
+                           lemma_grad_std=s.grad_std, lemma_data=p.lemma_data,
+                           lemma_lr_max=limit, lemma_lr_ok=p.lr <= limit)
+        return lemma_3_2_bound(s.smoothness, s.f_max, s.grad_std, oracle.n, plan.steps,
+                               plan.target.delta, p.lemma_c)
 
-    def run_bound(self, plan: Plan) -> float:
-        return self._bound
+    def iterate(self, oracle: Oracle, plan: Plan[NoisySGDExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        xp, p = oracle.xp, self.params
+        times = candidate_times(p, plan.steps, mech.public) if p.select else None  # §3.4
+        bound = trace.facts["bound"] = self.run_bound(oracle, plan, trace)  # Theorem 3.3
+        sensitivity = sum_sensitivity(p, bound)
+        norms = trace.clips[""] = NormTracker(oracle.backend, bound)
+        x = oracle.x0
+        kept = {0: x} if times is not None and 0 in times else {}
+        for t in range(plan.steps):
+            batch = draw_minibatch(p, mech, oracle.n)  # line 2
+            total = gradient_sum(oracle, x, batch, norms if p.check_bound else None) \
+                if len(batch) else xp.zeros_like(x)
+            noisy = mech.gaussian(total, sensitivity=sensitivity, sigma=plan.sigma,  # line 3
+                                  tag="grad_sum", batch=batch)
+            x = x - p.lr * noisy / p.batch_size  # line 4
+            if times is not None and t + 1 in times:
+                kept[t + 1] = x
+            yield Step(t + 1, x)
+        if times is not None and plan.extra.selection is not None:  # §3.4
+            candidates = [kept[int(t)] for t in times]
+            chosen = select(oracle, candidates, p, plan.extra.selection, mech)
+            trace.facts["selected_step"] = None if chosen is None else int(times[chosen])
+            if chosen is not None:
+                trace.output = candidates[chosen]
 
-    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
-        """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); measures norms against C if asked (on
-        the device: :class:`~algorithms.premises.NormTracker`)."""
+    # -- the run's record ---------------------------------------------------------------------
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
+        out = super().premise_data(trace)
         if not self.params.check_bound:
-            return oracle.grad(x, batch.indices) * len(batch)
-        total, norms = oracle.grad_sum_and_norms(x, batch.indices)
-        if self._norms is not None:
-            self._norms.add(norms)
-        return total
-
-    def premise_data(self) -> dict[str, Any]:
-        """As dp_sgd's, with C the assumed bound: ``clipped_fraction`` is the fraction of
-        per-sample gradients over C (each voids the guarantee); unmeasured without
-        ``check_bound``."""
-        out = super().premise_data()
-        if not self.params.check_bound:
-            out.update(unmeasured(self._bound))
+            out.update(unmeasured(trace.facts.get("bound", math.inf)))
         return out
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        if not self.params.select:
-            yield from super().iterate(oracle, plan, mech)
-            return
-        times = candidate_times(self.params, plan.steps, mech.public)
-        kept = {0: oracle.x0} if 0 in times else {}
-        for step in super().iterate(oracle, plan, mech):
-            if step.t in times:
-                kept[step.t] = step.x
-            yield step
-        candidates = [kept[int(t)] for t in times]
-        chosen = select(oracle, candidates, self.params, plan.extra, mech)  # §3.4
-        self._selected = None if chosen is None else int(times[chosen])
-        self._output = self._x if chosen is None else candidates[chosen]
-
-    def output(self) -> Any:
-        """The selected iterate with ``select`` (the last one if none passed), else x_T."""
-        return self._output if self.params.select and self._output is not None else super().output()
-
-    def diagnostics(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"bound": self._bound, "bound_checked": self.params.check_bound,
-                               **self._lemma}
-        if self.params.check_bound:
-            seen = self._norms.summary() if self._norms is not None else {}
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        p = self.params
+        lemma = {k: v for k, v in trace.facts.items() if k.startswith("lemma_")}
+        out: dict[str, Any] = {"bound": trace.facts.get("bound", math.inf),
+                               "bound_checked": p.check_bound, **lemma}
+        if p.check_bound:
+            norms = trace.clips.get("")
+            seen = norms.summary() if norms is not None else {}
             violations = int(seen.get("over") or 0)
             out.update(max_per_sample_grad_norm=seen.get("max") or 0.0,
                        bound_violations=violations,
                        guarantee_void=violations > 0,
-                       max_norm_trace=norm_trace(self._norms.maxima)
-                       if self._norms is not None else [])
-        if self.params.select:
-            out.update(selected_step=self._selected, selection_passed=self._selected is not None)
+                       max_norm_trace=norm_trace(norms.maxima) if norms is not None else [])
+        if p.select:
+            selected = trace.facts.get("selected_step")
+            out.update(selected_step=selected, selection_passed=selected is not None)
         return out
+
+
+def gradient_sum(oracle: Oracle, x: Any, batch: Batch, norms: NormTracker | None) -> Any:
+    """Σ_{i∈B_t} ∇f_i(x_t), unclipped (line 4); with ``norms`` (``check_bound``) the
+    per-sample norms go there, to be checked against C on the device."""
+    if norms is None:
+        return oracle.grad(x, batch.indices) * len(batch)
+    total, seen = oracle.grad_sum_and_norms(x, batch.indices)
+    norms.add(seen)
+    return total

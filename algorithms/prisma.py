@@ -23,7 +23,9 @@ per client; see algorithms/privacy/accounting.py).
 
 ``dpsgd_gc`` is the paper's baseline, "Algorithm 1 with γ = 1 and without the server
 clipping": v_iᵗ = g + ξ_iᵗ, sensitivity 2C₁/b (its noise is not stated in the paper: the
-γ = 1 case of Corollary 1, notes §2.7 #12).
+γ = 1 case of Corollary 1, notes §2.7 #12). It is a preset of ``prisma`` (γ = 1, no C₃, no
+server clip), under its own name and with its own few params; at γ = 1 without C₃ the
+query is g alone (the correction (1−γ)(g − g̃) vanishes, so g̃ is not computed).
 
 Deviations and resolved ambiguities (notes §2.7):
 
@@ -44,15 +46,25 @@ Deviations and resolved ambiguities (notes §2.7):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    Algorithm,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.distributed import per_client_mean
-from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
+from algorithms.premises import NormTracker, clip_keys, clip_tracked
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -73,8 +85,25 @@ class PriSMAParams:
     smoothness: PositiveFloat | None = None
 
 
+@dataclass(frozen=True)
+class PriSMAExtras(Extras):
+    #: Δ₀ and Δ₁, the sensitivities of the mean query at t = 0 and t > 0
+    sensitivity_first: float
+    sensitivity: float
+    #: C₂ (None: no server clipping) and the per-sample bound on the momentum correction
+    server_clip: float | None
+    momentum_bound: float
+    #: the noise stds σ̂Δ₀ and σ̂Δ₁
+    sigma_first: float
+    sigma_later: float
+    #: Theorem 3's condition (18), α ≤ rhs, at Corollary 1's α
+    condition_18_rhs: float
+    condition_18_alpha: float
+    condition_18_holds: bool
+
+
 @register_algorithm
-class PriSMA(Algorithm):
+class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
     """Locally private recursive momentum with per-sample and server clipping."""
 
     name = "prisma"
@@ -87,46 +116,37 @@ class PriSMA(Algorithm):
                 note="(1/T)Σ_t E‖∇F(x^t)‖ ≤ Õ((√d/(√M·N·ε))^{2/5}) for M clients with N "
                      "records each (local DP); eq. 108 prints the exponent as 1/δ and the "
                      "conclusion as 2/3, both typos for 1/5 of d·log(1/δ)/(MN²ε²), i.e. 2/5")
-    Params: ClassVar[type] = PriSMAParams
     #: C₁ (per-sample gradients) is the main clip; C₃ (eq. 20) and the server's C₂ are
     #: recorded with the suffixes c3 and c2 (None where the run does not apply them)
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys(), *clip_keys("c3"),
-                                           *clip_keys("c2"))
-    clip_suffixes: ClassVar[tuple[str, ...]] = ("", "c3", "c2")
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self.cfg: PriSMAParams = self.params
-        self._max_step = 0.0
-        self._clips: dict[str, NormTracker | None] = dict.fromkeys(self.clip_suffixes)
+    premises = ("steps_taken", *clip_keys(), *clip_keys("c3"), *clip_keys("c2"))
 
     # -- sizes and sensitivities ------------------------------------------------------------
     def steps(self, data: DataInfo) -> int:
-        return int(self.cfg.steps)
+        return int(self.params.steps)
 
     def batch_size(self, data: DataInfo) -> float:
         """b per client: ``batch_size``, or ``batch_fraction`` of the smallest client's N
         (the least-squares experiments use b = 0.1N)."""
         smallest = min(len(c) for c in _clients(data))
-        fraction = self.cfg.batch_fraction
-        b = max(1, round(fraction * smallest)) if fraction is not None else self.cfg.batch_size
+        fraction = self.params.batch_fraction
+        b = max(1, round(fraction * smallest)) if fraction is not None else self.params.batch_size
         if b > smallest:
             raise ValueError(f"batch_size {b} exceeds the smallest client's {smallest} samples")
         return float(b)
 
     def server_clip(self) -> float | None:
         """C₂ (None: no server clipping)."""
-        return self.nominal_server_clip() if self.cfg.server_clip else None
+        return self.nominal_server_clip() if self.params.server_clip else None
 
     def nominal_server_clip(self) -> float:
         """C₂ as configured, whether or not the server applies it (the C₂ ablation)."""
-        p = self.cfg
+        p = self.params
         return p.clip2 if p.clip2 is not None else min(4.0, p.clip1 / 2)
 
     def momentum_bound(self, data: DataInfo) -> float:
         """The per-sample bound on the momentum correction: C₃, or LηC₂ (Algorithm 1); none
         at γ = 1, where the correction vanishes."""
-        p = self.cfg
+        p = self.params
         if p.gamma == 1:
             return 0.0
         if p.clip3 is not None:
@@ -140,7 +160,7 @@ class PriSMA(Algorithm):
 
     def sensitivities(self, data: DataInfo) -> tuple[float, float]:
         """(Δ₀, Δ₁): replace-one sensitivities of the mean query at t = 0 and t > 0."""
-        p, b = self.cfg, self.batch_size(data)
+        p, b = self.params, self.batch_size(data)
         first = 2 * p.clip1 / b
         later = 2 * (p.gamma * p.clip1 + (1 - p.gamma) * self.momentum_bound(data)) / b
         return first, later
@@ -174,20 +194,16 @@ class PriSMA(Algorithm):
         u = (-k + math.sqrt(k * k + 8 * k * log * sigma**2)) / (4 * k * log)
         return 1 / u
 
-    def plan_extra(self, data: DataInfo) -> dict[str, Any]:
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> PriSMAExtras:
         first, later = self.sensitivities(data)
-        return {"sensitivity_first": first, "sensitivity": later,
-                "server_clip": self.server_clip(), "momentum_bound": self.momentum_bound(data)}
-
-    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
-        plan = super().plan(data, target)
-        plan.extra.update(sigma_first=plan.sigma * plan.extra["sensitivity_first"],
-                          sigma_later=plan.sigma * plan.extra["sensitivity"],
-                          **self.theorem_3_condition(data, plan.sigma, target))
-        return plan
+        return PriSMAExtras(sensitivity_first=first, sensitivity=later,
+                            server_clip=self.server_clip(),
+                            momentum_bound=self.momentum_bound(data),
+                            sigma_first=sigma * first, sigma_later=sigma * later,
+                            **self.theorem_3_condition(data, sigma, target))
 
     def theorem_3_condition(self, data: DataInfo, sigma: float,
-                             target: PrivacyTarget) -> dict[str, Any]:
+                            target: PrivacyTarget) -> dict[str, Any]:
         """Theorem 3's condition (18), α ≤ (2σ̂²/3) log(N/(bα(1+σ̂²))) + 1, at Corollary 1's
         α = 1 + 2 ln(1/δ)/ε."""
         n = min(len(c) for c in _clients(data))
@@ -198,61 +214,64 @@ class PriSMA(Algorithm):
                 "condition_18_holds": bool(alpha <= rhs)}
 
     # -- the algorithm ------------------------------------------------------------------
-    def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
-        """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff)."""
-        xp, p = oracle.xp, self.cfg
+    def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch],
+              clips: Mapping[str, NormTracker | None] | None = None) -> Any:
+        """q_iᵗ of eq. (6)/(20), one row per client: γg + (1−γ)·avg clip_C3(per-sample diff);
+        g alone at t = 0 and, where the correction vanishes (γ = 1 without C₃), always. The
+        per-sample norms go to ``clips`` (suffix → tracker; None: not tracked)."""
+        xp, p = oracle.xp, self.params
+        correct = x_prev is not None and (p.gamma < 1 or p.clip3 is not None)
+        tracked = clips if clips is not None else {}
 
         def clipped(point: Any, idx: np.ndarray) -> Any:
             return clip_tracked(xp, oracle.per_sample_grads(point, idx), p.clip1,
-                                self._clips.get(""))
+                                tracked.get(""))
 
         def rows(idx: np.ndarray) -> Any:
             grads = clipped(x, idx)  # line 8 at t = 0
-            if x_prev is None:
+            if not correct:
                 return grads
             diff = grads - clipped(x_prev, idx)  # line 10
             if p.clip3 is not None:
-                diff = clip_tracked(xp, diff, p.clip3, self._clips.get("c3"))  # eq. (20)
+                diff = clip_tracked(xp, diff, p.clip3, tracked.get("c3"))  # eq. (20)
             return p.gamma * grads + (1 - p.gamma) * diff
 
         return per_client_mean(oracle, batches, rows)
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        xp, p = oracle.xp, self.cfg
-        c2, b = plan.extra["server_clip"], int(plan.batch_size)
+    def iterate(self, oracle: Oracle, plan: Plan[PriSMAExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        xp, p = oracle.xp, self.params
+        c2, b = plan.extra.server_clip, int(plan.batch_size)
         bounds = {"": p.clip1, "c3": p.clip3, "c2": c2}
-        self._clips = {s: None if bounds[s] is None else NormTracker(oracle.backend, bounds[s])
-                       for s in self.clip_suffixes}
+        clips = trace.clips = {s: None if bound is None else NormTracker(oracle.backend, bound)
+                               for s, bound in bounds.items()}
         x, x_prev, v = oracle.x0, None, None
+        largest = xp.zeros_like(x[0])  # the largest step, kept on the device
         for t in range(plan.steps):
             batches = [mech.sample(client, scheme="fixed", size=b, party=i)
                        for i, client in enumerate(oracle.clients)]  # line 6
-            queries = self.query(oracle, x, x_prev, batches)
-            sens = plan.extra["sensitivity_first" if t == 0 else "sensitivity"]
+            queries = self.query(oracle, x, x_prev, batches, clips)
+            sens = plan.extra.sensitivity_first if t == 0 else plan.extra.sensitivity
             noisy = mech.gaussian(queries, sensitivity=sens, sigma=plan.sigma, tag="v",
                                   batch=batches)  # lines 8, 11 (+ ξ)
             v = noisy if v is None else noisy + (1 - p.gamma) * v
             direction = xp.mean(v, axis=0)  # line 17
             if c2 is not None:
-                direction = clip_tracked(xp, direction[None, :], c2, self._clips.get("c2"))[0]
+                direction = clip_tracked(xp, direction[None, :], c2, clips["c2"])[0]
             x_prev, x = x, x - p.lr * direction
-            self._max_step = max(self._max_step, float(  # measured on the iterates
-                oracle.backend.to_numpy(xp.linalg.vector_norm(x - x_prev))))
-            self._x = x
+            moved = xp.linalg.vector_norm(x - x_prev)  # measured on the iterates
+            largest = xp.where(moved > largest, moved, largest)
+            trace.facts["max_step"] = largest
             yield Step(t + 1, x)
 
-    def premise_data(self) -> dict[str, Any]:
-        """Steps taken and the norms against each clip (:attr:`clip_suffixes`)."""
-        return {**super().premise_data(), **clip_premises(self._clips)}
-
-    def diagnostics(self) -> dict[str, Any]:
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
         """The largest step ‖xᵗ⁺¹ − xᵗ‖ measured on the iterates, and ηC₂ with the
         configured C₂ (§3: at most ηC₂ with server clipping; a run without it, the C₂
         ablation, shows whether the bound binds); none for DPSGD-GC, which has no C₂."""
-        bound = None if self.cfg.gamma == 1 and not self.cfg.server_clip \
-            else self.cfg.lr * self.nominal_server_clip()
-        return {"max_step": self._max_step, "step_bound": bound,
-                "server_clip_applied": self.cfg.server_clip}
+        p = self.params
+        bound = None if p.gamma == 1 and not p.server_clip else p.lr * self.nominal_server_clip()
+        return {"max_step": float(trace.facts.get("max_step", 0.0)), "step_bound": bound,
+                "server_clip_applied": p.server_clip}
 
 
 @params
@@ -264,9 +283,17 @@ class DPSGDGCParams:
     clip1: PositiveFloat = 1.0
 
 
+def dpsgd_gc(params: DPSGDGCParams) -> PriSMAParams:
+    """DPSGD-GC as PriSMA: γ = 1, no C₃, no server clip."""
+    return PriSMAParams(lr=params.lr, steps=params.steps, batch_size=params.batch_size,
+                        batch_fraction=params.batch_fraction, gamma=1.0, clip1=params.clip1,
+                        clip3=None, server_clip=False)
+
+
 @register_algorithm
 class DPSGDGC(PriSMA):
-    """Distributed clipped DP-SGD under local DP: PriSMA with γ = 1 and no server clip."""
+    """Distributed clipped DP-SGD under local DP: the :func:`dpsgd_gc` preset of PriSMA,
+    registered under its own name with its own params (only its metadata here)."""
 
     name = "dpsgd_gc"
     paper = "huang2025"
@@ -279,20 +306,11 @@ class DPSGDGC(PriSMA):
                 note="Õ((√d/(√M·N·ε))^{1/3}) under huang2025's assumptions (bounded "
                      "variance, no bounded gradients): the rate the paper cites for this "
                      "baseline, not proved in it (§4.3 misprints √(MN)ε for √M·N·ε)")
-    Params: ClassVar[type] = DPSGDGCParams
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys())
-    clip_suffixes: ClassVar[tuple[str, ...]] = ("",)
+    Params = DPSGDGCParams
+    premises = ("steps_taken", *clip_keys())
 
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        p = self.params
-        self.cfg = PriSMAParams(lr=p.lr, steps=p.steps, batch_size=p.batch_size,
-                                batch_fraction=p.batch_fraction, gamma=1.0, clip1=p.clip1,
-                                clip3=None, server_clip=False)
-
-    def query(self, oracle: Oracle, x: Any, x_prev: Any, batches: list[Batch]) -> Any:
-        """g_iᵗ: the mean of C₁-clipped per-sample gradients at xᵗ only."""
-        return super().query(oracle, x, None, batches)
+    def __init__(self, params: DPSGDGCParams | None = None) -> None:
+        super().__init__(dpsgd_gc(params if params is not None else DPSGDGCParams()))
 
 
 def _clients(data: DataInfo) -> list[np.ndarray]:

@@ -28,14 +28,22 @@ Deviations and resolved ambiguities (against the original code):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    Algorithm,
+    NoExtras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.minimax import batch_sampling, draw_batch, minimax_oracle
-from algorithms.premises import NormTracker, clip_keys, clip_premises, clip_tracked
-from algorithms.privacy.accounting import calibrate, epsilon
+from algorithms.premises import NormTracker, clip_keys, clip_tracked
 from algorithms.privacy.ledger import Ledger, Mechanism, Release
 from problems.base import DataInfo
 from problems.minimax import MinimaxOracle
@@ -57,7 +65,7 @@ class PrivateDiffParams:
 
 
 @register_algorithm
-class PrivateDiff(Algorithm):
+class PrivateDiff(Algorithm[PrivateDiffParams, NoExtras]):
     """PrivateDiff Minimax: output-perturbed inner ascent, SPIDER-style x-gradient tracking."""
 
     name = "private_diff"
@@ -70,19 +78,12 @@ class PrivateDiff(Algorithm):
                        "notes §2.5(d)",
                 note="‖∇Φ_S‖ = Õ(d^{1/3}/(nε)^{2/3}) = Õ((√d/(nε))^{2/3}) (first order, "
                      "NC-SC ERM); xu2026 itself states no rate for this baseline")
-    Params: ClassVar[type] = PrivateDiffParams
     minimax = True
     #: the refresh clip c₁ of the x-partials is the main clip; the movement-proportional
     #: difference clip c₂‖Δx‖ is ``diff``, the inner ascent's c_y is ``y``
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", *clip_keys(), *clip_keys("diff"),
-                                           *clip_keys("y"))
-
-    def __init__(self, params: Any = None) -> None:
-        super().__init__(params)
-        self._clips: dict[str, NormTracker | None] = dict.fromkeys(("", "diff", "y"))
-
-    def premise_data(self) -> dict[str, Any]:
-        return {**super().premise_data(), **clip_premises(self._clips)}
+    premises = ("steps_taken", *clip_keys(), *clip_keys("diff"), *clip_keys("y"))
+    #: xu2026 App. D: advanced composition over the releases
+    paper_accountant = "advanced"
 
     def size(self, n: int) -> int:
         b = self.params.batch_size
@@ -108,57 +109,54 @@ class PrivateDiff(Algorithm):
                                          sensitivity=2 * p.clip / b)], p.steps)
         return ledger
 
-    def paper_sigma(self, data: DataInfo, target: PrivacyTarget) -> float:
-        """xu2026 App. D: advanced composition over the releases."""
-        return calibrate(lambda s: self.planned_ledger(data, s), target.epsilon, target.delta,
-                         "advanced")
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoExtras:
+        return NoExtras()
 
-    def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
-        return epsilon(self.planned_ledger(data, sigma), delta, "advanced")
-
-    def ascend(self, mm: MinimaxOracle, mech: Mechanism, plan: Plan, x: Any, y: Any) -> Any:
+    def ascend(self, mm: MinimaxOracle, mech: Mechanism, plan: Plan[NoExtras], x: Any, y: Any,
+               clips: dict[str, NormTracker | None]) -> Any:
         """(i): T₂ clipped ascent steps on one batch, then output perturbation."""
         p, xp = self.params, mm.xp
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         for _ in range(p.inner_steps):
             gy = mm.per_sample_y_partials(x, y, batch.indices)
-            ascent = xp.mean(clip_tracked(xp, gy, p.clip_y, self._clips["y"]), axis=0)
+            ascent = xp.mean(clip_tracked(xp, gy, p.clip_y, clips["y"]), axis=0)
             y = mm.project_y(y + p.lr_y * ascent)
         return mm.project_y(mech.gaussian(y, sensitivity=self.y_sensitivity(mm.n),
                                           sigma=plan.sigma, tag="y_output", batch=batch))
 
-    def track(self, mm: MinimaxOracle, mech: Mechanism, plan: Plan, r: int,
-              point: tuple[Any, Any], previous: tuple[Any, Any] | None, v: Any) -> Any:
+    def track(self, mm: MinimaxOracle, mech: Mechanism, plan: Plan[NoExtras], r: int,
+              point: tuple[Any, Any], previous: tuple[Any, Any] | None, v: Any,
+              clips: dict[str, NormTracker | None]) -> Any:
         """(ii): refresh every P rounds, else a movement-clipped difference."""
         p, xp = self.params, mm.xp
         if r % p.period == 0 or previous is None:
             batch = draw_batch(mech, mm.n, self.size(mm.n))
             g = mm.per_sample_x_partials(*point, batch.indices)
-            mean = xp.mean(clip_tracked(xp, g, p.clip, self._clips[""]), axis=0)
+            mean = xp.mean(clip_tracked(xp, g, p.clip, clips[""]), axis=0)
             return mech.gaussian(mean, sensitivity=2 * p.clip / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
-        moved = float(mm.backend.to_numpy(xp.linalg.vector_norm(point[0] - previous[0])))
+        moved = mm.norm(point[0] - previous[0])
         bound = p.diff_clip * moved
         if bound == 0.0:
             return v  # the difference query is exactly zero: nothing to release
         batch = draw_batch(mech, mm.n, self.size(mm.n))
         diff = (mm.per_sample_x_partials(*point, batch.indices)
                 - mm.per_sample_x_partials(*previous, batch.indices))
-        mean = xp.mean(clip_tracked(xp, diff, bound, self._clips["diff"], scale=moved), axis=0)
+        mean = xp.mean(clip_tracked(xp, diff, bound, clips["diff"], scale=moved), axis=0)
         return v + mech.gaussian(mean, sensitivity=2 * bound / len(batch), sigma=plan.sigma,
                                  tag="v", batch=batch)
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan[NoExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
         mm, p = minimax_oracle(oracle, self.name), self.params
-        self._clips = {"": NormTracker(mm.backend, p.clip),
-                       "diff": NormTracker(mm.backend, p.diff_clip),
-                       "y": NormTracker(mm.backend, p.clip_y)}
+        clips = trace.clips = {"": NormTracker(mm.backend, p.clip),
+                               "diff": NormTracker(mm.backend, p.diff_clip),
+                               "y": NormTracker(mm.backend, p.clip_y)}
         x, y, v = mm.x0, mm.y0, None
         previous: tuple[Any, Any] | None = None
         for r in range(p.steps):
-            y = self.ascend(mm, mech, plan, x, y)
-            v = self.track(mm, mech, plan, r, (x, y), previous, v)
+            y = self.ascend(mm, mech, plan, x, y, clips)
+            v = self.track(mm, mech, plan, r, (x, y), previous, v, clips)
             previous = (x, y)
             x = x - p.lr * v
-            self._x = x
             yield Step(r + 1, x)

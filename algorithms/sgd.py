@@ -8,11 +8,20 @@ them is privacy. The ledger records each step as a non-private use of the data (
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, Rate, Step, register_algorithm
+from algorithms.base import (
+    Algorithm,
+    NoExtras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.privacy.ledger import Batch, Mechanism
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -27,8 +36,20 @@ class SGDParams:
     sampling: Literal["poisson", "fixed"] = "poisson"
 
 
+def minibatch_size(p: SGDParams, data: DataInfo) -> float:
+    """B, which must not exceed n."""
+    if p.batch_size > data.n:
+        raise ValueError(f"batch_size {p.batch_size} exceeds n = {data.n}")
+    return float(p.batch_size)
+
+
+def draw_minibatch(p: SGDParams, mech: Mechanism, n: int) -> Batch:
+    """Draw B_t: Poisson with q = B/n, or B records without replacement."""
+    return mech.sample(n, scheme=p.sampling, rate=p.batch_size / n, size=p.batch_size)
+
+
 @register_algorithm
-class SGD(Algorithm):
+class SGD(Algorithm[SGDParams, NoExtras]):
     """Minibatch SGD without noise (non-private baseline)."""
 
     name = "sgd"
@@ -43,27 +64,22 @@ class SGD(Algorithm):
                      "baseline: the best-known rate the notes cite is Õ(σ²/α⁴) oracle calls "
                      "to an α-stationary point, i.e. α ∝ n^{-1/4} after one pass over n "
                      "samples (on the empirical risk with repeated passes: no n floor)")
-    Params: ClassVar[type] = SGDParams
 
     def steps(self, data: DataInfo) -> int:
         return int(self.params.steps)
 
     def batch_size(self, data: DataInfo) -> float:
-        if self.params.batch_size > data.n:
-            raise ValueError(f"batch_size {self.params.batch_size} exceeds n = {data.n}")
-        return float(self.params.batch_size)
+        return minibatch_size(self.params, data)
 
-    def sample(self, mech: Mechanism, n: int) -> Batch:
-        """Line 2: draw B_t (Poisson with q = B/n, or B records without replacement)."""
-        p = self.params
-        return mech.sample(n, scheme=p.sampling, rate=p.batch_size / n, size=p.batch_size)
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> NoExtras:
+        return NoExtras()
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan[NoExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
         x = oracle.x0
         for t in range(plan.steps):
-            batch = self.sample(mech, oracle.n)
+            batch = draw_minibatch(self.params, mech, oracle.n)
             if len(batch):
                 g = mech.exact(oracle.grad(x, batch.indices), tag="grad", batch=batch)
                 x = x - self.params.lr * g
-            self._x = x
             yield Step(t + 1, x)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
@@ -66,8 +67,17 @@ def _constant(given: float | None, data: DataInfo, key: str, param: str) -> floa
     raise ValueError(f"SOSP selection needs params.{param} (this problem publishes no {key})")
 
 
+@dataclass(frozen=True)
+class SelectionConstants:
+    """What the selection resolves at plan time: ρ, L and the query sensitivity Δ_q."""
+
+    rho: float
+    smoothness: float
+    query_sensitivity: float
+
+
 def selection_constants(p: SelectionParams, data: DataInfo, bound: float,
-                        n: int | None = None) -> dict[str, float]:
+                        n: int | None = None) -> SelectionConstants:
     """ρ, L and the query sensitivity Δ_q (replace-one) over ``n`` records (default: all),
     resolved at plan time."""
     rho = _constant(p.rho, data, "rho", "rho")
@@ -75,7 +85,13 @@ def selection_constants(p: SelectionParams, data: DataInfo, bound: float,
     size = n if n is not None else data.n
     sensitivity = max(2 * bound / (size * p.alpha),
                       2 * smooth / (size * math.sqrt(rho * p.alpha)))
-    return {"rho": rho, "smoothness": smooth, "query_sensitivity": sensitivity}
+    return SelectionConstants(rho, smooth, sensitivity)
+
+
+def stored_constants(constants: SelectionConstants | None) -> dict[str, float]:
+    """The constants as a plan stores them (flat ``plan.extra`` keys; none without
+    selection)."""
+    return vars(constants).copy() if constants is not None else {}
 
 
 def selection_release(p: SelectionParams, party: int = 0) -> tuple[Sampling, list[Release]]:
@@ -112,16 +128,16 @@ class Reservoir:
         return [self.kept[k] for k in sorted(self.kept)]
 
 
-def sosp_query(oracle: Oracle, p: SelectionParams, constants: dict[str, float],
+def sosp_query(oracle: Oracle, p: SelectionParams, constants: SelectionConstants,
                rng: np.random.Generator, idx: np.ndarray | None = None
                ) -> Callable[[Any], float]:
     """q(x) = max(‖∇F(x)‖/α, −λ_min(∇²F(x))/√(ρα)) on the records ``idx`` (all if None)."""
-    scale = math.sqrt(constants["rho"] * p.alpha)
+    scale = math.sqrt(constants.rho * p.alpha)
 
     def query(x: Any) -> float:
-        grad_norm = float(np.linalg.norm(oracle.backend.to_numpy(oracle.grad(x, idx))))
+        grad_norm = oracle.norm(oracle.grad(x, idx))
         if p.estimator == "power":
-            lam = lambda_min_power(oracle, x, constants["smoothness"], p.power_iters, rng, idx)
+            lam = lambda_min_power(oracle, x, constants.smoothness, p.power_iters, rng, idx)
         else:
             lam = lambda_min_lanczos(oracle, x, rng=rng, idx=idx)
         return max(grad_norm / p.alpha, -lam / scale)
@@ -130,12 +146,12 @@ def sosp_query(oracle: Oracle, p: SelectionParams, constants: dict[str, float],
 
 
 def select(oracle: Oracle, candidates: list[Any], p: SelectionParams,
-           constants: dict[str, float], mech: Mechanism, idx: np.ndarray | None = None,
+           constants: SelectionConstants, mech: Mechanism, idx: np.ndarray | None = None,
            party: int = 0) -> int | None:
     """Index of the privately selected candidate (None: no candidate passed), tested on the
     records ``idx`` (all if None), which form the privacy group ``party``."""
     query = sosp_query(oracle, p, constants, mech.public, idx)
     return mech.above_threshold((partial(query, x) for x in candidates),
                                 threshold=THRESHOLD,
-                                sensitivity=constants["query_sensitivity"],
+                                sensitivity=constants.query_sensitivity,
                                 epsilon=p.select_epsilon, tag="sosp_selection", party=party)

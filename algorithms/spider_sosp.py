@@ -69,15 +69,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import PositiveFloat
 
-from algorithms.base import Algorithm, Plan, PrivacyTarget, Rate, Step, register_algorithm
+from algorithms.base import (
+    INTERNAL,
+    OPTIONAL,
+    Algorithm,
+    Extras,
+    Plan,
+    PrivacyTarget,
+    Rate,
+    Step,
+    Trace,
+    register_algorithm,
+)
 from algorithms.lambda_min import hessian
-from algorithms.premises import NormTracker, clip_keys, clip_premises
+from algorithms.premises import NormTracker, clip_keys
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Pool, Release, Sampling
 from algorithms.privacy.tree import GaussianSums, TreeSums, tree_depth
 from problems.base import DataInfo
@@ -242,15 +253,28 @@ def escape(g: np.ndarray, hess: np.ndarray, *, steps: int, radius: float, lr: fl
     return np.where(done[:, None], x, 0.0), taken
 
 
+@dataclass(frozen=True)
+class SpiderSOSPExtras(Extras):
+    """Alg 3-R's constants (stored as ``c_<name>``) and, for a private run, the batch sizes
+    they give at the plan's σ."""
+
+    constants: Constants = field(metadata=INTERNAL)
+    b: int | None = field(default=None, metadata=OPTIONAL)
+    b_t_at_G: int | None = field(default=None, metadata=OPTIONAL)
+    escape_releases: int | None = field(default=None, metadata=OPTIONAL)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**{f"c_{k}": v for k, v in vars(self.constants).items()}, **super().to_dict()}
+
+
 @register_algorithm
-class SpiderSOSP(Algorithm):
+class SpiderSOSP(Algorithm[SpiderSOSPParams, SpiderSOSPExtras]):
     """Alg 3-R: tree-noised adaptive-batch SpiderBoost with Hessian-model escapes."""
 
     name = "spider_sosp"
     paper = "liu2024"
     reference = ("Liu, Talwar 2024, Adaptive Batch Size for Privately Finding Second-Order "
                  "Stationary Points, Algs. 1-4")
-    Params: ClassVar[type] = SpiderSOSPParams
     needs = ("G", "L", "rho")
     data_limited = True
     #: the batch sizes follow from α: α = 2 and a small c_v keep them to a few dozen samples
@@ -261,30 +285,28 @@ class SpiderSOSP(Algorithm):
     #: O1's clip at G is the main clip, O2's at M‖Δx‖ the ``diff`` clip (the Hessian
     #: estimates are not clipped: their bounds M, ρ are assumed); ``horizon``: ⌈c_T·B·M/α²⌉;
     #: ``triggers``: escapes started (line 11)
-    premises: ClassVar[tuple[str, ...]] = ("steps_taken", "horizon", "data_exhausted_at",
-                                           "triggers", *clip_keys(), *clip_keys("diff"))
+    premises = ("steps_taken", "horizon", "data_exhausted_at", "triggers", *clip_keys(),
+                *clip_keys("diff"))
 
-    def __init__(self, params: Any = None) -> None:
+    def __init__(self, params: SpiderSOSPParams | None = None,
+                 constants: Constants | None = None, epsilon: float = math.inf) -> None:
         super().__init__(params)
-        self.constants: Constants | None = None
-        self._epsilon = math.inf
-        self.escape_log: list[tuple[int, int, bool]] = []
-        self._diag: dict[str, Any] = {}
-        self._certificate: Any = None
-        self._run: _Run | None = None
+        #: Alg 3-R's constants and the target ε they were derived at (:meth:`resolved`)
+        self.constants, self.epsilon = constants, epsilon
 
     # -- plan -----------------------------------------------------------------------------
-    def plan(self, data: DataInfo, target: PrivacyTarget) -> Plan:
-        self.constants = derive(self.params, data, target.epsilon)
-        self._epsilon = target.epsilon
-        plan = super().plan(data, target)
-        sizes = Batches(self.params, self.constants, plan.sigma, target.epsilon) \
-            if plan.sigma > 0 else None
-        plan.extra.update({f"c_{k}": v for k, v in vars(self.constants).items()})
-        if sizes is not None:
-            plan.extra.update(b=sizes.refresh(), b_t_at_G=sizes.difference(self.constants.G),
-                              escape_releases=self.constants.escape_releases)
-        return plan
+    def resolved(self, data: DataInfo, target: PrivacyTarget) -> SpiderSOSP:
+        """The algorithm with its constants derived for ``data`` and ``target``."""
+        return SpiderSOSP(self.params, derive(self.params, data, target.epsilon),
+                          target.epsilon)
+
+    def extras(self, data: DataInfo, target: PrivacyTarget, sigma: float) -> SpiderSOSPExtras:
+        c = self._constants()
+        if sigma <= 0:
+            return SpiderSOSPExtras(c)
+        sizes = Batches(self.params, c, sigma, target.epsilon)
+        return SpiderSOSPExtras(c, b=sizes.refresh(), b_t_at_G=sizes.difference(c.G),
+                                escape_releases=c.escape_releases)
 
     def steps(self, data: DataInfo) -> int:
         return self._constants().steps
@@ -333,7 +355,7 @@ class SpiderSOSP(Algorithm):
         2Ξ(M/b)√(Γτ ln(1/δ))/σ_t with the paper's τ = α^{3/2}/(M√ρ) (its add/remove
         sensitivities G/b and M/b; the two parts compose as ε/2 + ε/2)."""
         c = self._constants()
-        sizes = Batches(self.params, c, sigma, self._epsilon)
+        sizes = Batches(self.params, c, sigma, self.epsilon)
         b = sizes.refresh()
         if self.params.parameters == "paper":
             sigma_tree = sigma_escape = sigma * 2 * c.G / b
@@ -346,47 +368,40 @@ class SpiderSOSP(Algorithm):
         return tree + (escapes if self.params.escape else 0.0)
 
     # -- Algorithm 3 ----------------------------------------------------------------------
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
-        run = self._run = _Run(self, oracle, plan, mech)
-        self._certificate = None
-        self._x = oracle.x0
+    def iterate(self, oracle: Oracle, plan: Plan[SpiderSOSPExtras], mech: Mechanism,
+                trace: Trace) -> Iterator[Step]:
+        run = trace.state = _Run(self.params, plan.extra.constants, oracle, plan, mech)
+        trace.clips.update(run.norms)
         for t in range(plan.steps):
             x = run.step(t)
             if x is None:
                 break
-            self._x = x
-            if run.certified is not None and self._certificate is None:
-                self._certificate = run.certified
+            if run.certified is not None and trace.output is None:
+                trace.output = run.certified  # S1: the first failed escape's anchor
             yield Step(t + 1, x, epoch=run.pool.progress)
-            if self._certificate is not None and self.params.early_stop:
+            if trace.output is not None and self.params.early_stop:
                 break
-        self._diag = run.diagnostics()
-        self.escape_log = run.escape_log
 
-    def output(self) -> Any:
-        """S1: the anchor of the first failed escape, else the last iterate."""
-        return self._certificate if self._certificate is not None else super().output()
-
-    def premise_data(self) -> dict[str, Any]:
-        run = self._run
-        c = self.constants
-        return {**super().premise_data(),
-                "horizon": None if c is None else theorem_steps(self.params, c.M),
-                "data_exhausted_at": (self.steps_taken if run is not None
+    def premise_data(self, trace: Trace) -> dict[str, Any]:
+        run: _Run | None = trace.state
+        return {**super().premise_data(trace),
+                "horizon": None if run is None else theorem_steps(self.params, run.c.M),
+                "data_exhausted_at": (trace.steps_taken if run is not None
                                       and run.stopped == "data" else None),
-                "triggers": None if run is None else run.counts["escapes"],
-                **clip_premises(run.norms if run is not None else dict.fromkeys(("", "diff")))}
+                "triggers": None if run is None else run.counts["escapes"]}
 
-    def diagnostics(self) -> dict[str, Any]:
-        return {**self._diag, "output": "certificate" if self._certificate is not None
-                else "last"}
+    def diagnostics(self, trace: Trace) -> dict[str, Any]:
+        run: _Run | None = trace.state
+        return {**(run.diagnostics() if run is not None else {}),
+                "output": "certificate" if trace.output is not None else "last"}
 
 
 class _Run:
     """The state of one run of Algorithm 3 (kept out of the registered class)."""
 
-    def __init__(self, alg: SpiderSOSP, oracle: Oracle, plan: Plan, mech: Mechanism) -> None:
-        self.p, self.c = alg.params, alg._constants()
+    def __init__(self, p: SpiderSOSPParams, c: Constants, oracle: Oracle,
+                 plan: Plan[SpiderSOSPExtras], mech: Mechanism) -> None:
+        self.p, self.c = p, c
         self.oracle, self.mech, self.xp = oracle, mech, oracle.xp
         self.sizes = Batches(self.p, self.c, plan.sigma, plan.target.epsilon)
         self.b = self.sizes.refresh()
@@ -411,9 +426,6 @@ class _Run:
         #: per-sample norms against G (O1) and, divided by the move, against M (O2)
         self.norms = {"": NormTracker(oracle.backend, self.c.G),
                       "diff": NormTracker(oracle.backend, self.c.M)}
-
-    def _norm(self, v: Any) -> float:
-        return float(self.oracle.backend.to_numpy(self.xp.linalg.vector_norm(v)))
 
     def _take(self, size: int) -> tuple[Batch, Batch] | None:
         """The batch(es) of one oracle call: one shared, or two separate."""
@@ -455,7 +467,7 @@ class _Run:
         if taken is None:
             return None
         grad_batch, hess_batch = taken
-        step = self._norm(self.x - self.x_prev)
+        step = self.oracle.norm(self.x - self.x_prev)
         delta, norms = self.oracle.clipped_grad_diff_sum_and_norms(
             self.x, self.x_prev, grad_batch.indices, self.c.M * step)
         delta = delta / size
@@ -471,13 +483,18 @@ class _Run:
         """g_a + H_a(x_t − x_a) + N(0, σ_esc² I) (Alg. 2 line 5), charged to H_a's records."""
         assert self.anchor is not None
         g_a, x_a, h_a, records = self.anchor
-        move = self.oracle.backend.to_numpy(self.x - x_a).astype(np.float64)
-        value = g_a + self.oracle.backend.asarray(h_a @ move)
-        distance = float(np.linalg.norm(move))
+        model, distance = self.hessian_model(h_a, x_a)
+        value = g_a + model
         if distance == 0.0:  # H_a(x_t − x_a) = 0: no data in this release
             return self.mech.perturb(value, self.sigma_escape)
         return self.mech.charged(value, std=self.sigma_escape, tag="escape",
                                  charges=[(batch, s * distance) for batch, s in records])
+
+    def hessian_model(self, h_a: np.ndarray, x_a: Any) -> tuple[Any, float]:
+        """(H_a(x_t − x_a) on the backend, ‖x_t − x_a‖): the dense Hessian estimates are
+        float64 host arrays (assembled from HVPs), so the move goes to the host once, here."""
+        move = self.oracle.backend.to_numpy(self.x - x_a).astype(np.float64)
+        return self.oracle.backend.asarray(h_a @ move), float(np.linalg.norm(move))
 
     def step(self, t: int) -> Any | None:
         """One iteration; the new x, or None when the data run out."""
@@ -490,7 +507,7 @@ class _Run:
             self.stopped = "data"
             return None
         if (self.p.escape and not self.escaping and self.frozen <= 0 and t >= 1
-                and self._norm(estimate) <= self.p.c_det * self.p.alpha):  # line 11
+                and self.oracle.norm(estimate) <= self.p.c_det * self.p.alpha):  # line 11
             self.escaping, self.frozen = True, c.escape_steps
             self.anchor = (estimate, self.x, self.hess.copy(), list(self.lifetime))
             self.escape_start = t
@@ -500,7 +517,7 @@ class _Run:
         if self.escaping:
             self.counts["escape_steps"] += 1
         self.x_prev, self.x = self.x, self.x - g / c.M  # line 19
-        self.g_norm = self._norm(g)
+        self.g_norm = self.oracle.norm(g)
         self.drift += self.g_norm
         self.frozen -= 1
         if self.escaping:
@@ -510,7 +527,7 @@ class _Run:
     def _end_escape(self, t: int) -> None:
         """Lines 20–21; a failed escape certifies its anchor (S1)."""
         assert self.anchor is not None
-        moved = self._norm(self.x - self.anchor[1]) >= self.c.xi
+        moved = self.oracle.norm(self.x - self.anchor[1]) >= self.c.xi
         if moved or self.frozen <= 0:
             self.escaping = False
             self.escape_log.append((self.escape_start, t, moved))

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget
+from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Trace
 from algorithms.privacy.accounting import Epsilons, epsilons
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Sampling
 from problems import PROBLEMS, Instance
@@ -328,9 +328,10 @@ class AuditSetup:
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
         oracle = canary_oracle(self.base, value)
-        xs = [np.array(s.x, dtype=float) for s in algorithm.iterate(oracle, self.plan, mech)]
-        self.diagnostics = algorithm.diagnostics()
-        return mech, xs, np.array(algorithm.output(), dtype=float)
+        trace = Trace()
+        xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
+        self.diagnostics = algorithm.diagnostics(trace)
+        return mech, xs, np.array(trace.point(), dtype=float)
 
 
 def audit_params(name: str, **overrides: Any) -> Any:
@@ -371,7 +372,7 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
     backend = get_backend(BackendSpec(name="numpy"))
     plan = algorithm.plan(canary_data(instance, canaries), target)
     if norm is None:
-        norm = float(plan.extra["bound"]) if algorithm.assumes_bound else ADVERSARIAL_NORM
+        norm = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
                       "add" if poisson else "replace")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.base import Plan, get_algorithm
+from algorithms.base import Plan, Trace, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
 from bench import env
@@ -103,7 +103,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     t0 = time.perf_counter()
     instance = problem.build(spec.seed)
     oracle = instance.oracle(backend)
-    plan: Plan = algorithm.plan(instance, spec.privacy)
+    plan: Plan[Any] = algorithm.plan(instance, spec.privacy)
     record.plan = plan.to_dict()
     record.timings["setup_s"] = time.perf_counter() - t0
 
@@ -134,7 +134,8 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     last_t, last_epoch, passes = 0, None, 0
     with np.errstate(all="ignore"):
         measure(0, oracle.x0, "iterate", names)
-        steps = algorithm.iterate(oracle, plan, mech)
+        trace = Trace()
+        steps = algorithm.run(oracle, plan, mech, trace)
         healthy = True
         while True:
             c0 = time.perf_counter()
@@ -155,7 +156,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
                 if not healthy:
                     break
         if healthy:
-            healthy = measure(last_t, algorithm.output(), "output", names + spec.eval.final,
+            healthy = measure(last_t, trace.point(), "output", names + spec.eval.final,
                               last_epoch)
 
     record.status = "done" if healthy else "diverged"
@@ -163,6 +164,6 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     spent = epsilons(mech.ledger, spec.privacy.delta)
     record.eps = {**spent.to_dict(), "paper": plan.eps_paper,
                   "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon}
-    record.diagnostics = algorithm.diagnostics()
-    record.premises = algorithm.premise_data()
+    record.diagnostics = algorithm.diagnostics(trace)
+    record.premises = algorithm.premise_data(trace)
     record.timings.update(iterate_s=iterate_s, eval_s=eval_s)

@@ -69,6 +69,11 @@ class Oracle:
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any: ...
 
     # -- shared ---------------------------------------------------------------------
+    def norm(self, v: Any) -> float:
+        """‖v‖ on the host: the one device-to-host norm sync (a host float decides a branch
+        or is reported), so keep it out of a timed loop's per-step diagnostics."""
+        return float(self.backend.to_numpy(self.xp.linalg.vector_norm(v)))
+
     def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
         """∇f_i(x) − ∇f_i(x_prev) on the same samples (SPIDER, PriSMA)."""
         return self.per_sample_grads(x, idx) - self.per_sample_grads(x_prev, idx)

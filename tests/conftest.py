@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ import pytest
 # A fresh accountant cache per test session: results never come from an earlier checkout.
 os.environ["SADDLEBENCH_CACHE"] = tempfile.mkdtemp(prefix="saddlebench-cache-")
 
-from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step
+from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step, Trace
 from algorithms.privacy.ledger import Mechanism
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, get_backend
@@ -186,10 +186,12 @@ def default_target(algorithm: Algorithm | type[Algorithm], sigma: float = 1.0,
 
 
 def run_steps(algorithm: Algorithm, oracle: Oracle, plan: Plan, mech: Mechanism,
-              k: int | None = None) -> list[Step]:
-    """The first ``k`` (default: all) steps of ``algorithm.iterate``."""
+              k: int | None = None, trace: Trace | None = None) -> list[Step]:
+    """The first ``k`` (default: all) steps of ``algorithm.run``, recording into ``trace``
+    (default: a fresh one)."""
     steps: list[Step] = []
-    it: Iterator[Step] = algorithm.iterate(oracle, plan, mech)
+    it: Iterator[Step] = algorithm.run(oracle, plan, mech, trace if trace is not None
+                                       else Trace())
     for step in it:
         steps.append(step)
         if k is not None and len(steps) >= k:
@@ -197,14 +199,31 @@ def run_steps(algorithm: Algorithm, oracle: Oracle, plan: Plan, mech: Mechanism,
     return steps
 
 
+def traced(algorithm: Algorithm, oracle: Oracle, plan: Plan, mech: Mechanism
+           ) -> tuple[list[Step], Trace]:
+    """All steps of ``algorithm.run`` and the run's trace."""
+    trace = Trace()
+    return run_steps(algorithm, oracle, plan, mech, trace=trace), trace
+
+
+class Ran(NamedTuple):
+    """One run of :func:`run_algorithm`."""
+
+    algorithm: Algorithm
+    plan: Plan
+    mech: Mechanism
+    steps: list[Step]
+    trace: Trace
+
+
 def run_algorithm(name: str, setup: Setup, *, noise_seed: int = 1, sampling_seed: int = 2,
-                  target: PrivacyTarget | None = None, **overrides: Any
-                  ) -> tuple[Algorithm, Plan, Mechanism, list[Step]]:
-    """Plan and run ``name`` on ``setup``; returns (algorithm, plan, mech, steps)."""
+                  target: PrivacyTarget | None = None, **overrides: Any) -> Ran:
+    """Plan and run ``name`` on ``setup``."""
     alg = make_algorithm(name, setup.instance, **overrides)
     plan = alg.plan(setup.instance, target if target is not None else default_target(alg))
     mech = make_mech(setup.backend, noise_seed, sampling_seed)
-    return alg, plan, mech, run_steps(alg, setup.oracle, plan, mech)
+    trace = Trace()
+    return Ran(alg, plan, mech, run_steps(alg, setup.oracle, plan, mech, trace=trace), trace)
 
 
 def unsupported(alg_name: str, instance: Instance) -> str | None:

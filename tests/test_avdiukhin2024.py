@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import make_setup
+from conftest import make_setup, traced
 
 from algorithms import PrivacyTarget, get_algorithm
 from algorithms.lambda_min import lambda_min_lanczos, lambda_min_power
@@ -111,20 +111,22 @@ def test_selection_outputs_a_private_sosp_and_accounts_for_it() -> None:
                 candidates=8, estimator="lanczos")
     plan = alg.plan(setup.instance, PrivacyTarget(2.0, 1e-5))
     mech = Mechanism(setup.backend.noise_source(0), np.random.default_rng(1))
-    iterates = {0: setup.oracle.x0, **{s.t: s.x for s in alg.iterate(setup.oracle, plan, mech)}}
-    diag = alg.diagnostics()
+    steps, trace = traced(alg, setup.oracle, plan, mech)
+    iterates = {0: setup.oracle.x0, **{s.t: s.x for s in steps}}
+    diag = alg.diagnostics(trace)
     assert diag["selection_passed"]
-    np.testing.assert_array_equal(alg.output(), iterates[diag["selected_step"]])
-    out = alg.output()
+    np.testing.assert_array_equal(trace.point(), iterates[diag["selected_step"]])
+    out = trace.point()
     assert np.linalg.norm(setup.oracle.grad(out)) < 4 * 0.1
     assert setup.instance.lambda_min(out) > -math.sqrt(setup.instance.constants["rho"] * 0.4)
     spent = epsilons(mech.ledger, 1e-5)
     assert spent.pld == pytest.approx(plan.eps.pld)
     assert plan.eps.pld == pytest.approx(2.0, rel=2e-3)  # the target includes ε_s
     assert spent.gdp is None
-    assert plan.extra["query_sensitivity"] == pytest.approx(max(
-        2 * plan.extra["bound"] / (400 * 0.1),
-        2 * plan.extra["smoothness"] / (400 * math.sqrt(plan.extra["rho"] * 0.1))))
+    selection = plan.extra.selection
+    assert selection.query_sensitivity == pytest.approx(max(
+        2 * plan.extra.bound / (400 * 0.1),
+        2 * selection.smoothness / (400 * math.sqrt(selection.rho * 0.1))))
 
 
 def test_selection_budget_in_paper_calibration() -> None:
@@ -144,9 +146,9 @@ def test_paper_plan_records_the_tight_sigma_and_abadi_condition() -> None:
                                                                                 "paper"))
     tight = calibrate(lambda s: noisy(steps=300, batch_size=64, bound=1.0).planned_ledger(
         data, s), 4.0, 0.01)
-    assert plan.extra["sigma_tight"] == pytest.approx(tight)
-    assert plan.extra["noise_ratio_tight_over_paper"] == pytest.approx(tight / plan.sigma)
-    assert plan.extra["abadi_max_epsilon"] == pytest.approx(300 * (64 / 2000) ** 2)
+    assert plan.tight is not None and plan.tight.sigma == pytest.approx(tight)
+    assert plan.tight.ratio == pytest.approx(tight / plan.sigma)
+    assert plan.extra.abadi_max_epsilon == pytest.approx(300 * (64 / 2000) ** 2)
 
 
 def test_lemma_3_2_bound_formula() -> None:
@@ -163,8 +165,8 @@ def test_lemma_rule_measures_c_at_the_start_without_changing_epsilon() -> None:
     given = noisy(steps=20, batch_size=40).plan(setup.instance, PrivacyTarget(1.0, 1e-5))
     assert plan.sigma == pytest.approx(given.sigma)
     mech = Mechanism(setup.backend.noise_source(0), np.random.default_rng(1))
-    list(alg.iterate(setup.oracle, plan, mech))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mech)
+    diag = alg.diagnostics(trace)
     expected = lemma_3_2_bound(diag["lemma_L"], diag["lemma_f_max"], diag["lemma_grad_std"],
                                400, 20, 1e-5, 0.5)
     assert diag["bound"] == pytest.approx(expected)
@@ -627,21 +629,21 @@ def test_noisy_sgd_records_the_norm_trace_of_its_run() -> None:
     setup = make_setup("strict_saddle", "numpy", d=4, n=200)
     alg = noisy(steps=30, batch_size=20)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5))
-    list(alg.iterate(setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
-                                                   np.random.default_rng(1))))
-    diag = alg.diagnostics()
-    trace = diag["max_norm_trace"]
-    assert trace[-1][0] == 30 and len(trace) == 30
-    assert max(m for _, m in trace) == pytest.approx(diag["max_per_sample_grad_norm"])
+    _, trace = traced(alg, setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
+                                                         np.random.default_rng(1)))
+    diag = alg.diagnostics(trace)
+    norms = diag["max_norm_trace"]
+    assert norms[-1][0] == 30 and len(norms) == 30
+    assert max(m for _, m in norms) == pytest.approx(diag["max_per_sample_grad_norm"])
 
 
 def test_lemma_c_from_held_out_data_records_its_step_size_condition() -> None:
     setup = make_setup("digits_mlp", "torch", hidden=4)
     alg = noisy(steps=5, batch_size=32, bound_rule="lemma_3_2", lemma_data="held_out")
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 0.01))
-    list(alg.iterate(setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
-                                                   np.random.default_rng(1))))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
+                                                         np.random.default_rng(1)))
+    diag = alg.diagnostics(trace)
     held = setup.instance.held_out_oracle(setup.backend)
     assert held.n == setup.instance.constants["n_test"] != setup.oracle.n
     assert diag["lemma_data"] == "held_out"

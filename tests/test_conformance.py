@@ -6,9 +6,15 @@ each problem's ``backends``), so a newly registered component is covered automat
 
 from __future__ import annotations
 
+import ast
+import copy
+import inspect
 import json
 import math
-from dataclasses import fields
+import textwrap
+from abc import ABC
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
 
 import numpy as np
 import pytest
@@ -27,7 +33,7 @@ from conftest import (
     unsupported,
 )
 
-from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step, get_algorithm
+from algorithms import ALGORITHMS, Extras, Plan, PrivacyTarget, Step, Trace, get_algorithm
 from algorithms.premises import CLIP_SUFFIXES, PREMISES, clip_keys
 from algorithms.privacy.accounting import Epsilons
 from bench.runner import run_one
@@ -74,7 +80,7 @@ def test_plan_iterate_output(alg_name: str, prob_name: str, backend: str) -> Non
     setup = make_setup(prob_name, backend)
     if reason := unsupported(alg_name, setup.instance):
         pytest.skip(reason)
-    alg, plan, mech, steps = run_algorithm(alg_name, setup, steps=STEPS)
+    alg, plan, mech, steps, trace = run_algorithm(alg_name, setup, steps=STEPS)
 
     assert isinstance(plan, Plan)
     # single-pass algorithms may stop when the data run out
@@ -101,14 +107,14 @@ def test_plan_iterate_output(alg_name: str, prob_name: str, backend: str) -> Non
     # the iterate moves (every algorithm takes a gradient or noise step)
     assert not np.array_equal(to_numpy(steps[-1].x), to_numpy(setup.oracle.x0))
 
-    out = alg.output()
+    out = trace.point()
     assert isinstance(out, array_type(backend))
     assert to_numpy(out).shape == (d,)
     assert np.all(np.isfinite(to_numpy(out)))
 
     # the realised ledger is accounted like the plan's
     assert mech.ledger.summary(), "the run recorded no release"
-    assert isinstance(alg.diagnostics(), dict)
+    assert isinstance(alg.diagnostics(trace), dict)
 
 
 @pytest.mark.parametrize(("alg_name", "prob_name", "backend"), GRID)
@@ -131,10 +137,82 @@ def test_seeds_matter(alg_name: str) -> None:
     assert not np.array_equal(x1, x2)
 
 
-def test_output_before_iterate_raises() -> None:
-    alg = make_algorithm("sgd")
-    with pytest.raises(RuntimeError, match="before iterate"):
-        alg.output()
+def test_output_before_the_run_raises() -> None:
+    with pytest.raises(RuntimeError, match="before the run"):
+        Trace().point()
+
+
+# -- the pure interface --------------------------------------------------------------------
+
+def _methods(cls: type) -> Iterator[tuple[str, ast.FunctionDef]]:
+    """(qualified name, AST) of ``plan``/``iterate`` and every method they may reach through
+    ``self`` (all methods of ``cls`` and its bases, but the ``__init__``s), nested functions
+    included."""
+    for klass in cls.__mro__:
+        if klass in (object, ABC) or not klass.__module__.startswith("algorithms"):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name != "__init__":
+                yield f"{klass.__name__}.{node.name}", node
+
+
+@pytest.mark.parametrize("alg_name", sorted(ALGORITHMS))
+def test_plan_and_iterate_never_assign_to_self(alg_name: str) -> None:
+    """No algorithm keeps per-run state on itself: no method (``plan``, ``iterate`` and all
+    they call) assigns to ``self.<attr>`` (or ``self.<attr>[...]``), only ``__init__``."""
+    bad = []
+    for qualname, func in _methods(ALGORITHMS[alg_name]):
+        for node in ast.walk(func):
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign)
+                       else [])
+            for target in targets:
+                for leaf in ast.walk(target):
+                    base = leaf.value if isinstance(leaf, ast.Attribute | ast.Subscript) else None
+                    if isinstance(base, ast.Name) and base.id == "self":
+                        bad.append(f"{qualname} line {leaf.lineno}")
+    assert not bad, f"{alg_name} assigns to self in {bad}"
+
+
+@pytest.mark.parametrize("alg_name", sorted(ALGORITHMS))
+def test_plan_returns_the_declared_extras_and_leaves_the_algorithm_alone(alg_name: str) -> None:
+    cls = ALGORITHMS[alg_name]
+    assert issubclass(cls.Extras, Extras) and is_dataclass(cls.Extras)
+    setup = make_setup("ncsc_double_well" if cls.minimax else "strict_saddle", "numpy")
+    alg = make_algorithm(alg_name, setup.instance)
+    before = copy.deepcopy(vars(alg))
+    plan = alg.plan(setup.instance, default_target(alg))
+    assert type(plan.extra) is cls.Extras
+    assert isinstance(alg.params, cls.Params) or alg_name == "dpsgd_gc"  # a PriSMA preset
+    assert vars(alg).keys() == before.keys()
+    assert all(vars(alg)[k] == v for k, v in before.items())
+    assert isinstance(plan.to_dict()["extra"], dict)
+
+
+def test_stored_extras_keep_their_flat_keys() -> None:
+    """The sidecar's ``plan.extra`` is the flat dict reports read ``plan_<key>`` columns
+    from: fields ``iterate`` alone needs are left out, nested constants are flattened, and
+    the tight accountant's σ follows under ``calibration: paper``."""
+    setup = make_setup("strict_saddle", "numpy")
+    noisy = make_algorithm("noisy_sgd", setup.instance, select=True)
+    extra = noisy.plan(setup.instance, PrivacyTarget(4.0, DELTA, "paper")).to_dict()["extra"]
+    assert list(extra) == ["bound", "sensitivity", "abadi_max_epsilon", "d", "rho",
+                           "smoothness", "query_sensitivity", "sigma_tight",
+                           "sigma_tight_method", "noise_ratio_tight_over_paper"]
+    minimax = make_setup("ncsc_double_well", "numpy")
+    rgda = make_algorithm("dp_rgda", minimax.instance)
+    extra = rgda.plan(minimax.instance, default_target(rgda)).to_dict()["extra"]
+    assert "resolved" not in extra and {"queries", "schedule", "eps_bar"} <= set(extra)
+    json.dumps(extra, allow_nan=False)
+
+
+def test_dpsgd_gc_is_a_prisma_preset() -> None:
+    gc = ALGORITHMS["dpsgd_gc"](ALGORITHMS["dpsgd_gc"].Params(lr=0.3, clip1=2.0))
+    assert isinstance(gc, ALGORITHMS["prisma"])
+    assert gc.params == ALGORITHMS["prisma"].Params(lr=0.3, clip1=2.0, gamma=1.0, clip3=None,
+                                                    server_clip=False)
+    assert set(vars(gc)) == {"params"}
 
 
 @pytest.mark.parametrize("alg_name", sorted(a for a, c in ALGORITHMS.items() if c.private))

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import build_problem, make_setup, problem_params
+from conftest import build_problem, make_setup, problem_params, traced
 
-from algorithms import PrivacyTarget, get_algorithm
+from algorithms import PrivacyTarget, Trace, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
 from bench import cli
@@ -45,11 +45,12 @@ def algorithm(name: str, **params: Any) -> Any:
     return cls(cls.Params(**params))
 
 
-def run(alg: Any, setup: Any, target: PrivacyTarget, seed: int = 0) -> tuple[list[Any], Any]:
+def run(alg: Any, setup: Any, target: PrivacyTarget, seed: int = 0
+        ) -> tuple[list[Any], Mechanism, Trace]:
     plan = alg.plan(setup.instance, target)
     mech = Mechanism(setup.backend.noise_source(seed), np.random.default_rng(seed + 1))
-    xs = [setup.backend.to_numpy(s.x) for s in alg.iterate(setup.oracle, plan, mech)]
-    return xs, mech
+    steps, trace = traced(alg, setup.oracle, plan, mech)
+    return [setup.backend.to_numpy(s.x) for s in steps], mech, trace
 
 
 LS = {"clients": 3, "base_n": 60, "d": 5}
@@ -61,9 +62,9 @@ def test_gamma_one_without_server_clip_is_dpsgd_gc_exactly() -> None:
     setup = make_setup("nc_least_squares", "numpy", **LS)
     common = {"lr": 0.05, "steps": 25, "batch_size": 6, "clip1": 2.0}
     target = PrivacyTarget(1.0, 1e-4, sigma=3.0)
-    prisma, _ = run(algorithm("prisma", gamma=1.0, server_clip=False, clip3=0.5, **common),
-                    setup, target)
-    baseline, _ = run(algorithm("dpsgd_gc", **common), setup, target)
+    prisma, *_ = run(algorithm("prisma", gamma=1.0, server_clip=False, clip3=0.5, **common),
+                     setup, target)
+    baseline, *_ = run(algorithm("dpsgd_gc", **common), setup, target)
     for a, b in zip(prisma, baseline, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -73,12 +74,12 @@ def test_every_step_is_at_most_lr_times_c2(backend: str) -> None:
     setup = make_setup("nc_least_squares", backend, **LS)
     alg = algorithm("prisma", lr=0.3, steps=40, batch_size=6, gamma=0.1, clip1=5.0, clip2=0.7,
                     clip3=0.2)
-    xs, _ = run(alg, setup, PrivacyTarget(1.0, 1e-4, sigma=5.0))
+    xs, _, trace = run(alg, setup, PrivacyTarget(1.0, 1e-4, sigma=5.0))
     x0 = setup.backend.to_numpy(setup.oracle.x0)
     steps = np.linalg.norm(np.diff(np.stack([x0, *xs]), axis=0), axis=1)
     assert steps.max() <= 0.3 * 0.7 * (1 + 1e-12)
     assert steps.max() == pytest.approx(0.3 * 0.7)  # the noise makes the server clip bind
-    assert alg.diagnostics()["max_step"] == pytest.approx(steps.max())
+    assert alg.diagnostics(trace)["max_step"] == pytest.approx(steps.max())
 
 
 def test_momentum_noise_is_smaller_than_dpsgd_gc() -> None:
@@ -88,9 +89,9 @@ def test_momentum_noise_is_smaller_than_dpsgd_gc() -> None:
                   ).plan(data, target)
     d = algorithm("dpsgd_gc", steps=1000, batch_size=512, clip1=4.0).plan(data, target)
     assert p.sigma == pytest.approx(d.sigma)  # one σ̂ for both (Corollary 1)
-    assert p.extra["sigma_later"] < d.extra["sigma_later"]
-    assert p.extra["sigma_later"] == pytest.approx(p.sigma * 2 * (0.5 * 4 + 0.5 * 0.5) / 512)
-    assert p.extra["sigma_first"] == pytest.approx(d.extra["sigma_first"])
+    assert p.extra.sigma_later < d.extra.sigma_later
+    assert p.extra.sigma_later == pytest.approx(p.sigma * 2 * (0.5 * 4 + 0.5 * 0.5) / 512)
+    assert p.extra.sigma_first == pytest.approx(d.extra.sigma_first)
 
 
 @pytest.mark.parametrize(("eps", "sigma"), [(4, 11.135), (8, 5.965), (16, 3.345), (32, 1.986)])
@@ -109,8 +110,8 @@ def test_condition_18_fails_at_the_paper_settings() -> None:
     for eps in (4, 8, 16, 32):
         sigma = alg.paper_sigma(data, PrivacyTarget(eps, 1e-5, "paper"))
         plan = alg.plan(data, PrivacyTarget(eps, 1e-5, sigma=sigma))
-        assert not plan.extra["condition_18_holds"]
-        assert plan.extra["condition_18_rhs"] < plan.extra["condition_18_alpha"]
+        assert not plan.extra.condition_18_holds
+        assert plan.extra.condition_18_rhs < plan.extra.condition_18_alpha
 
 
 def test_query_sensitivity_under_replacing_one_sample() -> None:
@@ -147,7 +148,7 @@ def test_large_c3_gives_algorithm_1_queries() -> None:
 def test_local_dp_accounts_each_client_once() -> None:
     setup = make_setup("nc_least_squares", "numpy", **LS)
     alg = algorithm("prisma", steps=10, batch_size=6)
-    _, mech = run(alg, setup, PrivacyTarget(2.0, 1e-4))
+    _, mech, _ = run(alg, setup, PrivacyTarget(2.0, 1e-4))
     parties = {r.sampling.party for r, _ in mech.ledger.summary()}
     assert parties == {0, 1, 2}
     single = algorithm("prisma", steps=10, batch_size=6).planned_ledger(
@@ -162,7 +163,7 @@ def test_batch_fraction_follows_the_client_size() -> None:
     plan = algorithm("dpsgd_gc", steps=5, batch_fraction=0.1).plan(data,
                                                                    PrivacyTarget(1, 1e-4))
     assert plan.batch_size == 20
-    assert plan.extra["sensitivity"] == pytest.approx(2 * 1.0 / 20)
+    assert plan.extra.sensitivity == pytest.approx(2 * 1.0 / 20)
 
 
 # -- partitions and the VGG -------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_mech
+from conftest import make_mech, run_steps, traced
 
 from algorithms import PrivacyTarget, get_algorithm
 from algorithms.privacy.accounting import epsilon, epsilons
@@ -140,8 +140,8 @@ def run_sosp(inst, oracle, target: PrivacyTarget, monkeypatch=None, **params):
             return batch
 
         monkeypatch.setattr(Pool, "take", take)
-    steps = list(alg.iterate(oracle, plan, mech))
-    return alg, plan, mech, steps, taken
+    _, trace = traced(alg, oracle, plan, mech)
+    return alg, plan, mech, trace, taken
 
 
 def test_alg3r_structure_single_use_escape_windows_and_targets(monkeypatch) -> None:
@@ -155,14 +155,14 @@ def test_alg3r_structure_single_use_escape_windows_and_targets(monkeypatch) -> N
 
     monkeypatch.setattr(_Run, "difference", difference)
     target = PrivacyTarget(epsilon=2.0, delta=1e-6)
-    alg, plan, mech, _, taken = run_sosp(inst, oracle, target, monkeypatch)
+    alg, plan, mech, trace, taken = run_sosp(inst, oracle, target, monkeypatch)
     used = np.concatenate(taken)
-    assert len(used) == len(np.unique(used)) == alg.diagnostics()["samples_used"]  # claim 16
-    c = alg.constants
-    assert c is not None and alg.escape_log
-    for start, end, _ in alg.escape_log:  # claim 17: at most Γ steps
+    assert len(used) == len(np.unique(used)) == alg.diagnostics(trace)["samples_used"]  # claim 16
+    c, escape_log = plan.extra.constants, trace.state.escape_log
+    assert escape_log
+    for start, end, _ in escape_log:  # claim 17: at most Γ steps
         assert end - start + 1 <= c.escape_steps
-    starts = [s for s, _, _ in alg.escape_log]
+    starts = [s for s, _, _ in escape_log]
     assert all(b - a >= c.escape_steps for a, b in itertools.pairwise(starts))
     assert drifts and max(drifts) < c.kappa  # claim 18
     releases = [r for rnd, _ in mech.ledger.summary() for r in rnd.releases]
@@ -176,20 +176,20 @@ def test_alg3r_structure_single_use_escape_windows_and_targets(monkeypatch) -> N
 
 def test_alg3r_escapes_the_saddle_and_certifies_a_minimum() -> None:
     inst, oracle = saddle_setup(n=200000)
-    alg, *_ = run_sosp(inst, oracle, PrivacyTarget(epsilon=4.0, delta=1e-6), alpha=0.3,
-                       early_stop=True)
-    diag = alg.diagnostics()
+    alg, _, _, trace, _ = run_sosp(inst, oracle, PrivacyTarget(epsilon=4.0, delta=1e-6),
+                                   alpha=0.3, early_stop=True)
+    diag = alg.diagnostics(trace)
     assert diag["escapes_succeeded"] >= 1 and diag["output"] == "certificate"
-    out = alg.output()
+    out = trace.point()
     assert np.linalg.norm(oracle.grad(out)) <= 0.3
     assert inst.lambda_min(out) > 0  # left the saddle (λ_min(0) = −1) for a minimum
 
 
 def test_without_escapes_it_never_escapes_and_uses_the_tree_only() -> None:
     inst, oracle = saddle_setup()
-    alg, _, mech, _, _ = run_sosp(inst, oracle, PrivacyTarget(epsilon=2.0, delta=1e-6),
-                                  escape=False)
-    assert alg.diagnostics()["escapes"] == 0
+    alg, _, mech, trace, _ = run_sosp(inst, oracle, PrivacyTarget(epsilon=2.0, delta=1e-6),
+                                      escape=False)
+    assert alg.diagnostics(trace)["escapes"] == 0
     assert {r.tag for rnd, _ in mech.ledger.summary() for r in rnd.releases} == {"tree_node"}
 
 
@@ -207,27 +207,27 @@ def test_e2_only_a_noise_free_first_order_method_stays_at_the_saddle() -> None:
     assert inst.lambda_min(x) == pytest.approx(-lam)  # stuck: exactly at the saddle
     # the noise multipliers PLD calibration gives at E2's (ε, δ) = (4, 1e-6), fixed here
     # to spare the test the calibration
-    alg, *_ = run_sosp(inst, oracle, PrivacyTarget(epsilon=4.0, delta=1e-6, sigma=13.34),
-                       alpha=alpha, steps=150)
-    assert alg.diagnostics()["escapes_succeeded"] >= 1
-    assert inst.lambda_min(alg.output()) > threshold  # escaped, output an SOSP
+    alg, _, _, trace, _ = run_sosp(inst, oracle,
+                                   PrivacyTarget(epsilon=4.0, delta=1e-6, sigma=13.34),
+                                   alpha=alpha, steps=150)
+    assert alg.diagnostics(trace)["escapes_succeeded"] >= 1
+    assert inst.lambda_min(trace.point()) > threshold  # escaped, output an SOSP
     sgd = get_algorithm("dp_sgd")(get_algorithm("dp_sgd").Params(
         lr=0.5, steps=150, batch_size=1000, clip=2.5))
     plan = sgd.plan(inst, PrivacyTarget(epsilon=4.0, delta=1e-6, sigma=0.5287))
-    *_, last = sgd.iterate(oracle, plan, make_mech(NUMPY))
+    *_, last = run_steps(sgd, oracle, plan, make_mech(NUMPY))
     assert inst.lambda_min(np.asarray(last.x)) > threshold  # DP noise alone escaped
 
 
 def test_paper_calibration_overspends_its_target() -> None:
     inst, oracle = saddle_setup()
     target = PrivacyTarget(epsilon=1.0, delta=1e-6, calibration="paper")
-    alg, plan, _, _, _ = run_sosp(inst, oracle, target, parameters="paper", alpha=0.3)
+    _, plan, _, _, _ = run_sosp(inst, oracle, target, parameters="paper", alpha=0.3)
     assert plan.calibration == "paper"
-    assert plan.extra["sigma_tight"] > plan.sigma  # the honest multiplier is larger
+    assert plan.tight is not None and plan.tight.sigma > plan.sigma  # the honest one is larger
     assert plan.eps.pld is not None and plan.eps.pld > 1.0  # G1: not (1, 1e-6)-DP
-    c = alg.constants
-    assert c is not None
-    b = plan.extra["b"]
+    c, b = plan.extra.constants, plan.extra.b
+    assert b is not None
     assert plan.sigma * 2 * c.G / b == pytest.approx(0.3 / math.sqrt(5))  # σ_tree = α/√d
     # the paper's own formulas (Thm 2.2 + Lemma 3.13) at its own σ: also above the target
     assert plan.eps_paper is not None and plan.eps_paper > 1.0
@@ -237,16 +237,16 @@ def test_batches_shrink_with_privacy_and_adaptive_sizes_follow_the_step() -> Non
     inst, _ = saddle_setup()
     loose = SpiderSOSP(SpiderSOSP.Params(alpha=0.3)).plan(inst, PrivacyTarget(8.0, 1e-6))
     tight = SpiderSOSP(SpiderSOSP.Params(alpha=0.3)).plan(inst, PrivacyTarget(1.0, 1e-6))
-    assert tight.extra["b"] > loose.extra["b"]
+    assert tight.extra.b > loose.extra.b
     from algorithms.spider_sosp import Batches
 
     alg = SpiderSOSP(SpiderSOSP.Params(alpha=0.3))
     plan = alg.plan(inst, PrivacyTarget(2.0, 1e-6))
-    assert alg.constants is not None
-    sizes = Batches(alg.params, alg.constants, plan.sigma, 2.0)
+    c = plan.extra.constants
+    sizes = Batches(alg.params, c, plan.sigma, 2.0)
     assert sizes.difference(0.0) == 1 and sizes.difference(0.01) < sizes.difference(1.0)
-    fixed = Batches(SpiderSOSP.Params(alpha=0.3, batch="fixed"), alg.constants, plan.sigma, 2.0)
-    assert fixed.difference(0.01) == fixed.difference(1.0) == sizes.difference(alg.constants.G)
+    fixed = Batches(SpiderSOSP.Params(alpha=0.3, batch="fixed"), c, plan.sigma, 2.0)
+    assert fixed.difference(0.01) == fixed.difference(1.0) == sizes.difference(c.G)
 
 
 def test_spider_sosp_refuses_problems_without_constants_and_big_d() -> None:

@@ -22,6 +22,7 @@ from conftest import (
     make_setup,
     run_steps,
     to_numpy,
+    traced,
 )
 
 from algorithms import PrivacyTarget
@@ -197,7 +198,7 @@ def test_run_noise_std_is_sigma_times_sensitivity(monkeypatch: pytest.MonkeyPatc
     assert noise.size == 20 * 4000
     sensitivity = (2.0 if sampling == "fixed" else 1.0) * clip
     assert np.std(noise) == pytest.approx(sigma * sensitivity, rel=0.02)
-    assert plan.extra["sensitivity"] == sensitivity
+    assert plan.extra.sensitivity == sensitivity
 
 
 def test_run_noise_reaches_the_iterate() -> None:
@@ -638,8 +639,8 @@ def test_noisy_sgd_records_bound_violations() -> None:
     plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=DELTA, sigma=1.0))
     mech = make_mech(setup.backend)
     sizes = count_sampled(mech)
-    run_steps(alg, setup.oracle, plan, mech)
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mech)
+    diag = alg.diagnostics(trace)
     assert diag["bound"] == 1e-3
     assert diag["bound_checked"] is True
     assert diag["guarantee_void"] is True
@@ -664,14 +665,14 @@ def test_noisy_sgd_partial_violations_are_counted_exactly() -> None:
         return b
 
     mech.sample = sample  # type: ignore[method-assign]
-    steps = run_steps(alg, setup.oracle, plan, mech)
+    steps, trace = traced(alg, setup.oracle, plan, mech)
     xs = [setup.oracle.x0] + [s.x for s in steps[:-1]]
     for x, idx in zip(xs, batches, strict=True):
         if len(idx):
             norms = np.linalg.norm(setup.oracle.per_sample_grads(x, idx), axis=1)
             expected += int((norms > bound).sum())
             max_norm = max(max_norm, float(norms.max()))
-    diag = alg.diagnostics()
+    diag = alg.diagnostics(trace)
     assert diag["bound_violations"] == expected
     assert diag["max_per_sample_grad_norm"] == pytest.approx(max_norm, rel=1e-12)
     assert diag["guarantee_void"] is (expected > 0)
@@ -681,9 +682,9 @@ def test_noisy_sgd_no_violation_with_published_bound() -> None:
     setup = make_setup("strict_saddle", "numpy")
     alg = make_algorithm("noisy_sgd", setup.instance, steps=30, lr=0.2)
     plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=DELTA, sigma=1.0))
-    assert plan.extra["bound"] == setup.instance.constants["G"]
-    run_steps(alg, setup.oracle, plan, make_mech(setup.backend))
-    diag = alg.diagnostics()
+    assert plan.extra.bound == setup.instance.constants["G"]
+    _, trace = traced(alg, setup.oracle, plan, make_mech(setup.backend))
+    diag = alg.diagnostics(trace)
     assert diag["bound"] == setup.instance.constants["G"]
     assert diag["bound_violations"] == 0
     assert diag["guarantee_void"] is False
@@ -698,10 +699,10 @@ def test_noisy_sgd_unchecked_bound() -> None:
     xs = []
     for alg in (checked, unchecked):
         plan = alg.plan(setup.instance, target)
-        xs.append([to_numpy(s.x) for s in run_steps(alg, setup.oracle, plan,
-                                                      make_mech(setup.backend))])
-    assert unchecked.diagnostics() == {"bound": setup.instance.constants["G"],
-                                       "bound_checked": False}
+        steps, trace = traced(alg, setup.oracle, plan, make_mech(setup.backend))
+        xs.append([to_numpy(s.x) for s in steps])
+    assert unchecked.diagnostics(trace) == {"bound": setup.instance.constants["G"],
+                                            "bound_checked": False}
     # mean gradient × |B| equals the per-sample sum up to rounding
     np.testing.assert_allclose(xs[0], xs[1], rtol=1e-10, atol=1e-12)
 
@@ -716,10 +717,10 @@ def test_noisy_sgd_equals_dp_sgd_when_bound_holds(backend: str) -> None:
     for name, kw in (("noisy_sgd", {"bound": g}), ("dp_sgd", {"clip": g})):
         alg = make_algorithm(name, setup.instance, steps=25, lr=0.3, **kw)
         plan = alg.plan(setup.instance, target)
-        runs[name] = [to_numpy(s.x) for s in run_steps(alg, setup.oracle, plan,
-                                                         make_mech(setup.backend))]
+        steps, trace = traced(alg, setup.oracle, plan, make_mech(setup.backend))
+        runs[name] = [to_numpy(s.x) for s in steps]
         if name == "noisy_sgd":
-            assert alg.diagnostics()["bound_violations"] == 0
+            assert alg.diagnostics(trace)["bound_violations"] == 0
             noisy_plan = plan
         else:
             assert plan.eps == noisy_plan.eps  # same privacy spent

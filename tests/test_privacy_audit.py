@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step
+from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step, Trace
 from algorithms.dp_sgd import DPSGD
+from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch, Mechanism
 from bench.audit import DEFAULT_RUNS, AlgorithmAudit, audit_algorithm, gdp_mu
 from bench.canary import (
@@ -108,15 +109,16 @@ def test_canary_audit_passes(name: str) -> None:
 class SigmaHalved(DPSGD):
     """Runs with half the calibrated σ (the plan's claim unchanged)."""
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism, trace: Trace
+                ) -> Iterator[Step]:
         yield from super().iterate(oracle, dataclasses.replace(plan, sigma=plan.sigma / 2),
-                                   mech)
+                                   mech, trace)
 
 
 class NoClipping(DPSGD):
     """Sums the raw per-sample gradients."""
 
-    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, plan: Plan) -> Any:
+    def gradient_sum(self, oracle: Oracle, x: Any, batch: Batch, norms: NormTracker) -> Any:
         return oracle.per_sample_grads(x, batch.indices).sum(axis=0)
 
 
@@ -134,32 +136,34 @@ class UnrecordedRelease(DPSGD):
     """Also perturbs the clipped sum outside the mechanism's ledger and averages the two
     noisy copies (a second release nobody accounts for)."""
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism, trace: Trace
+                ) -> Iterator[Step]:
         x, p = oracle.x0, self.params
-        std = plan.sigma * plan.extra["sensitivity"]
+        norms = NormTracker(oracle.backend, plan.extra.bound)
+        std = plan.sigma * plan.extra.sensitivity
         for t in range(plan.steps):
             batch = self.sample(mech, oracle.n)
-            total = self.gradient_sum(oracle, x, batch, plan)
-            noisy = mech.gaussian(total, sensitivity=plan.extra["sensitivity"],
+            total = self.gradient_sum(oracle, x, batch, norms)
+            noisy = mech.gaussian(total, sensitivity=plan.extra.sensitivity,
                                   sigma=plan.sigma, tag="grad_sum", batch=batch)
             leaked = mech.perturb(total, std)
             x = x - p.lr * (noisy + leaked) / (2 * p.batch_size)
-            self._x = x
             yield Step(t + 1, x)
 
 
 class SumWithMeanScale(DPSGD):
     """Releases the sum with noise for the mean's sensitivity C/B."""
 
-    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism) -> Iterator[Step]:
+    def iterate(self, oracle: Oracle, plan: Plan, mech: Mechanism, trace: Trace
+                ) -> Iterator[Step]:
         x, p = oracle.x0, self.params
+        norms = NormTracker(oracle.backend, plan.extra.bound)
         for t in range(plan.steps):
             batch = self.sample(mech, oracle.n)
-            total = self.gradient_sum(oracle, x, batch, plan)
-            noisy = mech.gaussian(total, sensitivity=plan.extra["sensitivity"] / p.batch_size,
+            total = self.gradient_sum(oracle, x, batch, norms)
+            noisy = mech.gaussian(total, sensitivity=plan.extra.sensitivity / p.batch_size,
                                   sigma=plan.sigma, tag="grad_sum", batch=batch)
             x = x - p.lr * noisy / p.batch_size
-            self._x = x
             yield Step(t + 1, x)
 
 

@@ -12,11 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from conftest import make_setup
+from conftest import make_setup, traced
 
 from algorithms import PrivacyTarget, get_algorithm
 from algorithms.ada_dp_spider import SpiderOracle
 from algorithms.dp_spider_at import HELD_OUT
+from algorithms.gauss_psgd import radius
 from algorithms.privacy.accounting import epsilon, epsilons
 from algorithms.privacy.ledger import Ledger, Mechanism, Pool, Release, Sampling
 from bench.experiment import load_experiment, parse_experiment
@@ -91,11 +92,11 @@ def test_run_ledger_matches_the_plan_and_the_target() -> None:
     alg = algorithm("ada_dp_spider", lr=0.1, batch_refresh=100, batch_diff=40, epochs=2)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
     mech = mechanism(setup)
-    list(alg.iterate(setup.oracle, plan, mech))
+    _, trace = traced(alg, setup.oracle, plan, mech)
     assert epsilons(mech.ledger, 1e-5) == plan.eps
     assert plan.eps.pld == pytest.approx(1.0, rel=2e-3)
     assert {r.sampling.party for r, _ in mech.ledger.summary()} == {0, 1}
-    assert alg.diagnostics()["epochs_used"] == pytest.approx(2.0)
+    assert alg.diagnostics(trace)["epochs_used"] == pytest.approx(2.0)
 
 
 # -- the oracle -----------------------------------------------------------------------------
@@ -177,11 +178,11 @@ def test_gauss_psgd_returns_the_anchor_when_it_cannot_escape() -> None:
     alg = algorithm("gauss_psgd", lr=0.01, batch_refresh=200, batch_diff=50, grad_clip=1.5,
                     chi=1.0, escape_steps=5, escape_rounds=3, radius=100.0)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "paper"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    diag = alg.diagnostics(trace)
     assert diag["termination"] == "sosp" and diag["triggers"] == 1
     assert diag["escape_rounds"] == 3 and diag["escapes"] == 0 and diag["escape_steps"] == 15
-    np.testing.assert_array_equal(alg.output(), setup.oracle.x0)
+    np.testing.assert_array_equal(trace.point(), setup.oracle.x0)
     assert diag["refreshes"] == 4  # the trigger's O1 plus one forced O1 per round (T4)
 
 
@@ -190,10 +191,10 @@ def test_gauss_psgd_escapes_the_saddle_with_privacy_noise_alone() -> None:
     alg = algorithm("gauss_psgd", lr=0.1, batch_refresh=100, batch_diff=25, grad_clip=1.5,
                     diff_clip=1.0, chi=0.05, escape_steps=50, escape_rounds=3, radius=0.3)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "paper"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    diag = alg.diagnostics(trace)
     assert diag["triggers"] >= 1 and diag["escapes"] >= 1
-    assert setup.instance.lambda_min(alg.output()) > 0.5  # far from the saddle's −1
+    assert setup.instance.lambda_min(trace.point()) > 0.5  # far from the saddle's −1
 
 
 def test_gauss_psgd_outputs_the_anchor_when_data_run_out_mid_escape() -> None:
@@ -203,11 +204,11 @@ def test_gauss_psgd_outputs_the_anchor_when_data_run_out_mid_escape() -> None:
     alg = algorithm("gauss_psgd", lr=0.01, batch_refresh=1000, batch_diff=500, grad_clip=1.5,
                     chi=1.0, escape_steps=50, escape_rounds=3, radius=100.0)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
-    steps = list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    diag = alg.diagnostics()
+    steps, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    diag = alg.diagnostics(trace)
     assert diag["termination"] == "data (escape)" and diag["triggers"] == 1
     assert not np.array_equal(steps[-1].x, setup.oracle.x0)
-    np.testing.assert_array_equal(alg.output(), setup.oracle.x0)
+    np.testing.assert_array_equal(trace.point(), setup.oracle.x0)
 
 
 def test_chi_follows_the_noise_unless_given() -> None:
@@ -216,18 +217,18 @@ def test_chi_follows_the_noise_unless_given() -> None:
     alg = algorithm("gauss_psgd", batch_refresh=100, batch_diff=25, grad_clip=1.5,
                     chi_scale=2.0, steps=3)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
     r = 2 * plan.sigma * 1.5 / 100
     psi = math.sqrt(1.5**2 / 200 + r**2 * 6 / 2)
-    assert alg.diagnostics()["chi"] == pytest.approx(2 * psi)
-    assert alg.diagnostics()["trigger_threshold"] == pytest.approx(6 * psi)
+    assert alg.diagnostics(trace)["chi"] == pytest.approx(2 * psi)
+    assert alg.diagnostics(trace)["trigger_threshold"] == pytest.approx(6 * psi)
     fixed = algorithm("gauss_psgd", batch_refresh=100, batch_diff=25, chi=0.01, steps=3)
-    list(fixed.iterate(setup.oracle, plan, mechanism(setup)))
-    assert fixed.diagnostics()["chi"] == 0.01
+    _, fixed_trace = traced(fixed, setup.oracle, plan, mechanism(setup))
+    assert fixed.diagnostics(fixed_trace)["chi"] == 0.01
     base = algorithm("dp_spider_at", batch_refresh=100, batch_diff=25, grad_clip=1.5,
                      chi_scale=2.0, steps=3)
-    list(base.iterate(setup.oracle, plan, mechanism(setup)))
-    assert base.diagnostics()["trigger_threshold"] == pytest.approx(6 * psi)
+    _, base_trace = traced(base, setup.oracle, plan, mechanism(setup))
+    assert base.diagnostics(base_trace)["trigger_threshold"] == pytest.approx(6 * psi)
 
 
 def test_radius_follows_theorem_1s_scaling_when_asked() -> None:
@@ -236,11 +237,11 @@ def test_radius_follows_theorem_1s_scaling_when_asked() -> None:
     alg = algorithm("gauss_psgd", lr=0.1, batch_refresh=100, batch_diff=25, grad_clip=1.5,
                     escape_steps=10, radius_scale=0.5, steps=3)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    diag = alg.diagnostics(trace)
     assert diag["radius"] == pytest.approx(0.5 * 10 * 0.1 * diag["chi"])
-    assert algorithm("gauss_psgd", radius=0.2, radius_scale=0.5).radius == 0.2
-    assert algorithm("gauss_psgd", kappa=0.04).radius == pytest.approx(0.2)
+    assert radius(algorithm("gauss_psgd", radius=0.2, radius_scale=0.5).params, 1.0) == 0.2
+    assert radius(algorithm("gauss_psgd", kappa=0.04).params, 1.0) == pytest.approx(0.2)
     with pytest.raises(ValueError):
         algorithm("gauss_psgd", radius_scale=0.0)
 
@@ -250,9 +251,8 @@ def test_option_a_trains_every_client_on_the_same_number_of_records() -> None:
     alg = algorithm("ada_dp_spider", lr=0.1, batch_refresh=100, batch_diff=50, records=500)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
     assert alg.train_sizes(setup.instance) == [500, 500] and plan.steps == 10
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    assert alg.spider is not None
-    assert [len(pool.population) for pool in alg.spider.pools] == [500, 500]
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    assert [len(pool.population) for pool in trace.state.pools] == [500, 500]
 
 
 def test_fixed_period_refreshes_every_period_calls() -> None:
@@ -261,8 +261,8 @@ def test_fixed_period_refreshes_every_period_calls() -> None:
     alg = algorithm("ada_dp_spider", lr=1e-4, batch_refresh=100, batch_diff=10, kappa=1e9,
                     period=5, steps=20)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    assert alg.diagnostics()["refreshes"] == 4 and alg.diagnostics()["differences"] == 16
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    assert alg.diagnostics(trace)["refreshes"] == 4 and alg.diagnostics(trace)["differences"] == 16
 
 
 def test_selection_candidates_come_from_steps_that_ran() -> None:
@@ -291,9 +291,9 @@ def test_baseline_injects_escape_noise_near_saddles() -> None:
     alg = algorithm("dp_spider_at", lr=0.1, batch_refresh=100, batch_diff=25, grad_clip=1.5,
                     small_grad=0.5, frozen_steps=5)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "paper"))
-    list(alg.iterate(setup.oracle, plan, mechanism(setup)))
-    assert alg.diagnostics()["escape_injections"] >= 1
-    assert "selected" not in alg.diagnostics()
+    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    assert alg.diagnostics(trace)["escape_injections"] >= 1
+    assert "selected" not in alg.diagnostics(trace)
 
 
 def test_above_threshold_selection_uses_held_out_records_only(monkeypatch: pytest.MonkeyPatch
@@ -308,14 +308,14 @@ def test_above_threshold_selection_uses_held_out_records_only(monkeypatch: pytes
     monkeypatch.setattr(Mechanism, "pool", lambda self, population, **kw: (
         pools.append(np.asarray(population)) or original(self, population, **kw)))
     mech = mechanism(setup)
-    list(alg.iterate(setup.oracle, plan, mech))
+    _, trace = traced(alg, setup.oracle, plan, mech)
     (train,) = pools
     assert len(train) == 3200  # 20% of 4000 held out, never trained on
     groups = {r.sampling.party: r for r, _ in mech.ledger.summary()}
     assert HELD_OUT in groups and groups[HELD_OUT].releases[0].kind == "pure"
     spent = epsilons(mech.ledger, 1e-5)
     assert spent.pld == pytest.approx(max(plan.eps.pld, 0.5), rel=1e-6)
-    assert "selection_passed" in alg.diagnostics()
+    assert "selection_passed" in alg.diagnostics(trace)
     with pytest.raises(ValueError, match="use selection: distributed"):
         alg.plan(make_setup("strict_saddle", "numpy", **SADDLE, clients=2).instance,
                  PrivacyTarget(1.0, 1e-5))
@@ -328,7 +328,7 @@ def test_algorithm_4_releases_and_accounts_per_client() -> None:
                     candidates=4)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "paper"))
     mech = mechanism(setup)
-    list(alg.iterate(setup.oracle, plan, mech))
+    traced(alg, setup.oracle, plan, mech)
     held = [(r, c) for r, c in mech.ledger.summary() if r.sampling.party >= HELD_OUT]
     assert {r.sampling.party for r, _ in held} == {HELD_OUT, HELD_OUT + 1}
     for rnd, count in held:  # candidates only from steps that ran: exactly 4 of them

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import make_mech, make_setup, run_steps, to_numpy
+from conftest import make_mech, make_setup, run_steps, to_numpy, traced
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from algorithms import ALGORITHMS, PrivacyTarget, get_algorithm
+from algorithms import ALGORITHMS, PrivacyTarget, Trace, get_algorithm
 from algorithms.dp_rgda import DPRGDA, eps_bar, erm_schedule
 from algorithms.lambda_min import lambda_min_lanczos
 from algorithms.minimax import release_pair
@@ -190,7 +190,7 @@ def test_dp_rgda_ledger_counts_queries_as_planned(refresh_increment: bool, queri
     plan = alg.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=1e-6, sigma=3.0))
     mech = make_mech(setup.backend)
     run_steps(alg, setup.oracle, plan, mech)
-    assert plan.extra["queries"] == queries
+    assert plan.extra.queries == queries
     counts = {rnd.releases[0].tag.split("_")[0]: count for rnd, count in mech.ledger.summary()}
     assert counts == {"refresh": 3, "increment": queries - 3}
     assert all(len(rnd.releases) == 2 for rnd, _ in mech.ledger.summary())  # x and y
@@ -202,13 +202,13 @@ def test_paper_defaults_give_2000_joint_queries_and_noise_of_the_notes() -> None
     data = get_problem("matrix_sensing")().build(0)
     alg = DPRGDA()
     plan = alg.plan(data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="advanced"))
-    assert plan.extra["queries"] == 2000
+    assert plan.extra.queries == 2000
     assert plan.eps.advanced == pytest.approx(2.0, rel=1e-6)
-    assert plan.extra["std_refresh"] == pytest.approx(plan.sigma * 2 / 200)
-    assert plan.extra["std_increment"] == pytest.approx(plan.sigma * 2 / 50)
+    assert plan.extra.std_refresh == pytest.approx(plan.sigma * 2 / 200)
+    assert plan.extra.std_increment == pytest.approx(plan.sigma * 2 / 50)
     literal = DPRGDA(DPRGDA.Params(refresh_increment=True)).plan(
         data, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="advanced"))
-    assert literal.extra["queries"] == 2040
+    assert literal.extra.queries == 2040
     # 2,040 joint queries, the x- and y-releases on one batch composed exactly as one
     # Gaussian mechanism of multiplier σ/√2 (notes §3: z = 866.2 for 2,040 queries)
     assert literal.sigma == pytest.approx(866.2 * math.sqrt(2), rel=2e-4)
@@ -281,10 +281,10 @@ def test_dp_rgda_escapes_the_saddle_without_noise() -> None:
                                batch_diff=60, lr=0.05, alpha=0.01, lr_escape=0.5,
                                radius=0.05, escape_steps=20))
     plan = alg.plan(setup.instance, PrivacyTarget(epsilon=math.inf, sigma=1e-9))
-    run_steps(alg, oracle, plan, make_mech(setup.backend))
-    diag = alg.diagnostics()
+    _, trace = traced(alg, oracle, plan, make_mech(setup.backend))
+    diag = alg.diagnostics(trace)
     assert diag["escape_triggers"] >= 1 and diag["escapes"] >= 1
-    out = alg.output()
+    out = trace.point()
     assert np.linalg.norm(oracle.grad(out)) < 0.05
     assert np.linalg.eigvalsh(dense_hessian(oracle, out))[0] > 0  # a minimum, not the saddle
 
@@ -295,10 +295,10 @@ def test_dp_rgda_certifies_a_saddle_it_cannot_leave() -> None:
                                batch_diff=60, alpha=0.5, lr_escape=1e-4, radius=1e-6,
                                escape_steps=5, early_return=True))
     plan = alg.plan(setup.instance, PrivacyTarget(epsilon=math.inf, sigma=1e-9))
-    steps = run_steps(alg, setup.oracle, plan, make_mech(setup.backend))
-    diag = alg.diagnostics()
+    steps, trace = traced(alg, setup.oracle, plan, make_mech(setup.backend))
+    diag = alg.diagnostics(trace)
     assert diag["certificates"] == 1 and diag["stopped_at"] == len(steps) < 60
-    np.testing.assert_array_equal(alg.output(), setup.oracle.x0)  # the anchor
+    np.testing.assert_array_equal(trace.point(), setup.oracle.x0)  # the anchor
 
 
 def test_erm_schedule_values() -> None:
@@ -359,8 +359,8 @@ def test_minimax_algorithms_refuse_and_skip_plain_problems() -> None:
     for cls in (c for c in ALGORITHMS.values() if c.minimax):
         alg = cls(cls.Params(steps=3))
         with pytest.raises(TypeError, match="minimax problem"):
-            next(alg.iterate(setup.oracle, alg.plan(setup.instance, PrivacyTarget(sigma=1.0)),
-                             make_mech(setup.backend)))
+            next(alg.run(setup.oracle, alg.plan(setup.instance, PrivacyTarget(sigma=1.0)),
+                         make_mech(setup.backend), Trace()))
     exp = parse_experiment({
         "suite": "mixed", "seeds": 1, "privacy": {"epsilon": 1},
         "problems": [{"name": "strict_saddle"}, {"name": "matrix_sensing"}],

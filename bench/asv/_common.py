@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget
+from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Trace
 from algorithms.privacy.ledger import Mechanism
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, get_backend
@@ -80,7 +80,7 @@ class Run:
         """Up to ``steps`` iterates from x0 with fresh fixed-seed streams; the last one."""
         mech = Mechanism(self.backend.noise_source(SEED), np.random.default_rng(SEED))
         x, t = self.oracle.x0, 0
-        for step in self.algorithm.iterate(self.oracle, self.plan, mech):
+        for step in self.algorithm.run(self.oracle, self.plan, mech, Trace()):
             x, t = step.x, t + 1
             if t >= self.steps:
                 break

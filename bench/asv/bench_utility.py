@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from algorithms import Trace
 from algorithms.privacy.accounting import epsilon
 from algorithms.privacy.ledger import Mechanism
 
@@ -59,7 +60,7 @@ def track_eps_pld_dp_sgd() -> float:
     """ε (PLD, δ = 1e-5) of the ledger a fixed dp_sgd run records (σ = 1, q = 64/2000)."""
     run = _saddle_run("dp_sgd")
     mech = Mechanism(run.backend.noise_source(SEED), np.random.default_rng(SEED))
-    for _ in run.algorithm.iterate(run.oracle, run.plan, mech):
+    for _ in run.algorithm.run(run.oracle, run.plan, mech, Trace()):
         pass
     value = epsilon(mech.ledger, TARGET.delta, "pld")
     assert value is not None

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from algorithms import Algorithm, Plan, PrivacyTarget, Step, get_algorithm
+from algorithms import Algorithm, Plan, PrivacyTarget, Step, Trace, get_algorithm
 from algorithms.privacy.ledger import Mechanism
 from bench.micro.common import BATCH, CLIP, ROUNDS, record, setup, targets
 from problems.oracles import Oracle
@@ -34,7 +34,7 @@ class Stepper:
         if step is None:
             be = self.oracle.backend
             mech = Mechanism(be.noise_source(0), np.random.default_rng(0))
-            self.run = self.algorithm.iterate(self.oracle, self.plan, mech)
+            self.run = self.algorithm.run(self.oracle, self.plan, mech, Trace())
             step = next(self.run)
         self.oracle.backend.sync(step.x)
 

@@ -846,8 +846,10 @@ def _paper_scale_calibration() -> dict[str, Any]:
     rows = []
     for eps in EPSILONS:
         plan = alg.plan(DataSize(n=s["n"]), PrivacyTarget(eps, s["delta"], "paper"))
-        rows.append([f"{eps:g}", f"{plan.sigma:.4g}", f"{plan.extra['sigma_tight']:.4g}",
-                     f"{plan.extra['noise_ratio_tight_over_paper']:.3g}",
+        tight = plan.tight
+        assert tight is not None  # calibration: paper
+        rows.append([f"{eps:g}", f"{plan.sigma:.4g}", f"{tight.sigma:.4g}",
+                     f"{tight.ratio:.3g}",
                      f"{plan.eps.pld:.4g}" if plan.eps.pld is not None else "–",
                      f"{plan.eps.rdp:.4g}" if plan.eps.rdp is not None else "–"])
     return {"title": "Theorem 3.3 at the paper's scale (computed, no training)",

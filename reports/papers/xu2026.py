@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 import bench.experiment
-from algorithms import get_algorithm
+from algorithms import Trace, get_algorithm
 from algorithms.base import PrivacyTarget
 from algorithms.dp_rgda import DPRGDA
 from algorithms.privacy.ledger import Mechanism
@@ -505,7 +505,7 @@ def trajectory(spec: Any, instance: Any, steps: int, sigma: float | None = None
                      public=np.random.default_rng(public))
     xs = [np.asarray(backend.to_numpy(instance.x0))]
     with np.errstate(all="ignore"):
-        for step in algorithm.iterate(instance.oracle(backend), plan, mech):
+        for step in algorithm.run(instance.oracle(backend), plan, mech, Trace()):
             xs.append(np.asarray(backend.to_numpy(step.x)))
             if step.t >= steps:
                 break
