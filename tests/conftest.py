@@ -49,7 +49,8 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
-def fake_images(variant: str, data_dir: str | None = None, n: int = 48) -> Split:
+def fake_images(variant: str, data_dir: str | None = None, download: bool = False,
+                n: int = 48) -> Split:
     """A tiny stand-in for CIFAR-10/100 or MNIST: random images in [0, 1], every class."""
     rng = np.random.default_rng(0)
     classes = {"cifar10": 10, "cifar100": 100, "mnist": 10}[variant]
@@ -66,7 +67,7 @@ FAKE_SENTENCES = ("The cat sat on the mat.", "Cat the mat on sat.", "She reads b
                   "Books she daily reads the.", "It rained all day long.", "Rained it day all.")
 
 
-def fake_text(data_dir: str | None = None, n: int = 24) -> TextSplit:
+def fake_text(data_dir: str | None = None, download: bool = False, n: int = 24) -> TextSplit:
     """A tiny stand-in for CoLA: a few (un)grammatical sentences, both labels."""
     sentences = [FAKE_SENTENCES[i % len(FAKE_SENTENCES)] for i in range(n)]
     labels = (np.arange(n) + 1) % 2
