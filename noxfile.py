@@ -26,6 +26,7 @@ def install(session: nox.Session, extras: str) -> None:
 def tests(session: nox.Session) -> None:
     """The quick test suite (pass `-- -m slow` for the slow tests, `-- -m ''` for all)."""
     install(session, "all")
+    session.install("--no-deps", "-e", "examples/plugin")  # tests/test_example_plugin.py
     args = session.posargs or ["-m", "not slow"]
     session.run("pytest", *args)
 

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import math
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,8 +160,13 @@ class TuningGroup:
 
 @functools.cache
 def _adapter(params_cls: type, key: str) -> TypeAdapter[Any]:
-    """The validator of one field of a Params class, with the constraints it declares."""
-    info = params_cls.__pydantic_fields__[key]  # type: ignore[attr-defined]
+    """The validator of one field of a Params class, with the constraints it declares (a
+    plain dataclass, e.g. a plugin's, is checked against its annotations)."""
+    fields = getattr(params_cls, "__pydantic_fields__", None)
+    if fields is None:
+        return TypeAdapter(typing.get_type_hints(params_cls, include_extras=True)[key],
+                           config=PARAMS_CONFIG)
+    info = fields[key]
     declared: Any = (Annotated[(info.annotation, *info.metadata)] if info.metadata
                      else info.annotation)
     return TypeAdapter(declared, config=PARAMS_CONFIG)
@@ -191,6 +197,8 @@ def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) 
         return params_cls(**given)
     except ValidationError as exc:  # a rule joining several fields
         raise SpecError(sentence(f"{where}: params", first_error(exc))) from None
+    except ValueError as exc:  # a plain dataclass's own check
+        raise SpecError(f"{where}: params: {short(exc)}") from None
 
 
 def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:

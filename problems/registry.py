@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import warnings
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
@@ -34,6 +35,10 @@ def did_you_mean(name: object, choices: Iterable[str]) -> str:
     return f" (did you mean {', '.join(close[:-1])}{' or ' if close[1:] else ''}{close[-1]}?)"
 
 
+class PluginWarning(UserWarning):
+    """An installed plugin that cannot be loaded (skipped)."""
+
+
 class PluginError(ImportError):
     """A plugin module that cannot be imported."""
 
@@ -49,8 +54,18 @@ def import_plugins(modules: Iterable[str]) -> None:
 
 
 def load_entry_points(group: str) -> list[Any]:
-    """Load every entry point of ``group`` (importing its module); what they point to."""
-    return [ep.load() for ep in entry_points(group=group)]
+    """Load every entry point of ``group`` (importing its module); what they point to. One
+    that fails to import is skipped with a warning naming it, so a broken or half-removed
+    plugin never stops the rest (reports of its runs render from their stored specs)."""
+    loaded = []
+    for ep in entry_points(group=group):
+        try:
+            loaded.append(ep.load())
+        except Exception as exc:  # any error of outside code: skip it, say so
+            warnings.warn(f"plugin entry point {ep.name!r} ({ep.value}, group {group}) cannot "
+                          f"be loaded and is skipped: {type(exc).__name__}: {exc}",
+                          PluginWarning, stacklevel=2)
+    return loaded
 
 
 class Registry(dict[str, T], Generic[T]):

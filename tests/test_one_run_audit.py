@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_privacy_audit import NoClipping
 
 from algorithms.dp_sgd import DPSGD
 from bench.one_run_audit import (
@@ -16,7 +17,6 @@ from bench.one_run_audit import (
     one_run_audit,
     p_value,
 )
-from tests.test_privacy_audit import NoClipping
 
 
 def test_p_value_without_delta_is_the_randomised_response_binomial() -> None:
