@@ -47,6 +47,8 @@ from typing import Any
 
 import yaml
 
+from bench.errors import UsageError
+
 PUBLISHED_DIR = Path(__file__).resolve().parent / "published"
 STATISTICS = ("mean", "median", "single", "best")
 ENTRY_KEYS = ("id", "table", "figure", "row", "column", "page", "value", "statistic", "spread",
@@ -57,7 +59,7 @@ RATE_REQUIRED = ("method", "table", "problem", "objective", "bound", "privacy_ex
 TOP_KEYS = ("paper", "title", "source", "entries", "rates")
 
 
-class PublishedError(ValueError):
+class PublishedError(UsageError):
     """An invalid published-numbers file."""
 
 
