@@ -37,6 +37,7 @@ class DPSGDMomentum(DPSGD):
     paper = "example"
     reference = "saddlebench example plugin (examples/plugin)"
     Params = MomentumParams
+    rate = None  # DP-SGD's rate is not claimed for the momentum variant
 
     def iterate(self, oracle: Oracle, plan: Plan[DPSGDExtras], mech: Mechanism,
                 trace: Trace) -> Iterator[Step]:
