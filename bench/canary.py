@@ -49,7 +49,6 @@ really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so)
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -315,15 +314,11 @@ class AuditSetup:
         """The slot's value with and without the canary."""
         return self.norm, (-self.norm if self.world == "replace" else 0.0)
 
-    def fresh(self) -> Algorithm:
-        """A copy of the planned algorithm (plan() may keep constants on it)."""
-        return copy.deepcopy(self.algorithm)
-
     def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
         """One run on the data set whose slot holds ``value`` (slots 0..m−1 the m values of
         an array): (mechanism, iterates, output)."""
-        algorithm = self.fresh()
+        algorithm = self.algorithm  # stateless: everything of a run is in its trace
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
