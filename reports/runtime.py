@@ -62,14 +62,16 @@ def status(r: Mapping[str, Any]) -> str:
 
 #: what bounds each ratio, shown where its target is not met (analysis of the code paths,
 #: not fitted to any measurement)
+TWO_PASSES = ("a difference needs two passes (one per point), and per-sample rows of both for "
+              "convolutions: about 3× a gradient by FLOPs")
 LIMITS = {
-    "dp_sgd_step": "book-keeping adds per-sample weight gradients of the convolutions on wide "
+    "dp_sgd_step_vgg": "book-keeping adds per-sample weight gradients of the convolutions on wide "
                    "images (one grouped weight-gradient convolution each) to one forward and "
                    "one activation backward",
     "clipped_sum_vs_opacus": "per-sample gradients of layers whose rows are large relative to "
                              "their L × L Gram matrices are materialised, as Opacus does",
-    "diff_sum_vs_grad": "a difference needs two passes (one per point), and per-sample rows "
-                        "of both for convolutions: about 3× a gradient by FLOPs",
+    "diff_sum_vs_grad": TWO_PASSES,
+    "diff_sum_vs_grad_mlp": TWO_PASSES,
     "jax_vs_torch": "the jax oracle has no book-keeping clipping (it materialises per-sample "
                     "gradients with vmap); small un-fused operations (noise, tree nodes) pay "
                     "jax's dispatch cost per call",

@@ -39,8 +39,10 @@ ORACLE_KERNELS = ("grad", "per_sample_grads", "clipped_grad_sum", "clipped_grad_
                   "hvp")
 
 
-def fake_images(variant: str, data_dir: str | None = None, n: int = FAKE_N) -> Split:
-    """Random CIFAR-shaped images in [0, 1] with every class (tests/conftest.py's stand-in)."""
+def fake_images(variant: str, data_dir: str | None = None, download: bool = False,
+                n: int = FAKE_N) -> Split:
+    """Random CIFAR-shaped images in [0, 1] with every class, in
+    :func:`problems.vision.load_images`' signature (tests/conftest.py's stand-in)."""
     rng = np.random.default_rng(0)
     classes = 100 if variant == "cifar100" else 10
 
