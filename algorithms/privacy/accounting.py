@@ -324,11 +324,20 @@ def advanced_composition(rounds: list[tuple[float, int]], delta: float) -> float
 def _key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:
     """The ledger as accountants see it: releases without tags and sensitivities (σ is
     already relative to Δ), so rounds that differ only there (e.g. SPIDER differences
-    whose clip scales with the step) merge into one self-composed event."""
+    whose clip scales with the step) merge into one self-composed event. Releases are
+    stripped once per distinct release (runs repeat a few thousand times)."""
+    stripped: dict[Release, tuple[str, Release]] = {}
+
+    def strip(r: Release) -> tuple[str, Release]:
+        if r not in stripped:
+            bare = Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
+            stripped[r] = (repr(bare), bare)
+        return stripped[r]
+
     counts: Counter[Round] = Counter()
     for rnd, count in ledger.summary():
-        releases = tuple(sorted((Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
-                                 for r in rnd.releases), key=repr))
+        releases = tuple(bare for _, bare in sorted(map(strip, rnd.releases),
+                                                    key=lambda pair: pair[0]))
         counts[Round(rnd.sampling, releases)] += count
     return tuple(sorted(counts.items(), key=repr))
 
@@ -351,7 +360,10 @@ def epsilon(ledger: Ledger, delta: float, method: str = "pld",
 
 def epsilons(ledger: Ledger, delta: float) -> Epsilons:
     """ε(δ) from PLD, RDP, exact GDP and advanced composition."""
-    return Epsilons(delta, *(epsilon(ledger, delta, m) for m in METHODS))
+    _check_delta(delta)
+    key = _key(ledger)
+    return Epsilons(delta, *(_epsilon(key, float(delta), m, PLD_DISCRETIZATION)
+                             for m in METHODS))
 
 
 def calibrate(make_ledger: Callable[[float], Ledger], epsilon_target: float, delta: float,

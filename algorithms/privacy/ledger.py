@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -133,11 +133,17 @@ class Ledger:
         return [(r, c) for r, c in counts.items() if r.releases and c > 0]
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [
-            {"sampling": asdict(r.sampling), "releases": [asdict(x) for x in r.releases],
-             "count": c}
-            for r, c in self.summary()
-        ]
+        """The rounds as plain dicts (what ``dataclasses.asdict`` gives, built once per
+        distinct sampling or release: a run repeats a few thousand of them)."""
+        plain: dict[Sampling | Release, dict[str, Any]] = {}
+
+        def fields_of(x: Sampling | Release) -> dict[str, Any]:
+            if x not in plain:
+                plain[x] = {name: getattr(x, name) for name in x.__dataclass_fields__}
+            return dict(plain[x])
+
+        return [{"sampling": fields_of(r.sampling), "releases": [fields_of(x) for x in r.releases],
+                 "count": c} for r, c in self.summary()]
 
     @classmethod
     def from_summary(cls, rounds: list[tuple[Round, int]]) -> Ledger:
