@@ -43,10 +43,11 @@ from bench.spec import (
     check_value,
     component,
     component_class,
+    instantiate_params,
 )
 from bench.yamlio import read_yaml, yaml_value
 from problems.backend import BackendSpec, unavailable
-from problems.base import get_problem
+from problems.base import DataSize, get_problem
 from problems.registry import PluginError, did_you_mean, import_plugins
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"  # <paper>/<scale>/*.yaml
@@ -116,10 +117,31 @@ def expand(model: ExperimentFile, src: Source, path: Path | None = None) -> Expe
         raise SpecError(f"{src.at('tuning', 'seeds')}: tuning.seeds "
                         f"{sorted(set(rule.seeds) & set(seeds))} are also run seeds; tune on "
                         "separate seeds (a count gives 1000, 1001, ...)")
+    check_sizes([*specs, *(c for g in groups for c in g.candidates)], src)
     return Experiment(suite=model.suite, path=path, specs=list(dict.fromkeys(specs)),
                       description=model.description or "", paper=model.paper,
                       scale=model.scale, roles=tuple(model.role), skipped=sorted(set(skipped)),
                       tuning=rule, groups=groups)
+
+
+def check_sizes(specs: Iterable[RunSpec], src: Source) -> None:
+    """Refuse a batch that cannot be drawn from its problem's data (``batch_size > n``, or
+    above a client's share) before anything runs, wherever the problem knows its sizes
+    without loading data (:meth:`problems.base.Problem.size`); the algorithm's own
+    ``batch_size(data)`` says what fits."""
+    sizes: dict[ComponentSpec, DataSize | None] = {}
+    for problem, algorithm in dict.fromkeys((s.problem, s.algorithm) for s in specs):
+        if problem not in sizes:
+            sizes[problem] = get_problem(problem.name)(
+                instantiate_params("problem", problem)).size()
+        size = sizes[problem]
+        if size is None:
+            continue
+        try:
+            ALGORITHMS[algorithm.name](instantiate_params("algorithm", algorithm)).batch_size(size)
+        except ValueError as exc:
+            raise SpecError(f"{src.name}: {algorithm.name} on {problem.name}: {exc}; lower "
+                            "the batch or give the problem more records") from None
 
 
 def _checked(kind: str, entry: ProblemEntry | AlgorithmEntry, src: Source,

@@ -46,6 +46,9 @@ class ComponentSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": dict(self.params)}
 
+    def __hash__(self) -> int:  # params is a dict: hash its canonical JSON
+        return hash(json.dumps(self.to_dict(), sort_keys=True, default=str))
+
 
 @dataclass(frozen=True)
 class RunSpec:

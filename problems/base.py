@@ -39,12 +39,19 @@ class DataInfo(Protocol):
 
 @dataclass(frozen=True)
 class DataSize:
-    """A :class:`DataInfo` without data (for ``saddlebench account``)."""
+    """A :class:`DataInfo` without data (for ``saddlebench account`` and the size checks of
+    experiment files). ``clients``: index ranges of the clients' sizes where they are known
+    (empty: unknown, or one client)."""
 
     n: int
     d: int = 0
     constants: Mapping[str, Any] = field(default_factory=dict)
     clients: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def split(cls, n: int, clients: int) -> DataSize:
+        """``n`` records cut into ``clients`` near-equal parts (``np.array_split``'s sizes)."""
+        return cls(n, clients=np.array_split(np.arange(n), clients))
 
 
 @dataclass
@@ -95,6 +102,13 @@ class Problem(ABC):
     @abstractmethod
     def build(self, seed: int) -> Instance:
         """The instance for run seed ``seed`` (data may use a fixed ``data_seed``)."""
+
+    def size(self) -> DataSize | None:
+        """The training set's public sizes (``n``; the clients' where the partition fixes
+        them) from the params alone, without building: experiment files are checked against
+        them (``batch_size > n``) before anything runs. None (the default): known only once
+        the data are loaded."""
+        return None
 
 
 PROBLEMS: Registry[type[Problem]] = Registry("problem")

@@ -19,9 +19,9 @@ from annotated_types import Ge, Lt
 from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend, TorchBackend
-from problems.base import Instance, Problem, register_problem
+from problems.base import DataSize, Instance, Problem, register_problem
 from problems.data.common import Split, subset
-from problems.data.digits import load_digits_split
+from problems.data.digits import digits_train_size, load_digits_split
 from problems.data.generated import generated_split
 from problems.models.mlp import MLP, Activation, Init, cross_entropy, layer_sizes
 from problems.oracles import BatchLoss, Oracle, autodiff_oracle
@@ -183,6 +183,11 @@ class ClientParams:
         """The partition of a training set with ``labels`` (one client: all samples)."""
         return partition(labels, self.clients, self.partition, self.dirichlet_alpha, seed)
 
+    def data_size(self, n: int) -> DataSize:
+        """``n`` with the clients' sizes where the scheme fixes them (i.i.d. and sorted cut
+        near-equal parts; Dirichlet shares are drawn from the labels: unknown)."""
+        return DataSize(n) if self.partition == "dirichlet" else DataSize.split(n, self.clients)
+
 
 @params
 class OracleParams(ClientParams):
@@ -209,6 +214,11 @@ class DataParams(OracleParams):
     n_train: Count | None = None
     n_test: Count | None = None
     data_seed: int = 0
+
+    def subsample_size(self) -> DataSize | None:
+        """The sizes of an ``n_train`` subsample (None: the whole local split, unknown until
+        it is read)."""
+        return None if self.n_train is None else self.data_size(self.n_train)
 
 
 def subsampled(split: Any, p: DataParams) -> Any:
@@ -244,6 +254,10 @@ class DigitsMLP(Problem):
                     activation=p.activation, init_scheme=p.init)
         return classification_instance(self.name, split, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed))
+
+    def size(self) -> DataSize:
+        p: DigitsMLPParams = self.params
+        return p.data_size(digits_train_size(p.test_fraction))
 
 
 @params
@@ -288,3 +302,7 @@ class SyntheticMLP(Problem):
                     activation=p.activation, init_scheme=p.init)
         return classification_instance(self.name, split, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed))
+
+    def size(self) -> DataSize:
+        p: SyntheticMLPParams = self.params
+        return p.data_size(p.n_train)

@@ -22,7 +22,7 @@ import numpy as np
 from annotated_types import Ge
 
 from problems.backend import require
-from problems.base import Problem, register_problem
+from problems.base import DataSize, Problem, register_problem
 from problems.data.cola import TextSplit, load_cola
 from problems.data.common import Split, local_path
 from problems.params import Count, params
@@ -102,3 +102,6 @@ class ColaBert(Problem):
         return classification_instance(self.name, encoded, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed),
                                        **p.oracle_kw)
+
+    def size(self) -> DataSize | None:
+        return self.params.subsample_size()

@@ -27,10 +27,10 @@ import numpy as np
 from pydantic import PositiveFloat
 
 from problems.backend import require
-from problems.base import Problem, register_problem
+from problems.base import DataSize, Problem, register_problem
 from problems.data.cifar import load_cifar
 from problems.data.common import Split, local_path
-from problems.data.digits import load_digits_split
+from problems.data.digits import digits_train_size, load_digits_split
 from problems.data.mnist import load_mnist
 from problems.models.mlp import MLP, layer_sizes
 from problems.params import Count, Fraction, params
@@ -131,6 +131,10 @@ class DigitsCNN(Problem):
                                        clients=p.client_indices(split.y_train, p.data_seed),
                                        **p.oracle_kw)
 
+    def size(self) -> DataSize:
+        p: DigitsCNNParams = self.params
+        return p.data_size(digits_train_size(p.test_fraction))
+
 
 class CifarProblem(Problem):
     """A CIFAR split (:func:`image_split`) and a torch network from :meth:`network`."""
@@ -150,6 +154,9 @@ class CifarProblem(Problem):
                                        l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed),
                                        **p.oracle_kw)
+
+    def size(self) -> DataSize | None:
+        return self.params.subsample_size()
 
 
 @params
@@ -299,6 +306,9 @@ class ImageMLP(Problem):
         return classification_instance(self.name, split, model, seed, l2=p.l2,
                                        clients=p.client_indices(split.y_train, p.data_seed),
                                        **p.oracle_kw)
+
+    def size(self) -> DataSize | None:
+        return self.params.subsample_size()
 
 
 @register_problem

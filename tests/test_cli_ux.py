@@ -239,3 +239,46 @@ def test_download_is_a_param_outside_the_run_id(monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(FileNotFoundError, match="stop here"):
         instance.build(0)
     assert seen == [True]
+
+
+@pytest.mark.parametrize(("problem", "algorithm", "message"), [
+    ({"name": "digits_mlp", "backend": "torch"}, {"name": "sgd", "params": {"batch_size": 2000}},
+     "sgd on digits_mlp: batch_size 2000 exceeds n = 1347"),
+    ({"name": "strict_saddle", "params": {"n": 100}},
+     {"name": "dp_sgd", "params": {"batch_size": 101}}, "exceeds n = 100"),
+    ({"name": "nc_least_squares", "params": {"clients": 10, "base_n": 100}},
+     {"name": "prisma", "params": {"batch_size": 150}},
+     "prisma on nc_least_squares: batch_size 150 exceeds the smallest client's 100 samples"),
+    ({"name": "synthetic_mlp", "params": {"n_train": 500, "clients": 4}, "backend": "torch"},
+     {"name": "prisma", "params": {"batch_size": 200}}, "the smallest client's 125 samples"),
+])
+def test_a_batch_larger_than_the_data_is_refused_before_any_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], problem: dict[str, Any],
+        algorithm: dict[str, Any], message: str) -> None:
+    """``batch_size > n`` (or above a client's share) is a usage error at validation, for
+    every problem that knows its sizes without loading data; nothing runs."""
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({"suite": "big", "seeds": 2, "problems": [problem],
+                                    "privacy": {"epsilon": 1, "delta": 1e-5},
+                                    "algorithms": [algorithm]}))
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_problem_sizes_match_the_built_data() -> None:
+    """:meth:`Problem.size` gives the n and client sizes that :meth:`build` produces."""
+    from problems import get_problem
+
+    for name, params in [("digits_mlp", {"clients": 3}), ("digits_cnn", {}),
+                         ("strict_saddle", {"n": 300, "clients": 7}),
+                         ("nc_least_squares", {"clients": 3, "base_n": 20, "dup": 2}),
+                         ("synthetic_mlp", {"n_train": 300, "n_test": 50, "clients": 2}),
+                         ("matrix_sensing", {}), ("ncsc_double_well", {})]:
+        cls = get_problem(name)
+        problem = cls(cls.Params(**params))
+        size, built = problem.size(), problem.build(0)
+        assert size is not None and size.n == built.n, name
+        assert not size.clients or [len(c) for c in size.clients] == [len(c) for c in
+                                                                        built.clients], name

@@ -217,7 +217,8 @@ def test_errors_name_the_place_of_the_value(patch: dict[str, Any], fragment: str
 
 
 def test_epsilon_inf_may_be_written_as_stored_runs_write_it() -> None:
-    doc = {**TINY, "privacy": {"epsilon": "inf"}, "algorithms": [{"name": "sgd"}]}
+    doc = {**TINY, "privacy": {"epsilon": "inf"},
+           "algorithms": [{"name": "sgd", "params": {"batch_size": 4}}]}
     (spec,) = parse_experiment(doc).specs
     assert math.isinf(spec.privacy.epsilon) and spec.to_dict()["privacy"]["epsilon"] == "inf"
 
@@ -226,7 +227,8 @@ def test_grid_size_and_expansion_read_the_same_model() -> None:
     doc = {**TINY, "seeds": 2, "privacy": {"epsilon": [1, 2], "calibration": ["pld", "rdp"]},
            "problems": [{"name": "strict_saddle", "sweep": {"d": [3, 4]},
                          "backend": ["numpy", "torch"]}],
-           "algorithms": [{"name": "dp_sgd", "sweep": {"lr": 0.1}}, {"name": "sgd"}]}
+           "algorithms": [{"name": "dp_sgd", "sweep": {"lr": 0.1}},
+                          {"name": "sgd", "params": {"batch_size": 4}}]}
     size = grid_size(validate(doc, Source("src.yaml")))
     assert size.total == len(parse_experiment(doc).specs) == 2 * 2 * (2 * 2 + 1) * 2
 

@@ -16,7 +16,7 @@ DOC = {"suite": "o", "seeds": 2, "privacy": {"epsilon": 1, "delta": 1e-5},
        "eval": {"points": 2, "metrics": ["loss"]},
        "problems": [{"name": "strict_saddle", "params": {"d": 3, "n": 40}}],
        "algorithms": [{"name": "dp_sgd", "params": {"lr": 0.1, "steps": 5, "batch_size": 4}},
-                      {"name": "sgd", "label": "plain", "params": {"steps": 5}}]}
+                      {"name": "sgd", "label": "plain", "params": {"steps": 5, "batch_size": 4}}]}
 
 
 @pytest.fixture
@@ -41,8 +41,8 @@ def test_overrides_change_the_grid_and_the_run_ids(path: Path) -> None:
 
 def test_an_entry_can_be_picked_by_index() -> None:
     doc = override(DOC, "algorithms.1.steps=9")
-    assert doc["algorithms"][1]["params"]["steps"] == 9 and DOC["algorithms"][1]["params"] == {
-        "steps": 5}
+    assert doc["algorithms"][1]["params"]["steps"] == 9
+    assert DOC["algorithms"][1]["params"] == {"steps": 5, "batch_size": 4}
 
 
 @pytest.mark.parametrize(("item", "message"), [

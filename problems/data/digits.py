@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from problems.data.common import Split
+
+DIGITS = 1797
+
+
+def digits_train_size(test_fraction: float) -> int:
+    """The training records :func:`load_digits_split` keeps (scikit-learn's
+    ``train_test_split`` holds out ⌈test_fraction · 1797⌉)."""
+    return DIGITS - math.ceil(test_fraction * DIGITS)
 
 
 def load_digits_split(test_fraction: float, seed: int) -> Split:

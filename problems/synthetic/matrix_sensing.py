@@ -32,7 +32,7 @@ import numpy as np
 from pydantic import NonNegativeFloat, PositiveFloat
 
 from problems.backend import Backend
-from problems.base import Instance, Problem, register_problem
+from problems.base import DataSize, Instance, Problem, register_problem
 from problems.minimax import MinimaxOracle, TorchMinimaxOracle
 from problems.oracles import Oracle
 from problems.params import Count, params
@@ -192,6 +192,10 @@ class MatrixSensing(Problem):
     backends = ("numpy", "torch")
     minimax = True
     description = "low-rank matrix sensing, min_{U,V} max_y (xu2026 §5; strict saddle at 0)"
+
+    def size(self) -> DataSize:
+        p: MatrixSensingParams = self.params
+        return DataSize(p.n)
 
     def build(self, seed: int) -> MatrixSensingInstance:
         p: MatrixSensingParams = self.params

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import NonNegativeFloat
 
 from problems.backend import Backend
-from problems.base import Instance, Problem, register_problem
+from problems.base import DataSize, Instance, Problem, register_problem
 from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
 from problems.params import Count, params
 
@@ -99,6 +99,10 @@ class NCLeastSquares(Problem):
     name = "nc_least_squares"
     Params = NCLeastSquaresParams
     description = "non-convex regularised least squares, M clients (huang2025 eq. 22)"
+
+    def size(self) -> DataSize:
+        p: NCLeastSquaresParams = self.params
+        return DataSize.split(p.base_n * p.dup * p.clients, p.clients)
 
     def build(self, seed: int) -> NCLeastSquaresInstance:
         p: NCLeastSquaresParams = self.params

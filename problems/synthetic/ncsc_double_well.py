@@ -28,7 +28,7 @@ import numpy as np
 from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend
-from problems.base import Instance, Problem, register_problem
+from problems.base import DataSize, Instance, Problem, register_problem
 from problems.minimax import MinimaxOracle, TorchMinimaxOracle
 from problems.oracles import Oracle
 from problems.params import Count, params
@@ -130,6 +130,10 @@ class DoubleWell(Problem):
     backends = ("numpy", "torch")
     minimax = True
     description = "NC-SC double well min_x max_y, closed-form Φ, strict saddle near 0"
+
+    def size(self) -> DataSize:
+        p: DoubleWellParams = self.params
+        return DataSize(p.n)
 
     def build(self, seed: int) -> DoubleWellInstance:
         p: DoubleWellParams = self.params

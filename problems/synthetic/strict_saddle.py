@@ -30,7 +30,7 @@ from annotated_types import Ge, MultipleOf
 from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
 from problems.backend import Backend
-from problems.base import Instance, Problem, register_problem
+from problems.base import DataSize, Instance, Problem, register_problem
 from problems.oracles import BatchLoss, ClosedFormOracle, Oracle, autodiff_oracle
 from problems.params import Count, params
 from problems.partition import partition
@@ -168,6 +168,10 @@ class StrictSaddle(Problem):
     name = "strict_saddle"
     Params = StrictSaddleParams
     description = "cosine strict saddle at 0 with λ_min = −lam; closed form + autodiff"
+
+    def size(self) -> DataSize:
+        p: StrictSaddleParams = self.params
+        return DataSize.split(p.n, p.clients)
 
     def build(self, seed: int) -> StrictSaddleInstance:
         p: StrictSaddleParams = self.params
