@@ -95,6 +95,16 @@ def run_one(spec: RunSpec) -> RunRecord:
     return record
 
 
+def repeats(measured: tuple[int, Any, tuple[str, ...]], step: int, x: Any,
+            names: tuple[str, ...], backend: Any) -> bool:
+    """Whether the point ``x`` at ``step`` is the iterate just evaluated with the metrics
+    ``names`` (an output that is the last iterate: its metrics, λ_min among them, are not
+    computed twice)."""
+    last_step, last_x, last_names = measured
+    return (last_step == step and set(names) == set(last_names)
+            and (last_x is x or np.array_equal(backend.to_numpy(last_x), backend.to_numpy(x))))
+
+
 def _execute(spec: RunSpec, record: RunRecord) -> None:
     backend = get_backend(spec.backend)
     problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
@@ -114,18 +124,22 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
 
     schedule = eval_steps(plan.steps, spec.eval.points, spec.eval.schedule)
     iterate_s = eval_s = 0.0
+    measured: tuple[int, Any, tuple[str, ...]] | None = None  # the last iterate evaluated
 
     def measure(step: int, x: Any, point: str, names: tuple[str, ...],
                 epoch: float | None = None) -> bool:
-        nonlocal eval_s
+        nonlocal eval_s, measured
         e0 = time.perf_counter()
         ok = finite(x, oracle)
         row: dict[str, Any] = {"step": step, "time_s": iterate_s, "point": point}
         if epoch is not None:
             row["epoch"] = epoch
-        if ok:
+        if ok and measured is not None and repeats(measured, step, x, names, backend):
+            row.update({k: v for k, v in record.rows[-1].items() if k not in row})
+        elif ok:
             row.update(evaluate(instance, oracle, x, names))
             ok = all(math.isfinite(v) for k, v in row.items() if k in ("loss", "grad_norm"))
+        measured = (step, x, names) if point == "iterate" else None
         record.rows.append(row)
         eval_s += time.perf_counter() - e0
         return ok

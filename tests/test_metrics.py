@@ -134,3 +134,31 @@ def test_eval_steps(total: int, points: int) -> None:
         # log-spaced: dense early, sparse late
         assert len(steps) >= points - 1
         assert ordered[1] - ordered[0] < ordered[-1] - ordered[-2]
+
+
+def test_an_output_that_is_the_last_iterate_is_measured_once(monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Where the output is the last iterate, the runner copies its metrics (λ_min among them)
+    instead of computing them again; the rows still agree."""
+    from test_conformance import premise_spec
+
+    from bench import runner
+
+    calls: list[tuple[str, ...]] = []
+
+    def counted(instance, oracle, x, names):  # type: ignore[no-untyped-def]
+        calls.append(tuple(names))
+        return evaluate(instance, oracle, x, names)
+
+    monkeypatch.setattr(runner, "evaluate", counted)
+    spec = premise_spec("sgd")
+    spec = type(spec)(**{**vars(spec), "eval": type(spec.eval)(points=2,
+                                                               metrics=("loss", "lambda_min"))})
+    record = runner.run_one(spec)
+    assert record.status == "done", record.error
+    iterate, output = record.rows[-2], record.rows[-1]
+    assert (iterate["point"], output["point"]) == ("iterate", "output")
+    assert {k: v for k, v in output.items() if k not in ("point", "time_s")} == {
+        k: v for k, v in iterate.items() if k not in ("point", "time_s")}
+    assert "lambda_min" in output
+    assert len(calls) == len(record.rows) - 1
