@@ -146,7 +146,7 @@ def test_an_output_that_is_the_last_iterate_is_measured_once(monkeypatch: pytest
 
     calls: list[tuple[str, ...]] = []
 
-    def counted(instance, oracle, x, names):  # type: ignore[no-untyped-def]
+    def counted(instance: object, oracle: object, x: object, names: tuple[str, ...]) -> dict:
         calls.append(tuple(names))
         return evaluate(instance, oracle, x, names)
 
