@@ -49,9 +49,10 @@ really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so)
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -80,6 +81,13 @@ AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
 #: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs)
 POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4}
 FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
+#: the smoothness audit's setting (with :data:`POWER_SETTINGS`): without C₃ PriSMA's
+#: momentum correction has sensitivity LηC₂ (huang2025 Algorithm 1). η and C₂ make the
+#: server clip bind (steps of ηC₂, where a canary of curvature L reaches LηC₂), a small γ
+#: puts most of the sensitivity 2(γC₁ + (1 − γ)LηC₂)/b on that term, and C₁ keeps a canary
+#: of curvature 3L unclipped over the audited steps (3L·3ηC₂ ≤ C₁ on the default problem)
+SMOOTHNESS_SETTINGS: dict[str, Any] = {"clip3": None, "gamma": 0.05, "clip1": 0.7,
+                                       "lr": 1.0, "clip2": 0.05}
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
@@ -104,19 +112,34 @@ class CanaryOracle(Oracle):
                          clients=base.clients, **kw)
         self.base = base
 
+    # the slots' own records: their gradients written into rows ``at`` of ``out`` (zeros)
+    def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
+                         slots: np.ndarray) -> None:
+        out[at, self.base.d + slots] = self.values[slots]
+
+    def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
+        return float(np.dot(self.values[slots], x[self.base.d + slots]))
+
+    def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return np.zeros(self.d)  # a Dirac canary is linear
+
     def _slots(self, idx: np.ndarray) -> np.ndarray:
         return np.asarray(idx) < len(self.values)
 
-    def _rows(self, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _rows(self, x: np.ndarray, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """The base records' ``rows`` with the canary coordinates appended, the slots' rows
+        replaced by the canary's."""
         out = np.zeros((len(idx), self.d))
         out[:, : self.base.d] = rows
-        slots = self._slots(idx)
-        out[slots] = 0.0
-        out[slots, self.base.d + idx[slots]] = self.values[idx[slots]]
+        at = np.flatnonzero(self._slots(idx))
+        if at.size:
+            out[at, : self.base.d] = 0.0
+            self._put_canary_rows(out, at, x, idx[at])
         return out
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
-        return self._rows(self.base.per_sample_grads(x[: self.base.d], idx), np.asarray(idx))
+        idx = np.asarray(idx)
+        return self._rows(x, self.base.per_sample_grads(x[: self.base.d], idx), idx)
 
     def _others(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
@@ -125,19 +148,36 @@ class CanaryOracle(Oracle):
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
         idx, others = np.asarray(idx), self._others(idx)
         base = self.base._loss_sum(x[: self.base.d], others) if len(others) else 0.0
-        slots = idx[self._slots(idx)]
-        return base + float(np.dot(self.values[slots], x[self.base.d + slots]))
+        return base + self._canary_loss(x, idx[self._slots(idx)])
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self.per_sample_grads(x, idx).sum(axis=0)
 
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
-        out = np.zeros(self.d)
+        idx = np.asarray(idx)
+        out = self._canary_hvp(np.asarray(v), idx[self._slots(idx)])
         others = self._others(idx)
         if len(others):
             d = self.base.d
-            out[:d] = self.base._hvp_sum(x[:d], v[:d], others)
+            out[:d] += self.base._hvp_sum(x[:d], v[:d], others)
         return out
+
+
+class CurvatureCanaryOracle(CanaryOracle):
+    """The curvature canary (smoothness audits): record i < m has loss
+    ``values[i]``/2·‖x − x₀‖² over every coordinate, so its gradient difference between
+    any two points is exactly ``values[i]``·(x − x′): a per-sample smoothness of
+    |``values[i]``|, reached everywhere. Its gradient at x₀ is 0."""
+
+    def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
+                         slots: np.ndarray) -> None:
+        out[at] = self.values[slots, None] * (np.asarray(x) - self.x0)[None, :]
+
+    def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
+        return float(self.values[slots].sum() * np.sum((np.asarray(x) - self.x0) ** 2) / 2)
+
+    def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return self.values[slots].sum() * np.array(v, dtype=float)
 
 
 class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
@@ -155,7 +195,7 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
         gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
         gy = np.array(gy, dtype=float)
         gy[self._slots(idx)] = 0.0
-        return self._rows(gx, idx), gy
+        return self._rows(x, gx, idx), gy
 
     def best_response(self, x: Any) -> Any:
         return self.base.best_response(x[: self.base.d])
@@ -164,12 +204,21 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
         return self.base.project_y(y)
 
 
-def canary_oracle(base: Oracle, values: CanaryValues) -> CanaryOracle:
+#: the canary kinds: a Dirac gradient on a coordinate of its own, or a curvature canary
+CANARIES = ("dirac", "curvature")
+
+
+def canary_oracle(base: Oracle, values: CanaryValues, kind: str = "dirac") -> CanaryOracle:
     """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
-    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit)."""
+    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit). ``kind``: one
+    of :data:`CANARIES` (a curvature canary only on a minimisation problem)."""
+    if kind not in CANARIES:
+        raise ValueError(f"unknown canary {kind!r}; choose one of {CANARIES}")
     if isinstance(base, MinimaxOracle):
+        if kind != "dirac":
+            raise ValueError("the curvature canary is for minimisation problems")
         return CanaryMinimaxOracle(base, values)
-    return CanaryOracle(base, values)
+    return (CurvatureCanaryOracle if kind == "curvature" else CanaryOracle)(base, values)
 
 
 def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
@@ -243,8 +292,9 @@ class AuditMechanism(Mechanism):
 
     def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
              charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
-        listed = [_charge(b, s) for b, s in charges]
-        if tag in self.directions:
+        scored = tag in self.directions
+        listed = [_charge(b, s) for b, s in charges] if scored or self.keep else []
+        if scored:
             self.score += _score_term(np.asarray(output), std, listed, rows,
                                       self.directions[tag])
         if self.keep:
@@ -304,15 +354,23 @@ class AuditSetup:
     instance: Instance
     base: Oracle
     backend: Backend
-    norm: float
+    #: the canary's size: its gradient norm (Dirac) or its curvature (curvature canary)
+    strength: float
     world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
-    #: the latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's ``guarantee_void``)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    canary: str = "dirac"  # one of CANARIES
+    #: the latest run's trace (its :attr:`diagnostics` are read on demand)
+    trace: Trace | None = field(default=None, repr=False)
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        """The latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's
+        ``guarantee_void``)."""
+        return {} if self.trace is None else self.algorithm.diagnostics(self.trace)
 
     @property
     def values(self) -> tuple[float, float]:
         """The slot's value with and without the canary."""
-        return self.norm, (-self.norm if self.world == "replace" else 0.0)
+        return self.strength, (-self.strength if self.world == "replace" else 0.0)
 
     def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
@@ -322,10 +380,9 @@ class AuditSetup:
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
-        oracle = canary_oracle(self.base, value)
-        trace = Trace()
+        oracle = canary_oracle(self.base, value, self.canary)
+        trace = self.trace = Trace()
         xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
-        self.diagnostics = algorithm.diagnostics(trace)
         return mech, xs, np.array(trace.point(), dtype=float)
 
 
@@ -334,10 +391,37 @@ def audit_params(name: str, **overrides: Any) -> Any:
     return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
 
 
-def power_params(name: str, n: int, **overrides: Any) -> Any:
-    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`."""
+def power_params(name: str, n: int, settings: Mapping[str, Any] | None = None,
+                 **overrides: Any) -> Any:
+    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`, then
+    the entries of ``settings`` it has fields for (e.g. :data:`SMOOTHNESS_SETTINGS`)."""
     full = {key: n for key in FULL_BATCH}
-    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full}, **overrides)
+    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full, **(settings or {})},
+                                         **overrides)
+
+
+def declared_smoothness(algorithm: Algorithm, instance: Instance) -> float | None:
+    """The per-sample smoothness L that ``algorithm``'s privacy rests on: its ``smoothness``
+    parameter, else the problem's L, where its planned ledger changes with that value (a
+    sensitivity derived from L, e.g. PriSMA's LηC₂ without C₃); None where it declares none
+    or its privacy does not depend on it."""
+    params = algorithm.params
+    if "smoothness" not in {f.name for f in fields(params)}:
+        return None
+    declared = params.smoothness if params.smoothness is not None else (
+        instance.constants.get("L"))
+    if declared is None:
+        return None
+
+    def ledger(smoothness: float) -> list[dict[str, Any]] | None:
+        planned = type(algorithm)(dataclasses.replace(params, smoothness=smoothness))
+        try:
+            return planned.planned_ledger(canary_data(instance), 1.0).to_json()
+        except (NotImplementedError, ValueError):
+            return None
+
+    at_l = ledger(float(declared))
+    return float(declared) if at_l is not None and at_l != ledger(2 * float(declared)) else None
 
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
@@ -351,10 +435,12 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
 
 
 def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
-               norm: float | None = None, canaries: int = 1) -> AuditSetup:
+               strength: float | None = None, canaries: int = 1,
+               canary: str = "dirac") -> AuditSetup:
     """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
-    ``target``; the canary's norm is ``norm``, else the assumed bound C of an algorithm that
-    does not clip, else :data:`ADVERSARIAL_NORM`."""
+    ``target``; the canary (``canary``, one of :data:`CANARIES`) has size ``strength``,
+    else the assumed bound C of an algorithm that does not clip, else
+    :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -366,11 +452,24 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
     plan = algorithm.plan(canary_data(instance, canaries), target)
-    if norm is None:
-        norm = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    if strength is None:
+        strength = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
-    return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
-                      "add" if poisson else "replace")
+    return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, strength,
+                      "add" if poisson else "replace", canary)
+
+
+def calibrated_audit(algorithm: Algorithm, instance: Instance, epsilon: float, delta: float,
+                     **kw: Any) -> AuditSetup:
+    """:func:`make_audit` with σ calibrated for (ε, δ) by PLD (RDP where PLD has no event)."""
+    try:
+        return make_audit(algorithm, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                             calibration="pld"), **kw)
+    except ValueError as exc:
+        if "no event" not in str(exc):
+            raise
+    return make_audit(algorithm, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                         calibration="rdp"), **kw)
 
 
 # -- L0 ---------------------------------------------------------------------------------------
@@ -568,12 +667,38 @@ def observation(setup: AuditSetup, value: float, seed: int,
     return np.array([mech.score, *path, out[-1]])
 
 
+def replay_observation(setup: AuditSetup, value: float, other: float, seed: int
+                       ) -> np.ndarray:
+    """One run's exact white-box LLR of the canary world against its neighbour, for canaries
+    whose releases move in a direction of their own each run (the curvature canary): the run
+    on ``value`` is replayed on ``other``, which gives every release's noise-free value in
+    both worlds along the same transcript, and Σ (⟨o − m_out, Δ⟩ − ‖Δ‖²/2)/s² sums over
+    releases (Δ = m_in − m_out; Gaussian releases on full batches)."""
+    recorded, _, _ = setup.run(value, seed)
+    replayed, _, _ = setup.run(other, seed, replay=recorded.emissions)
+    canary_first = value == setup.values[0]
+    score = 0.0
+    for here, there in zip(recorded.emissions, replayed.emissions, strict=True):
+        if here.noise is None:
+            continue
+        residual = np.ravel(here.noise) + np.ravel(here.value) - np.ravel(
+            there.value if canary_first else here.value)  # o − m_out
+        delta = np.ravel(here.value - there.value) * (1.0 if canary_first else -1.0)
+        score += (float(residual @ delta) - float(delta @ delta) / 2) / here.std**2
+    return np.array([score])
+
+
 def canary_observations(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
                         seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """L1 observations (runs × (T + 2)) of ``runs`` runs with the canary and ``runs``
-    without it."""
+    """L1 observations of ``runs`` runs with the canary and ``runs`` without it: runs ×
+    (T + 2) (:func:`observation`) for a Dirac canary, runs × 1 (:func:`replay_observation`)
+    for a curvature canary."""
     value_in, value_out = setup.values
-    return (np.array([observation(setup, value_in, seed + 2 * r, directions)
-                      for r in range(runs)]),
-            np.array([observation(setup, value_out, seed + 2 * r + 1, directions)
-                      for r in range(runs)]))
+
+    def observe(value: float, other: float, run_seed: int) -> np.ndarray:
+        if setup.canary == "dirac":
+            return observation(setup, value, run_seed, directions)
+        return replay_observation(setup, value, other, run_seed)
+
+    return (np.array([observe(value_in, value_out, seed + 2 * r) for r in range(runs)]),
+            np.array([observe(value_out, value_in, seed + 2 * r + 1) for r in range(runs)]))

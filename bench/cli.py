@@ -392,11 +392,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
                       f"{result.cpu_seconds:.0f}")
         for failure in e.failures + (result.exact_l1.failures if result.exact_l1 else []):
             console.print(f"  [red]{result.algorithm}[/]: {failure}")
-        for above in result.assumptions:
-            console.print(f"  {result.algorithm}, canary norm {above.norm:.3g} > C = "
-                          f"{above.bound:.3g}: ε lb {above.canary.eps_lower:.3g} "
-                          f"(claim {number(above.canary.eps_claimed)}); guarantee_void = "
-                          f"{above.guarantee_void}")
+        for x in result.assumptions:
+            flag = ("flagged" if x.flagged else "[red]NOT flagged[/]") if x.violated else (
+                f"in regime: {verdict(x.passed)}")
+            console.print(f"  {result.algorithm}, {x.assumption} at {x.multiple:.3g}× "
+                          f"({flag}): ε lb {x.canary.eps_lower:.3g} (claim "
+                          f"{number(x.canary.eps_claimed)}); guarantee_void = "
+                          f"{x.guarantee_void}")
     console.print(table)
     page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
     finish_site(page.parent, pdf=False)

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
-from bench.canary import AuditSetup, audit_problem, make_audit, power_params
+from algorithms import ALGORITHMS, Algorithm
+from bench.canary import AuditSetup, audit_problem, calibrated_audit, power_params
 
 CANARIES = 1000
 #: k = fraction·m/2 guesses on each side
@@ -104,7 +104,7 @@ def one_run(setup: AuditSetup, canaries: int, seed: int, confidence: float) -> O
     rng = np.random.default_rng(seed)
     present = rng.random(canaries) < 0.5
     absent = -1.0 if setup.world == "replace" else 0.0
-    values = setup.norm * np.where(present, 1.0, absent)
+    values = setup.strength * np.where(present, 1.0, absent)
     _, _, out = setup.run(values, seed)
     scores = -np.asarray(out)[setup.base.d: setup.base.d + canaries]
     r, v, eps = guessing_game(scores, present, setup.plan.target.delta, confidence)
@@ -119,13 +119,5 @@ def one_run_audit(name: str, *, canaries: int = CANARIES, epsilon: float = 2.0,
     make = algorithm if algorithm is not None else ALGORITHMS[name]
     instance = audit_problem(name, n=2 * canaries)
     alg = make(power_params(name, instance.n))
-    target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="pld")
-    try:
-        setup = make_audit(alg, instance, target, canaries=canaries)
-    except ValueError as exc:
-        if "no event" not in str(exc):
-            raise
-        setup = make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                        calibration="rdp"),
-                           canaries=canaries)
+    setup = calibrated_audit(alg, instance, epsilon, delta, canaries=canaries)
     return one_run(setup, canaries, seed, confidence)

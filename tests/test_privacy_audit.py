@@ -67,7 +67,7 @@ def test_canary_oracle_isolates_the_canary_coordinate(problem: str) -> None:
 def test_replay_refuses_a_diverging_transcript() -> None:
     alg = ALGORITHMS["dp_sgd"](audit_params("dp_sgd"))
     setup = make_audit(alg, audit_problem("dp_sgd"), PrivacyTarget(epsilon=2.0, sigma=1.0))
-    recorded, _, _ = setup.run(setup.norm, 0)
+    recorded, _, _ = setup.run(setup.strength, 0)
     with pytest.raises(ReplayDiverged):
         setup.run(0.0, 0, replay=recorded.emissions[:3])
 
@@ -235,7 +235,7 @@ def test_correct_dp_sgd_power_audit_quick() -> None:
 def test_noisy_sgd_above_its_assumed_bound_leaks_and_says_so() -> None:
     result = audit_algorithm("noisy_sgd", runs=300)
     assert result.passed  # in regime: the canary has norm C exactly
-    assert [a.norm / a.bound for a in result.assumptions] == pytest.approx([3.0])
+    assert [a.multiple for a in result.assumptions] == pytest.approx([3.0])
     above = result.assumptions[0]
     assert above.guarantee_void is True and above.flagged
     assert not above.canary.passed and above.canary.eps_lower > 2.0  # beyond the claim
