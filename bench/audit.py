@@ -54,14 +54,14 @@ from bench.canary import (
     ExactReport,
     audit_params,
     audit_problem,
-    calibrated_audit,
     canary_data,
     canary_observations,
     declared_smoothness,
     exact_checks,
+    make_audit,
     power_params,
 )
-from bench.one_run_audit import OneRunAudit, one_run_audit
+from bench.one_run_audit import OneRunAudit, one_run_audit, training_one_run
 from problems import Instance
 
 TradeOff = Callable[[float], float]
@@ -429,6 +429,9 @@ ABOVE_BOUND = (3.0,)
 #: canary curvatures of the smoothness audit, as multiples of the declared L: exactly L (in
 #: regime) and rougher than declared
 SMOOTHNESS_MULTIPLES = (1.0, 3.0)
+#: the smoothness audit runs ``runs // CURVATURE_RUNS`` per side: each observation is a run
+#: and its replay, and the rougher canary's μ is about 3× the claim's
+CURVATURE_RUNS = 5
 SETTINGS = ("power", "subsampled")
 BOUND = "per-sample gradient norm ≤ C"
 SMOOTHNESS = "per-sample smoothness ≤ L"
@@ -504,8 +507,11 @@ class AlgorithmAudit:
     #: (a wrong rate q cannot show at q = 1)
     canary_subsampled: AuditResult | None = None
     assumptions: list[AssumptionAudit] = field(default_factory=list)
-    #: the one-run audit beside it (reported; its 95% confidence is not gated on)
+    #: the one-run audit beside it (reported; its 95% confidence is not gated on), in the
+    #: power setting and, where :data:`~bench.one_run_audit.TRAINING` has one, in real
+    #: training
     one_run: OneRunAudit | None = None
+    one_run_training: OneRunAudit | None = None
     cpu_seconds: float = 0.0
 
     @property
@@ -532,6 +538,8 @@ class AlgorithmAudit:
                 else self.canary_subsampled.to_dict(),
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "one_run": None if self.one_run is None else self.one_run.to_dict(),
+                "one_run_training": None if self.one_run_training is None
+                else self.one_run_training.to_dict(),
                 "cpu_seconds": self.cpu_seconds, "passed": self.passed}
 
 
@@ -578,7 +586,7 @@ def assumption_audits(name: str, make: Callable[[Any], Algorithm], instance: Ins
     assumed gradient bound (``assumes_bound``) with Dirac canaries of ``above_bound`` × C in
     ``setup``; a declared smoothness (:func:`~bench.canary.declared_smoothness`, in
     :data:`~bench.canary.SMOOTHNESS_SETTINGS`) with curvature canaries of
-    :data:`SMOOTHNESS_MULTIPLES` × L."""
+    :data:`SMOOTHNESS_MULTIPLES` × L (``runs`` ÷ :data:`CURVATURE_RUNS` a side)."""
     audits = [assumption_audit(setup, BOUND, setup.strength, m * setup.strength, runs,
                                alpha=alpha, seed=seed)
               for m in (above_bound if setup.algorithm.assumes_bound else ())]
@@ -586,10 +594,10 @@ def assumption_audits(name: str, make: Callable[[Any], Algorithm], instance: Ins
     smoothness = None if smooth.minimax else declared_smoothness(smooth, instance)
     if smoothness is not None:
         target = setup.plan.target
-        curved = calibrated_audit(smooth, instance, target.epsilon, target.delta,
-                                  canary="curvature")
-        audits += [assumption_audit(curved, SMOOTHNESS, smoothness, m * smoothness, runs,
-                                    alpha=alpha, seed=seed)
+        curved = make_audit(smooth, instance, (target.epsilon, target.delta),
+                            canary="curvature")
+        audits += [assumption_audit(curved, SMOOTHNESS, smoothness, m * smoothness,
+                                    max(4, runs // CURVATURE_RUNS), alpha=alpha, seed=seed)
                    for m in SMOOTHNESS_MULTIPLES]
     return audits
 
@@ -605,6 +613,7 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
                     alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
                     algorithm: Callable[[Any], Algorithm] | None = None,
                     setting: str = "power", subsampled: bool = True, one_run: bool = True,
+                    training: bool = True,
                     above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
@@ -612,17 +621,18 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
     ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), the
     audits of the assumptions it declares (:func:`assumption_audits`; a bound C with
     canaries of norm ``above_bound`` × C); with ``one_run``, the one-run audit
-    (:mod:`bench.one_run_audit`) beside them."""
+    (:mod:`bench.one_run_audit`) beside them, with ``training`` also in real training where
+    it has one."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
     started = time.process_time()
     make = algorithm if algorithm is not None else ALGORITHMS[name]
     instance = audit_problem(name, problem)
-    exact_setup = calibrated_audit(make(audit_params(name)), instance, epsilon, delta)
+    exact_setup = make_audit(make(audit_params(name)), instance, (epsilon, delta))
     exact = exact_checks(exact_setup, runs=exact_runs, seed=seed)
     setup, exact_l1 = exact_setup, None
     if setting == "power":
-        setup = calibrated_audit(make(power_params(name, instance.n)), instance, epsilon, delta)
+        setup = make_audit(make(power_params(name, instance.n)), instance, (epsilon, delta))
         exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
     directions = (exact_l1 or exact).directions
     result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
@@ -644,4 +654,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         assumptions=assumptions,
         one_run=one_run_audit(name, epsilon=epsilon, delta=delta, seed=seed, algorithm=make)
         if one_run else None,
+        one_run_training=training_one_run(name, epsilon=epsilon, delta=delta, seed=seed,
+                                          algorithm=make) if training else None,
         cpu_seconds=time.process_time() - started)

@@ -41,10 +41,19 @@ are in :mod:`bench.audit`. The audit's power comes from its *setting*
 (:data:`POWER_SETTINGS`): full batches (q = 1, where the optimal statistic is Gaussian and
 the GDP fit exact) and few steps.
 
-**Assumptions** (:func:`make_audit`'s ``norm``). An algorithm that does not clip
-(``assumes_bound``) is audited in regime with a canary of norm exactly C, and also with a
-canary above C (a violated assumption: L1 then measures what a run that meets such a record
-really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so).
+**Assumptions** (:func:`make_audit`'s ``strength``, ``canary``). An algorithm that does
+not clip (``assumes_bound``) is audited in regime with a canary of norm exactly C, and also
+with a canary above C (a violated assumption: L1 then measures what a run that meets such a
+record really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so). An
+algorithm whose privacy rests on a declared smoothness L (:func:`declared_smoothness`) is
+audited with the *curvature canary* (:class:`CurvatureCanaryOracle`: loss a/2·‖x − x₀‖², so
+‖∇f(x) − ∇f(x′)‖ = a‖x − x′‖ exactly) at a = L (the bound reached) and a = 3L (rougher than
+declared: L0 must see a release move beyond its declared sensitivity). Its releases move in
+a direction of their own each run, so L1 scores it by the exact LLR of a run and its replay
+(:func:`replay_observation`).
+
+**Real training** (:class:`ModelCanaryOracle`): the one-run audit also inserts Dirac
+canaries into a real model's own coordinates (any backend), as extra records.
 """
 
 from __future__ import annotations
@@ -202,6 +211,74 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
 
     def project_y(self, y: Any) -> Any:
         return self.base.project_y(y)
+
+
+class ModelCanaryOracle(Oracle):
+    """Dirac gradient canaries in a real model (any backend; the one-run audit of real
+    training, Steinke, Nasr & Jagielski 2023 §6): ``base``'s n records, then one record per
+    canary, whose gradient is ``values[i]``·e_{``coords[i]``} on a coordinate of the
+    model's own parameters (0: the canary is absent)."""
+
+    def __init__(self, base: Oracle, values: np.ndarray, coords: np.ndarray) -> None:
+        n = base.n + len(values)
+        super().__init__(base.backend, n=n, d=base.d, x0=base.x0, clients=[np.arange(n)])
+        self.base = base
+        self.values = np.asarray(values, dtype=float)
+        self.coords = np.asarray(coords)
+
+    def _canaries(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the base records of ``idx``, the canary numbers of the others)."""
+        idx = np.asarray(idx)
+        own = idx < self.base.n
+        return idx[own], idx[~own] - self.base.n
+
+    def _canary_sum(self, canaries: np.ndarray, weights: np.ndarray) -> Any:
+        dense = np.zeros(self.d)
+        np.add.at(dense, self.coords[canaries], weights)
+        return self.backend.asarray(dense)
+
+    def clipped_grad_sum_and_norms(self, x: Any, idx: np.ndarray, clip: float
+                                   ) -> tuple[Any, Any]:
+        """The base oracle's own clipped sum (no per-sample gradients materialised where it
+        avoids them) plus the canaries' clipped Dirac gradients."""
+        own, canaries = self._canaries(idx)
+        values = self.values[canaries]
+        norms = np.abs(values)
+        clipped = values * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+        total, seen = self._canary_sum(canaries, clipped), self.backend.asarray(norms)
+        if len(own):
+            base_total, base_seen = self.base.clipped_grad_sum_and_norms(x, own, clip)
+            total, seen = base_total + total, self.xp.concat([base_seen, seen])
+        return total, seen
+
+    def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
+        return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
+
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        idx = np.asarray(idx)
+        own, canaries = self._canaries(idx)
+        dense = np.zeros((len(canaries), self.d))
+        dense[np.arange(len(canaries)), self.coords[canaries]] = self.values[canaries]
+        parts = [self.base.per_sample_grads(x, own)] if len(own) else []
+        rows = self.xp.concat([*parts, self.backend.asarray(dense)])
+        placed = np.concatenate([np.flatnonzero(idx < self.base.n),
+                                 np.flatnonzero(idx >= self.base.n)])  # row k is idx[placed[k]]
+        return rows[self.backend.as_index(np.argsort(placed))]
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        own, canaries = self._canaries(idx)
+        coords = self.backend.as_index(self.coords[canaries])
+        canary = self.xp.sum(self.backend.asarray(self.values[canaries]) * x[coords])
+        return self.base._loss_sum(x, own) + canary if len(own) else canary
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        own, canaries = self._canaries(idx)
+        canary = self._canary_sum(canaries, self.values[canaries])
+        return self.base._grad_sum(x, own) + canary if len(own) else canary
+
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        own, _ = self._canaries(idx)
+        return self.base._hvp_sum(x, v, own) if len(own) else self.xp.zeros_like(x)
 
 
 #: the canary kinds: a Dirac gradient on a coordinate of its own, or a curvature canary
@@ -434,13 +511,27 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
     return cls(cls.Params(**params)).build(0)
 
 
-def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
-               strength: float | None = None, canaries: int = 1,
-               canary: str = "dirac") -> AuditSetup:
+def calibrated_plan(algorithm: Algorithm, data: DataSize, epsilon: float,
+                    delta: float) -> Plan:
+    """``algorithm``'s plan with σ calibrated for (ε, δ) by PLD (RDP where PLD has no
+    event)."""
+    try:
+        return algorithm.plan(data, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                  calibration="pld"))
+    except ValueError as exc:
+        if "no event" not in str(exc):
+            raise
+    return algorithm.plan(data, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                              calibration="rdp"))
+
+
+def make_audit(algorithm: Algorithm, instance: Instance,
+               target: PrivacyTarget | tuple[float, float], strength: float | None = None,
+               canaries: int = 1, canary: str = "dirac") -> AuditSetup:
     """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
-    ``target``; the canary (``canary``, one of :data:`CANARIES`) has size ``strength``,
-    else the assumed bound C of an algorithm that does not clip, else
-    :data:`ADVERSARIAL_NORM`."""
+    ``target`` (or (ε, δ): :func:`calibrated_plan`); the canary (``canary``, one of
+    :data:`CANARIES`) has size ``strength``, else the assumed bound C of an algorithm that
+    does not clip, else :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -451,25 +542,26 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
         raise ValueError(f"{algorithm.name} is a minimax algorithm; audit it on a minimax "
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
-    plan = algorithm.plan(canary_data(instance, canaries), target)
+    data = canary_data(instance, canaries)
+    plan = (algorithm.plan(data, target) if isinstance(target, PrivacyTarget)
+            else calibrated_plan(algorithm, data, *target))
     if strength is None:
-        strength = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
-    poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
+        strength = default_strength(algorithm, plan)
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, strength,
-                      "add" if poisson else "replace", canary)
+                      world(plan), canary)
 
 
-def calibrated_audit(algorithm: Algorithm, instance: Instance, epsilon: float, delta: float,
-                     **kw: Any) -> AuditSetup:
-    """:func:`make_audit` with σ calibrated for (ε, δ) by PLD (RDP where PLD has no event)."""
-    try:
-        return make_audit(algorithm, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                             calibration="pld"), **kw)
-    except ValueError as exc:
-        if "no event" not in str(exc):
-            raise
-    return make_audit(algorithm, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                         calibration="rdp"), **kw)
+def default_strength(algorithm: Algorithm, plan: Plan) -> float:
+    """The canary's size: the assumed bound C of an algorithm that does not clip, else
+    :data:`ADVERSARIAL_NORM` (far above any clip)."""
+    return float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
+
+
+def world(plan: Plan) -> str:
+    """"add" (canary against the zero record) where some round is Poisson-sampled, else
+    "replace" (against the anti-canary: the suite's replace-one sensitivities)."""
+    poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
+    return "add" if poisson else "replace"
 
 
 # -- L0 ---------------------------------------------------------------------------------------
