@@ -135,12 +135,12 @@ class CanaryOracle(Oracle):
     def _slots(self, idx: np.ndarray) -> np.ndarray:
         return np.asarray(idx) < len(self.values)
 
-    def _rows(self, x: np.ndarray, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """The base records' ``rows`` with the canary coordinates appended, the slots' rows
-        replaced by the canary's."""
+    def _rows(self, x: np.ndarray, rows: np.ndarray, idx: np.ndarray,
+              at: np.ndarray) -> np.ndarray:
+        """The base records' ``rows`` with the canary coordinates appended, the rows ``at``
+        (the slots among ``idx``) replaced by the canary's."""
         out = np.zeros((len(idx), self.d))
         out[:, : self.base.d] = rows
-        at = np.flatnonzero(self._slots(idx))
         if at.size:
             out[at, : self.base.d] = 0.0
             self._put_canary_rows(out, at, x, idx[at])
@@ -148,7 +148,8 @@ class CanaryOracle(Oracle):
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
         idx = np.asarray(idx)
-        return self._rows(x, self.base.per_sample_grads(x[: self.base.d], idx), idx)
+        return self._rows(x, self.base.per_sample_grads(x[: self.base.d], idx), idx,
+                          np.flatnonzero(self._slots(idx)))
 
     def _others(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
@@ -202,9 +203,11 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
         gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
-        gy = np.array(gy, dtype=float)
-        gy[self._slots(idx)] = 0.0
-        return self._rows(x, gx, idx), gy
+        at = np.flatnonzero(self._slots(idx))
+        if at.size:
+            gy = np.array(gy, dtype=float)
+            gy[at] = 0.0
+        return self._rows(x, gx, idx, at), gy
 
     def best_response(self, x: Any) -> Any:
         return self.base.best_response(x[: self.base.d])
