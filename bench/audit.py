@@ -415,8 +415,8 @@ def _best_threshold(scores_in: np.ndarray, scores_out: np.ndarray, claimed: Trad
     candidates = np.unique(np.quantile(np.concatenate([scores_in, scores_out]),
                                        np.linspace(0.0, 1.0, THRESHOLDS)))
     fpr_ub, tpr_lb = _bounds(scores_in, scores_out, candidates, alpha)
-    margins = [_probit_margin(float(t), claimed(float(f))) for f, t in zip(fpr_ub, tpr_lb,
-                                                                           strict=True)]
+    margins = [_probit_margin(tpr, claimed(fpr))
+               for fpr, tpr in zip(fpr_ub.tolist(), tpr_lb.tolist(), strict=True)]
     return float(candidates[int(np.argmax(margins))])  # first of ties if all -inf
 
 

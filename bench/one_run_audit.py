@@ -15,6 +15,12 @@ so the largest ε whose p-value is below 1 − confidence is a lower bound. k ru
 :data:`GUESS_FRACTIONS` of m with the confidence split among them (Bonferroni). One run
 makes this cheap, but it audits all m canaries at once, so its bound is looser than the
 white-box audit's (the paper: tight only as ε grows, or with many more canaries).
+
+Because it costs one run, it also audits real training (:func:`training_one_run`,
+:data:`TRAINING`: dp_sgd on the digits MLP, torch): the canaries are Dirac gradients on
+distinct coordinates of the model's own parameters (the paper's white-box gradient
+canaries), appended to the data as m extra records, and canary i scores −(x_T − x_0) on its
+coordinate (the model's own gradients there are noise to the auditor).
 """
 
 from __future__ import annotations

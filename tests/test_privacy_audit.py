@@ -116,6 +116,7 @@ def test_canary_audit_passes(name: str) -> None:
     assert result.canary.runs == 2 * RUNS
     assert result.eps_claimed["headline"] == pytest.approx(2.0, rel=1e-3)
     assert result.exact_l1 is not None and result.exact_l1.passed, result.exact_l1.failures
+    assert all(a.passed for a in result.assumptions), [a.to_dict() for a in result.assumptions]
 
 
 # -- mutants: copies of dp_sgd with one known bug each ------------------------------------------
@@ -311,10 +312,12 @@ def test_privacy_page_shows_the_assumption_audits(tmp_path: Any) -> None:
 
     from reports.privacy import build_privacy_page
 
-    result = audit_algorithm("noisy_sgd", runs=40, training=False)
-    (tmp_path / "noisy_sgd.json").write_text(json.dumps(result.to_dict()))
+    for name in ("noisy_sgd", "prisma"):
+        result = audit_algorithm(name, runs=40, training=False)
+        (tmp_path / f"{name}.json").write_text(json.dumps(result.to_dict()))
     page = (build_privacy_page(tmp_path, tmp_path / "page") / "index.html").read_text()
     assert "Assumption audits" in page and "per-sample gradient norm ≤ C" in page
+    assert SMOOTHNESS in page and "flagged" in page and "curvature canary" in page
     tex = (tmp_path / "page" / "tables" / "assumption_audits.tex").read_text()
     assert "True" in tex  # guarantee_void
 
