@@ -372,10 +372,8 @@ class AuditMechanism(Mechanism):
 
     def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
              charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
-        scored = tag in self.directions
-        listed = [_charge(b, s) for b, s in charges] if scored or self.keep else []
-        if scored:
-            self.score += _score_term(np.asarray(output), std, listed, rows,
+        if tag in self.directions:
+            self.score += _score_term(np.asarray(output), std, charges, rows,
                                       self.directions[tag])
         if self.keep:
             noise = None
@@ -383,7 +381,8 @@ class AuditMechanism(Mechanism):
                 noise = np.asarray(output) - np.asarray(value) - (
                     0.0 if base is None else np.asarray(base))
             self.emissions.append(Emission(tag, _copy(output), np.array(value, dtype=float),
-                                           noise, std, listed, rows))
+                                           noise, std, [_charge(b, s) for b, s in charges],
+                                           rows))
         if self.replay is None:
             return output
         if self._next >= len(self.replay) or self.replay[self._next].tag != tag:
@@ -406,20 +405,24 @@ def _copy(output: Any) -> Any:
     return output.copy() if isinstance(output, np.ndarray) else output
 
 
-def _score_term(output: np.ndarray, std: float, charges: list[Charge], rows: bool,
+def _score_term(output: np.ndarray, std: float,
+                charges: Sequence[tuple[Batch | None, float]], rows: bool,
                 direction: np.ndarray) -> float:
     """The claimed-parameter LLR of one emission's projection on the canary direction
-    (party 0's row or charge; pure releases score nothing)."""
-    mine = [(i, c) for i, c in enumerate(charges) if c.party == 0]
-    if std <= 0 or not mine:
+    (party 0's row or charge, a whole-data release being party 0's; pure releases score
+    nothing)."""
+    if std <= 0:
         return 0.0
-    i, charge = max(mine, key=lambda ic: ic[1].sensitivity)
+    mine = [(i, b, s) for i, (b, s) in enumerate(charges) if b is None or b.sampling.party == 0]
+    if not mine:
+        return 0.0
+    i, batch, delta = max(mine, key=lambda ibs: ibs[2])
     values = output[i] if rows else output
     m = float(np.dot(np.ravel(values), direction))
-    delta = charge.sensitivity
     shift = (delta * m - delta * delta / 2.0) / (std * std)
-    if charge.sampling.scheme == "poisson" and charge.sampling.rate < 1.0:
-        q = charge.sampling.rate
+    sampling = batch.sampling if batch is not None else None
+    if sampling is not None and sampling.scheme == "poisson" and sampling.rate < 1.0:
+        q = sampling.rate
         return float(np.logaddexp(math.log1p(-q), math.log(q) + shift))
     return shift
 
