@@ -626,7 +626,7 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
     started = time.process_time()
-    make = algorithm if algorithm is not None else ALGORITHMS[name]
+    make = algorithm if algorithm is not None else ALGORITHMS.lookup(name)
     instance = audit_problem(name, problem)
     exact_setup = make_audit(make(audit_params(name)), instance, (epsilon, delta))
     exact = exact_checks(exact_setup, runs=exact_runs, seed=seed)

@@ -471,7 +471,7 @@ class AuditSetup:
 
 def audit_params(name: str, **overrides: Any) -> Any:
     """Algorithm ``name``'s parameters for audits: short runs, small batches."""
-    return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
+    return ALGORITHMS.lookup(name).small_params(AUDIT_SETTINGS, **overrides)
 
 
 def power_params(name: str, n: int, settings: Mapping[str, Any] | None = None,
@@ -479,7 +479,7 @@ def power_params(name: str, n: int, settings: Mapping[str, Any] | None = None,
     """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`, then
     the entries of ``settings`` it has fields for (e.g. :data:`SMOOTHNESS_SETTINGS`)."""
     full = {key: n for key in FULL_BATCH}
-    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full, **(settings or {})},
+    return ALGORITHMS.lookup(name).small_params({**POWER_SETTINGS, **full, **(settings or {})},
                                          **overrides)
 
 
@@ -509,7 +509,7 @@ def declared_smoothness(algorithm: Algorithm, instance: Instance) -> float | Non
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
     """The instance an audit of algorithm ``name`` runs on (default: ``AUDIT_PROBLEMS``)."""
-    default, default_params = AUDIT_PROBLEMS[ALGORITHMS[name].minimax]
+    default, default_params = AUDIT_PROBLEMS[ALGORITHMS.lookup(name).minimax]
     chosen = problem or default
     if chosen == default:
         params = {**default_params, **AUDIT_DATA.get(name, {}), **params}

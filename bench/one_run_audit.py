@@ -137,7 +137,7 @@ def one_run_audit(name: str, *, canaries: int = CANARIES, epsilon: float = 2.0,
                   algorithm: Callable[[Any], Algorithm] | None = None) -> OneRunAudit:
     """Algorithm ``name`` (or ``algorithm``, e.g. a mutant) in the power setting on 2m
     records, calibrated for (``epsilon``, ``delta``), audited with one run."""
-    make = algorithm if algorithm is not None else ALGORITHMS[name]
+    make = algorithm if algorithm is not None else ALGORITHMS.lookup(name)
     instance = audit_problem(name, n=2 * canaries)
     alg = make(power_params(name, instance.n))
     setup = make_audit(alg, instance, (epsilon, delta), canaries=canaries)
@@ -167,8 +167,8 @@ def training_one_run(name: str, *, canaries: int = CANARIES, epsilon: float = 2.
     problem, problem_params, params, spec = TRAINING[name]
     if unavailable(spec.name, spec.device) is not None:
         return None
-    alg = (algorithm if algorithm is not None else ALGORITHMS[name])(
-        ALGORITHMS[name].Params(**{**params, **overrides}))
+    alg = (algorithm if algorithm is not None else ALGORITHMS.lookup(name))(
+        ALGORITHMS.lookup(name).Params(**{**params, **overrides}))
     cls = PROBLEMS[problem]
     instance = cls(cls.Params(**problem_params)).build(seed)
     n = instance.n + canaries
