@@ -22,7 +22,8 @@ computed, each at confidence 1 − α:
 * **Threshold** (distribution-free): a threshold picked on the first half, Clopper–Pearson
   bounds FPR_ub and TPR_lb on the second (α/2 each). An (ε, δ) claim allows at most
   TPR_max(FPR) = min_ε min(1, e^ε FPR + δ(ε), 1 − e^{−ε}(1 − δ(ε) − FPR)) over the
-  accountant's privacy profile δ(ε); the audit **fails** when TPR_lb > TPR_max(FPR_ub).
+  accountant's privacy profile δ(ε), or Φ(Φ⁻¹(FPR) + μ) exactly where the claim is μ-GDP;
+  the audit **fails** when TPR_lb > TPR_max(FPR_ub).
   It needs no distributional assumption but little power at small δ: ε_lb =
   max(ln((TPR_lb − δ)/FPR_ub), ln((1 − δ − FPR_ub)/(1 − TPR_lb))) rarely exceeds ~1 at a
   few thousand runs.
@@ -48,17 +49,19 @@ from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
 from algorithms.privacy.accounting import privacy_profile
 from algorithms.privacy.ledger import Ledger
 from bench.canary import (
+    SMOOTHNESS_SETTINGS,
     AuditSetup,
     ExactReport,
     audit_params,
     audit_problem,
     canary_data,
     canary_observations,
+    declared_smoothness,
     exact_checks,
     make_audit,
     power_params,
 )
-from bench.one_run_audit import OneRunAudit, one_run_audit
+from bench.one_run_audit import OneRunAudit, one_run_audit, training_one_run
 from problems import Instance
 
 TradeOff = Callable[[float], float]
@@ -71,10 +74,17 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
     if not 0 <= successes <= trials or trials < 1:
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got "
                          f"{successes}/{trials}")
-    lo = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes,
-                                                         trials - successes + 1))
-    hi = 1.0 if successes == trials else float(stats.beta.ppf(1 - alpha / 2, successes + 1,
-                                                              trials - successes))
+    lo, hi = clopper_pearson_bounds(np.array([successes]), trials, alpha)
+    return float(lo[0]), float(hi[0])
+
+
+def clopper_pearson_bounds(successes: np.ndarray, trials: int, alpha: float
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clopper_pearson` of many success counts out of ``trials`` at once."""
+    k = np.asarray(successes, dtype=float)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k == 0, 0.0, stats.beta.ppf(alpha / 2, k, trials - k + 1))
+        hi = np.where(k == trials, 1.0, stats.beta.ppf(1 - alpha / 2, k + 1, trials - k))
     return lo, hi
 
 
@@ -147,6 +157,13 @@ def ledger_gdp_mu(ledger: Ledger) -> float | None:
         per_party[party] = per_party.get(party, 0.0) + count * sum(
             r.sigma**-2 for r in rnd.releases)
     return math.sqrt(max(per_party.values())) if per_party else None
+
+
+def claimed_trade_off(ledger: Ledger) -> TradeOff:
+    """The trade-off curve a ledger claims: exactly μ-GDP's where the ledger is exactly GDP
+    (:func:`ledger_gdp_mu`), else :func:`ledger_trade_off` (the PLD privacy profile)."""
+    mu = ledger_gdp_mu(ledger)
+    return gdp_trade_off(mu) if mu is not None else ledger_trade_off(ledger)
 
 
 def mu_standard_error(mu: float, n_in: int, n_out: int) -> float:
@@ -329,10 +346,13 @@ def epsilon_lower_bound(fpr_ub: float, tpr_lb: float, delta: float) -> float:
     return max(values)
 
 
-def _rates(in_scores: np.ndarray, out_scores: np.ndarray, threshold: float
-           ) -> tuple[int, int]:
-    """(true positives, false positives) of the test score ≥ threshold."""
-    return int((in_scores >= threshold).sum()), int((out_scores >= threshold).sum())
+def _rates(in_scores: np.ndarray, out_scores: np.ndarray, thresholds: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(true positives, false positives) of the test score ≥ each threshold."""
+    def at_least(scores: np.ndarray) -> np.ndarray:
+        return len(scores) - np.searchsorted(np.sort(scores), thresholds, side="left")
+
+    return at_least(in_scores), at_least(out_scores)
 
 
 def _probit_margin(tpr_lb: float, tpr_max: float) -> float:
@@ -362,8 +382,9 @@ def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.nd
     fit_out, test_out = b[: len(b) // 2], b[len(b) // 2:]
     statistic = choose_statistic(fit_in, fit_out, alpha)
     threshold = _best_threshold(statistic(fit_in), statistic(fit_out), claimed, alpha)
-    fpr_ub, tpr_lb = _bounds(statistic(test_in), statistic(test_out), threshold, alpha)
     scores_in, scores_out = statistic(test_in), statistic(test_out)
+    fpr_ubs, tpr_lbs = _bounds(scores_in, scores_out, np.array([threshold]), alpha)
+    fpr_ub, tpr_lb = float(fpr_ubs[0]), float(tpr_lbs[0])
     fit = gdp_fit(scores_in, scores_out, alpha)
     mu_lb = mu_bound(statistic, scores_in, scores_out, alpha)
     reference = mu_claimed if mu_claimed is not None else (
@@ -380,12 +401,12 @@ def audit(in_obs: Sequence[float] | np.ndarray, out_obs: Sequence[float] | np.nd
                        eps_detectable=detectable)
 
 
-def _bounds(scores_in: np.ndarray, scores_out: np.ndarray, threshold: float,
-            alpha: float) -> tuple[float, float]:
-    """(FPR_ub, TPR_lb) of the test score ≥ threshold, each one-sided at α/2."""
-    tp, fp = _rates(scores_in, scores_out, threshold)
-    return (clopper_pearson(fp, len(scores_out), alpha)[1],
-            clopper_pearson(tp, len(scores_in), alpha)[0])
+def _bounds(scores_in: np.ndarray, scores_out: np.ndarray, thresholds: np.ndarray,
+            alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR_ub, TPR_lb) of the test score ≥ each threshold, each one-sided at α/2."""
+    tp, fp = _rates(scores_in, scores_out, thresholds)
+    return (clopper_pearson_bounds(fp, len(scores_out), alpha)[1],
+            clopper_pearson_bounds(tp, len(scores_in), alpha)[0])
 
 
 def _best_threshold(scores_in: np.ndarray, scores_out: np.ndarray, claimed: TradeOff,
@@ -393,10 +414,9 @@ def _best_threshold(scores_in: np.ndarray, scores_out: np.ndarray, claimed: Trad
     """The candidate threshold whose bounds beat the claimed curve by most (probit scale)."""
     candidates = np.unique(np.quantile(np.concatenate([scores_in, scores_out]),
                                        np.linspace(0.0, 1.0, THRESHOLDS)))
-    margins = []
-    for t in candidates:
-        fpr_ub, tpr_lb = _bounds(scores_in, scores_out, t, alpha)
-        margins.append(_probit_margin(tpr_lb, claimed(fpr_ub)))
+    fpr_ub, tpr_lb = _bounds(scores_in, scores_out, candidates, alpha)
+    margins = [_probit_margin(tpr, claimed(fpr))
+               for fpr, tpr in zip(fpr_ub.tolist(), tpr_lb.tolist(), strict=True)]
     return float(candidates[int(np.argmax(margins))])  # first of ties if all -inf
 
 
@@ -404,32 +424,63 @@ def _best_threshold(scores_in: np.ndarray, scores_out: np.ndarray, claimed: Trad
 DEFAULT_RUNS = 10_000
 DEFAULT_EPSILON = 2.0
 DEFAULT_DELTA = 1e-5
-#: canary norms of the assumption audit, as multiples of the assumed bound C
+#: canary norms of the bound audit, as multiples of the assumed bound C
 ABOVE_BOUND = (3.0,)
+#: canary curvatures of the smoothness audit, as multiples of the declared L: exactly L (in
+#: regime) and rougher than declared
+SMOOTHNESS_MULTIPLES = (1.0, 3.0)
+#: the smoothness audit runs ``runs // CURVATURE_RUNS`` per side: each observation is a run
+#: and its replay, and the rougher canary's μ is about 3× the claim's
+CURVATURE_RUNS = 5
 SETTINGS = ("power", "subsampled")
+BOUND = "per-sample gradient norm ≤ C"
+SMOOTHNESS = "per-sample smoothness ≤ L"
 
 
 @dataclass
 class AssumptionAudit:
-    """L1 with a canary that breaks an assumed bound (norm > C): what a run that meets such
-    a record leaks, and whether the algorithm's own ``guarantee_void`` says so."""
+    """L0 and L1 with a canary sized against an assumption the privacy claim rests on: a
+    gradient bound C (the Dirac canary's norm) or a smoothness L (the curvature canary's).
+    At ``multiple`` ≤ 1 the canary meets the assumption (the claim must hold); above it, it
+    breaks it: L1 measures what a run that meets such a record leaks, and the violation
+    must be flagged, by the algorithm's own ``guarantee_void`` where it reports one, else by
+    L0 (a release moved further than its declared sensitivity)."""
 
     assumption: str
-    bound: float
-    norm: float
+    declared: float
+    value: float
     guarantee_void: bool | None
     exact_failures: list[str]
     canary: AuditResult
 
     @property
+    def multiple(self) -> float:
+        return self.value / self.declared
+
+    @property
+    def violated(self) -> bool:
+        return self.value > self.declared * (1 + 1e-9)
+
+    @property
     def flagged(self) -> bool:
-        """True when the run reports the violation (or there is none to report)."""
-        return self.norm <= self.bound or self.guarantee_void is True
+        """True when a violation is reported (by the algorithm, else by L0)."""
+        if self.guarantee_void is not None:
+            return self.guarantee_void
+        return any("declared sensitivity" in f for f in self.exact_failures)
+
+    @property
+    def passed(self) -> bool:
+        """In regime: L0 and L1 pass; violated: the violation is flagged."""
+        if self.violated:
+            return self.flagged
+        return not self.exact_failures and self.canary.passed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"assumption": self.assumption, "bound": self.bound, "norm": self.norm,
+        return {"assumption": self.assumption, "declared": self.declared, "value": self.value,
+                "multiple": self.multiple, "violated": self.violated,
                 "guarantee_void": self.guarantee_void, "flagged": self.flagged,
-                "exact_failures": self.exact_failures, "canary": self.canary.to_dict()}
+                "passed": self.passed, "exact_failures": self.exact_failures,
+                "canary": self.canary.to_dict()}
 
 
 @dataclass
@@ -456,8 +507,11 @@ class AlgorithmAudit:
     #: (a wrong rate q cannot show at q = 1)
     canary_subsampled: AuditResult | None = None
     assumptions: list[AssumptionAudit] = field(default_factory=list)
-    #: the one-run audit beside it (reported; its 95% confidence is not gated on)
+    #: the one-run audit beside it (reported; its 95% confidence is not gated on), in the
+    #: power setting and, where :data:`~bench.one_run_audit.TRAINING` has one, in real
+    #: training
     one_run: OneRunAudit | None = None
+    one_run_training: OneRunAudit | None = None
     cpu_seconds: float = 0.0
 
     @property
@@ -466,9 +520,11 @@ class AlgorithmAudit:
 
     @property
     def passed(self) -> bool:
-        """L0 and L1 in regime (an assumption audit breaks the assumption on purpose)."""
+        """L0 and L1 in regime, and every assumption audit passed (in regime: L0 and L1; a
+        broken assumption: flagged)."""
         return self.exact_passed and self.canary.passed and (
-            self.canary_subsampled is None or self.canary_subsampled.passed)
+            self.canary_subsampled is None or self.canary_subsampled.passed) and all(
+            a.passed for a in self.assumptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "paper": self.paper, "problem": self.problem,
@@ -482,6 +538,8 @@ class AlgorithmAudit:
                 else self.canary_subsampled.to_dict(),
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "one_run": None if self.one_run is None else self.one_run.to_dict(),
+                "one_run_training": None if self.one_run_training is None
+                else self.one_run_training.to_dict(),
                 "cpu_seconds": self.cpu_seconds, "passed": self.passed}
 
 
@@ -499,38 +557,49 @@ def paper_calibration(algorithm: Algorithm, instance: Instance, epsilon: float,
             "eps_rdp": plan.eps.rdp, "meets": spent is not None and spent <= epsilon * 1.001}
 
 
-def _setup(alg: Algorithm, instance: Instance, epsilon: float, delta: float,
-           norm: float | None = None) -> AuditSetup:
-    """The audit of ``alg`` calibrated by PLD (RDP where PLD has no event)."""
-    try:
-        return make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                       calibration="pld"), norm)
-    except ValueError as exc:
-        if "no event" not in str(exc):
-            raise
-    return make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                   calibration="rdp"), norm)
-
-
 def canary_audit(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int, *,
                  alpha: float, seed: int) -> AuditResult:
     """L1 of ``setup`` against its plan's claim (module doc)."""
     in_obs, out_obs = canary_observations(setup, directions, runs, seed=seed)
     ledger, delta = setup.plan.ledger, setup.plan.target.delta
-    return audit(in_obs, out_obs, ledger_trade_off(ledger), alpha=alpha, delta=delta,
+    return audit(in_obs, out_obs, claimed_trade_off(ledger), alpha=alpha, delta=delta,
                  mu_claimed=ledger_gdp_mu(ledger), eps_claimed=setup.plan.eps.headline)
 
 
-def assumption_audit(setup: AuditSetup, norm: float, runs: int, *, alpha: float,
-                     seed: int) -> AssumptionAudit:
-    """L1 of ``setup`` re-planned with a canary of ``norm`` (above the assumed bound)."""
-    above = dataclasses.replace(setup, norm=norm)
-    exact = exact_checks(above, runs=5, seed=seed)
-    result = canary_audit(above, exact.directions, runs, alpha=alpha, seed=seed + 10**6)
-    above.run(norm, seed)  # a run that meets the record: does it report the violation?
-    void = above.diagnostics.get("guarantee_void")
-    return AssumptionAudit("per-sample gradient norm ≤ C", setup.norm, norm,
-                           None if void is None else bool(void), exact.failures, result)
+def assumption_audit(setup: AuditSetup, assumption: str, declared: float, value: float,
+                     runs: int, *, alpha: float, seed: int) -> AssumptionAudit:
+    """L0 and L1 of ``setup`` with its canary sized ``value`` against the ``declared`` bound
+    of ``assumption``, and whether a run that meets that canary reports a violation."""
+    sized = dataclasses.replace(setup, strength=value)
+    exact = exact_checks(sized, runs=5, seed=seed)
+    result = canary_audit(sized, exact.directions, runs, alpha=alpha, seed=seed + 10**6)
+    sized.run(value, seed)
+    void = sized.diagnostics.get("guarantee_void")
+    return AssumptionAudit(assumption, declared, value, None if void is None else bool(void),
+                           exact.failures, result)
+
+
+def assumption_audits(name: str, make: Callable[[Any], Algorithm], instance: Instance,
+                      setup: AuditSetup, runs: int, *, alpha: float, seed: int,
+                      above_bound: Sequence[float]) -> list[AssumptionAudit]:
+    """The audits of every assumption the algorithm declares (none hard-coded by name): an
+    assumed gradient bound (``assumes_bound``) with Dirac canaries of ``above_bound`` × C in
+    ``setup``; a declared smoothness (:func:`~bench.canary.declared_smoothness`, in
+    :data:`~bench.canary.SMOOTHNESS_SETTINGS`) with curvature canaries of
+    :data:`SMOOTHNESS_MULTIPLES` × L (``runs`` ÷ :data:`CURVATURE_RUNS` a side)."""
+    audits = [assumption_audit(setup, BOUND, setup.strength, m * setup.strength, runs,
+                               alpha=alpha, seed=seed)
+              for m in (above_bound if setup.algorithm.assumes_bound else ())]
+    smooth = make(power_params(name, instance.n, SMOOTHNESS_SETTINGS))
+    smoothness = None if smooth.minimax else declared_smoothness(smooth, instance)
+    if smoothness is not None:
+        target = setup.plan.target
+        curved = make_audit(smooth, instance, (target.epsilon, target.delta),
+                            canary="curvature")
+        audits += [assumption_audit(curved, SMOOTHNESS, smoothness, m * smoothness,
+                                    max(4, runs // CURVATURE_RUNS), alpha=alpha, seed=seed)
+                   for m in SMOOTHNESS_MULTIPLES]
+    return audits
 
 
 def _poisson(ledger: Ledger) -> bool:
@@ -544,24 +613,26 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
                     alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
                     algorithm: Callable[[Any], Algorithm] | None = None,
                     setting: str = "power", subsampled: bool = True, one_run: bool = True,
+                    training: bool = True,
                     above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
     ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and with
-    ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), and
-    for an
-    algorithm that assumes a bound C, L1 with canaries of norm ``above_bound`` × C; with
-    ``one_run``, the one-run audit (:mod:`bench.one_run_audit`) beside them."""
+    ``subsampled``, L1 in the subsampled setting too where a Poisson rate is claimed), the
+    audits of the assumptions it declares (:func:`assumption_audits`; a bound C with
+    canaries of norm ``above_bound`` × C); with ``one_run``, the one-run audit
+    (:mod:`bench.one_run_audit`) beside them, with ``training`` also in real training where
+    it has one."""
     if setting not in SETTINGS:
         raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
     started = time.process_time()
-    make = algorithm if algorithm is not None else ALGORITHMS[name]
+    make = algorithm if algorithm is not None else ALGORITHMS.lookup(name)
     instance = audit_problem(name, problem)
-    exact_setup = _setup(make(audit_params(name)), instance, epsilon, delta)
+    exact_setup = make_audit(make(audit_params(name)), instance, (epsilon, delta))
     exact = exact_checks(exact_setup, runs=exact_runs, seed=seed)
     setup, exact_l1 = exact_setup, None
     if setting == "power":
-        setup = _setup(make(power_params(name, instance.n)), instance, epsilon, delta)
+        setup = make_audit(make(power_params(name, instance.n)), instance, (epsilon, delta))
         exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
     directions = (exact_l1 or exact).directions
     result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
@@ -570,9 +641,8 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         second = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
                                   seed=seed + 10**6)
     alg = setup.algorithm
-    assumptions = [assumption_audit(setup, m * setup.norm, runs, alpha=alpha,
-                                    seed=seed + 2 * 10**6)
-                   for m in (above_bound if alg.assumes_bound else ())]
+    assumptions = assumption_audits(name, make, instance, setup, runs, alpha=alpha,
+                                    seed=seed + 2 * 10**6, above_bound=above_bound)
     return AlgorithmAudit(
         algorithm=alg.name, paper=alg.paper, problem=instance.name,
         target={"epsilon": epsilon, "delta": delta}, setting=setting,
@@ -584,4 +654,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
         assumptions=assumptions,
         one_run=one_run_audit(name, epsilon=epsilon, delta=delta, seed=seed, algorithm=make)
         if one_run else None,
+        one_run_training=training_one_run(name, epsilon=epsilon, delta=delta, seed=seed,
+                                          algorithm=make) if training else None,
         cpu_seconds=time.process_time() - started)

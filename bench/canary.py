@@ -41,17 +41,27 @@ are in :mod:`bench.audit`. The audit's power comes from its *setting*
 (:data:`POWER_SETTINGS`): full batches (q = 1, where the optimal statistic is Gaussian and
 the GDP fit exact) and few steps.
 
-**Assumptions** (:func:`make_audit`'s ``norm``). An algorithm that does not clip
-(``assumes_bound``) is audited in regime with a canary of norm exactly C, and also with a
-canary above C (a violated assumption: L1 then measures what a run that meets such a record
-really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so).
+**Assumptions** (:func:`make_audit`'s ``strength``, ``canary``). An algorithm that does
+not clip (``assumes_bound``) is audited in regime with a canary of norm exactly C, and also
+with a canary above C (a violated assumption: L1 then measures what a run that meets such a
+record really leaks, and the algorithm's own ``guarantee_void`` diagnostic must say so). An
+algorithm whose privacy rests on a declared smoothness L (:func:`declared_smoothness`) is
+audited with the *curvature canary* (:class:`CurvatureCanaryOracle`: loss a/2·‖x − x₀‖², so
+‖∇f(x) − ∇f(x′)‖ = a‖x − x′‖ exactly) at a = L (the bound reached) and a = 3L (rougher than
+declared: L0 must see a release move beyond its declared sensitivity). Its releases move in
+a direction of their own each run, so L1 scores it by the exact LLR of a run and its replay
+(:func:`replay_observation`).
+
+**Real training** (:class:`ModelCanaryOracle`): the one-run audit also inserts Dirac
+canaries into a real model's own coordinates (any backend), as extra records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -80,6 +90,13 @@ AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
 #: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs)
 POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4}
 FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
+#: the smoothness audit's setting (with :data:`POWER_SETTINGS`): without C₃ PriSMA's
+#: momentum correction has sensitivity LηC₂ (huang2025 Algorithm 1). η and C₂ make the
+#: server clip bind (steps of ηC₂, where a canary of curvature L reaches LηC₂), a small γ
+#: puts most of the sensitivity 2(γC₁ + (1 − γ)LηC₂)/b on that term, and C₁ keeps a canary
+#: of curvature 3L unclipped over the audited steps (3L·3ηC₂ ≤ C₁ on the default problem)
+SMOOTHNESS_SETTINGS: dict[str, Any] = {"clip3": None, "gamma": 0.05, "clip1": 0.7,
+                                       "lr": 1.0, "clip2": 0.05}
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
@@ -104,19 +121,35 @@ class CanaryOracle(Oracle):
                          clients=base.clients, **kw)
         self.base = base
 
+    # the slots' own records: their gradients written into rows ``at`` of ``out`` (zeros)
+    def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
+                         slots: np.ndarray) -> None:
+        out[at, self.base.d + slots] = self.values[slots]
+
+    def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
+        return float(np.dot(self.values[slots], x[self.base.d + slots]))
+
+    def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return np.zeros(self.d)  # a Dirac canary is linear
+
     def _slots(self, idx: np.ndarray) -> np.ndarray:
         return np.asarray(idx) < len(self.values)
 
-    def _rows(self, rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    def _rows(self, x: np.ndarray, rows: np.ndarray, idx: np.ndarray,
+              at: np.ndarray) -> np.ndarray:
+        """The base records' ``rows`` with the canary coordinates appended, the rows ``at``
+        (the slots among ``idx``) replaced by the canary's."""
         out = np.zeros((len(idx), self.d))
         out[:, : self.base.d] = rows
-        slots = self._slots(idx)
-        out[slots] = 0.0
-        out[slots, self.base.d + idx[slots]] = self.values[idx[slots]]
+        if at.size:
+            out[at, : self.base.d] = 0.0
+            self._put_canary_rows(out, at, x, idx[at])
         return out
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
-        return self._rows(self.base.per_sample_grads(x[: self.base.d], idx), np.asarray(idx))
+        idx = np.asarray(idx)
+        return self._rows(x, self.base.per_sample_grads(x[: self.base.d], idx), idx,
+                          np.flatnonzero(self._slots(idx)))
 
     def _others(self, idx: np.ndarray) -> np.ndarray:
         idx = np.asarray(idx)
@@ -125,19 +158,36 @@ class CanaryOracle(Oracle):
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
         idx, others = np.asarray(idx), self._others(idx)
         base = self.base._loss_sum(x[: self.base.d], others) if len(others) else 0.0
-        slots = idx[self._slots(idx)]
-        return base + float(np.dot(self.values[slots], x[self.base.d + slots]))
+        return base + self._canary_loss(x, idx[self._slots(idx)])
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self.per_sample_grads(x, idx).sum(axis=0)
 
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
-        out = np.zeros(self.d)
+        idx = np.asarray(idx)
+        out = self._canary_hvp(np.asarray(v), idx[self._slots(idx)])
         others = self._others(idx)
         if len(others):
             d = self.base.d
-            out[:d] = self.base._hvp_sum(x[:d], v[:d], others)
+            out[:d] += self.base._hvp_sum(x[:d], v[:d], others)
         return out
+
+
+class CurvatureCanaryOracle(CanaryOracle):
+    """The curvature canary (smoothness audits): record i < m has loss
+    ``values[i]``/2·‖x − x₀‖² over every coordinate, so its gradient difference between
+    any two points is exactly ``values[i]``·(x − x′): a per-sample smoothness of
+    |``values[i]``|, reached everywhere. Its gradient at x₀ is 0."""
+
+    def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
+                         slots: np.ndarray) -> None:
+        out[at] = self.values[slots, None] * (np.asarray(x) - self.x0)[None, :]
+
+    def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
+        return float(self.values[slots].sum() * np.sum((np.asarray(x) - self.x0) ** 2) / 2)
+
+    def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        return self.values[slots].sum() * np.array(v, dtype=float)
 
 
 class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
@@ -153,9 +203,11 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
         gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
-        gy = np.array(gy, dtype=float)
-        gy[self._slots(idx)] = 0.0
-        return self._rows(gx, idx), gy
+        at = np.flatnonzero(self._slots(idx))
+        if at.size:
+            gy = np.array(gy, dtype=float)
+            gy[at] = 0.0
+        return self._rows(x, gx, idx, at), gy
 
     def best_response(self, x: Any) -> Any:
         return self.base.best_response(x[: self.base.d])
@@ -164,12 +216,89 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
         return self.base.project_y(y)
 
 
-def canary_oracle(base: Oracle, values: CanaryValues) -> CanaryOracle:
+class ModelCanaryOracle(Oracle):
+    """Dirac gradient canaries in a real model (any backend; the one-run audit of real
+    training, Steinke, Nasr & Jagielski 2023 §6): ``base``'s n records, then one record per
+    canary, whose gradient is ``values[i]``·e_{``coords[i]``} on a coordinate of the
+    model's own parameters (0: the canary is absent)."""
+
+    def __init__(self, base: Oracle, values: np.ndarray, coords: np.ndarray) -> None:
+        n = base.n + len(values)
+        super().__init__(base.backend, n=n, d=base.d, x0=base.x0, clients=[np.arange(n)])
+        self.base = base
+        self.values = np.asarray(values, dtype=float)
+        self.coords = np.asarray(coords)
+
+    def _canaries(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the base records of ``idx``, the canary numbers of the others)."""
+        idx = np.asarray(idx)
+        own = idx < self.base.n
+        return idx[own], idx[~own] - self.base.n
+
+    def _canary_sum(self, canaries: np.ndarray, weights: np.ndarray) -> Any:
+        dense = np.zeros(self.d)
+        np.add.at(dense, self.coords[canaries], weights)
+        return self.backend.asarray(dense)
+
+    def clipped_grad_sum_and_norms(self, x: Any, idx: np.ndarray, clip: float
+                                   ) -> tuple[Any, Any]:
+        """The base oracle's own clipped sum (no per-sample gradients materialised where it
+        avoids them) plus the canaries' clipped Dirac gradients."""
+        own, canaries = self._canaries(idx)
+        values = self.values[canaries]
+        norms = np.abs(values)
+        clipped = values * np.minimum(1.0, clip / np.maximum(norms, 1e-300))
+        total, seen = self._canary_sum(canaries, clipped), self.backend.asarray(norms)
+        if len(own):
+            base_total, base_seen = self.base.clipped_grad_sum_and_norms(x, own, clip)
+            total, seen = base_total + total, self.xp.concat([base_seen, seen])
+        return total, seen
+
+    def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
+        return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
+
+    def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
+        idx = np.asarray(idx)
+        own, canaries = self._canaries(idx)
+        dense = np.zeros((len(canaries), self.d))
+        dense[np.arange(len(canaries)), self.coords[canaries]] = self.values[canaries]
+        parts = [self.base.per_sample_grads(x, own)] if len(own) else []
+        rows = self.xp.concat([*parts, self.backend.asarray(dense)])
+        placed = np.concatenate([np.flatnonzero(idx < self.base.n),
+                                 np.flatnonzero(idx >= self.base.n)])  # row k is idx[placed[k]]
+        return rows[self.backend.as_index(np.argsort(placed))]
+
+    def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
+        own, canaries = self._canaries(idx)
+        coords = self.backend.as_index(self.coords[canaries])
+        canary = self.xp.sum(self.backend.asarray(self.values[canaries]) * x[coords])
+        return self.base._loss_sum(x, own) + canary if len(own) else canary
+
+    def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
+        own, canaries = self._canaries(idx)
+        canary = self._canary_sum(canaries, self.values[canaries])
+        return self.base._grad_sum(x, own) + canary if len(own) else canary
+
+    def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        own, _ = self._canaries(idx)
+        return self.base._hvp_sum(x, v, own) if len(own) else self.xp.zeros_like(x)
+
+
+#: the canary kinds: a Dirac gradient on a coordinate of its own, or a curvature canary
+CANARIES = ("dirac", "curvature")
+
+
+def canary_oracle(base: Oracle, values: CanaryValues, kind: str = "dirac") -> CanaryOracle:
     """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
-    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit)."""
+    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit). ``kind``: one
+    of :data:`CANARIES` (a curvature canary only on a minimisation problem)."""
+    if kind not in CANARIES:
+        raise ValueError(f"unknown canary {kind!r}; choose one of {CANARIES}")
     if isinstance(base, MinimaxOracle):
+        if kind != "dirac":
+            raise ValueError("the curvature canary is for minimisation problems")
         return CanaryMinimaxOracle(base, values)
-    return CanaryOracle(base, values)
+    return (CurvatureCanaryOracle if kind == "curvature" else CanaryOracle)(base, values)
 
 
 def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
@@ -243,9 +372,8 @@ class AuditMechanism(Mechanism):
 
     def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
              charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
-        listed = [_charge(b, s) for b, s in charges]
         if tag in self.directions:
-            self.score += _score_term(np.asarray(output), std, listed, rows,
+            self.score += _score_term(np.asarray(output), std, charges, rows,
                                       self.directions[tag])
         if self.keep:
             noise = None
@@ -253,7 +381,8 @@ class AuditMechanism(Mechanism):
                 noise = np.asarray(output) - np.asarray(value) - (
                     0.0 if base is None else np.asarray(base))
             self.emissions.append(Emission(tag, _copy(output), np.array(value, dtype=float),
-                                           noise, std, listed, rows))
+                                           noise, std, [_charge(b, s) for b, s in charges],
+                                           rows))
         if self.replay is None:
             return output
         if self._next >= len(self.replay) or self.replay[self._next].tag != tag:
@@ -276,20 +405,24 @@ def _copy(output: Any) -> Any:
     return output.copy() if isinstance(output, np.ndarray) else output
 
 
-def _score_term(output: np.ndarray, std: float, charges: list[Charge], rows: bool,
+def _score_term(output: np.ndarray, std: float,
+                charges: Sequence[tuple[Batch | None, float]], rows: bool,
                 direction: np.ndarray) -> float:
     """The claimed-parameter LLR of one emission's projection on the canary direction
-    (party 0's row or charge; pure releases score nothing)."""
-    mine = [(i, c) for i, c in enumerate(charges) if c.party == 0]
-    if std <= 0 or not mine:
+    (party 0's row or charge, a whole-data release being party 0's; pure releases score
+    nothing)."""
+    if std <= 0:
         return 0.0
-    i, charge = max(mine, key=lambda ic: ic[1].sensitivity)
+    mine = [(i, b, s) for i, (b, s) in enumerate(charges) if b is None or b.sampling.party == 0]
+    if not mine:
+        return 0.0
+    i, batch, delta = max(mine, key=lambda ibs: ibs[2])
     values = output[i] if rows else output
     m = float(np.dot(np.ravel(values), direction))
-    delta = charge.sensitivity
     shift = (delta * m - delta * delta / 2.0) / (std * std)
-    if charge.sampling.scheme == "poisson" and charge.sampling.rate < 1.0:
-        q = charge.sampling.rate
+    sampling = batch.sampling if batch is not None else None
+    if sampling is not None and sampling.scheme == "poisson" and sampling.rate < 1.0:
+        q = sampling.rate
         return float(np.logaddexp(math.log1p(-q), math.log(q) + shift))
     return shift
 
@@ -304,15 +437,23 @@ class AuditSetup:
     instance: Instance
     base: Oracle
     backend: Backend
-    norm: float
+    #: the canary's size: its gradient norm (Dirac) or its curvature (curvature canary)
+    strength: float
     world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
-    #: the latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's ``guarantee_void``)
-    diagnostics: dict[str, Any] = field(default_factory=dict)
+    canary: str = "dirac"  # one of CANARIES
+    #: the latest run's trace (its :attr:`diagnostics` are read on demand)
+    trace: Trace | None = field(default=None, repr=False)
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        """The latest run's ``Algorithm.diagnostics()`` (e.g. noisy_sgd's
+        ``guarantee_void``)."""
+        return {} if self.trace is None else self.algorithm.diagnostics(self.trace)
 
     @property
     def values(self) -> tuple[float, float]:
         """The slot's value with and without the canary."""
-        return self.norm, (-self.norm if self.world == "replace" else 0.0)
+        return self.strength, (-self.strength if self.world == "replace" else 0.0)
 
     def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
@@ -322,27 +463,53 @@ class AuditSetup:
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
-        oracle = canary_oracle(self.base, value)
-        trace = Trace()
+        oracle = canary_oracle(self.base, value, self.canary)
+        trace = self.trace = Trace()
         xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
-        self.diagnostics = algorithm.diagnostics(trace)
         return mech, xs, np.array(trace.point(), dtype=float)
 
 
 def audit_params(name: str, **overrides: Any) -> Any:
     """Algorithm ``name``'s parameters for audits: short runs, small batches."""
-    return ALGORITHMS[name].small_params(AUDIT_SETTINGS, **overrides)
+    return ALGORITHMS.lookup(name).small_params(AUDIT_SETTINGS, **overrides)
 
 
-def power_params(name: str, n: int, **overrides: Any) -> Any:
-    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`."""
+def power_params(name: str, n: int, settings: Mapping[str, Any] | None = None,
+                 **overrides: Any) -> Any:
+    """Algorithm ``name``'s parameters for L1 on ``n`` records: :data:`POWER_SETTINGS`, then
+    the entries of ``settings`` it has fields for (e.g. :data:`SMOOTHNESS_SETTINGS`)."""
     full = {key: n for key in FULL_BATCH}
-    return ALGORITHMS[name].small_params({**POWER_SETTINGS, **full}, **overrides)
+    return ALGORITHMS.lookup(name).small_params({**POWER_SETTINGS, **full, **(settings or {})},
+                                         **overrides)
+
+
+def declared_smoothness(algorithm: Algorithm, instance: Instance) -> float | None:
+    """The per-sample smoothness L that ``algorithm``'s privacy rests on: its ``smoothness``
+    parameter, else the problem's L, where its planned ledger changes with that value (a
+    sensitivity derived from L, e.g. PriSMA's LηC₂ without C₃); None where it declares none
+    or its privacy does not depend on it."""
+    params = algorithm.params
+    if "smoothness" not in {f.name for f in fields(params)}:
+        return None
+    declared = params.smoothness if params.smoothness is not None else (
+        instance.constants.get("L"))
+    if declared is None:
+        return None
+
+    def ledger(smoothness: float) -> list[dict[str, Any]] | None:
+        planned = type(algorithm)(dataclasses.replace(params, smoothness=smoothness))
+        try:
+            return planned.planned_ledger(canary_data(instance), 1.0).to_json()
+        except (NotImplementedError, ValueError):
+            return None
+
+    at_l = ledger(float(declared))
+    return float(declared) if at_l is not None and at_l != ledger(2 * float(declared)) else None
 
 
 def audit_problem(name: str, problem: str | None = None, **params: Any) -> Instance:
     """The instance an audit of algorithm ``name`` runs on (default: ``AUDIT_PROBLEMS``)."""
-    default, default_params = AUDIT_PROBLEMS[ALGORITHMS[name].minimax]
+    default, default_params = AUDIT_PROBLEMS[ALGORITHMS.lookup(name).minimax]
     chosen = problem or default
     if chosen == default:
         params = {**default_params, **AUDIT_DATA.get(name, {}), **params}
@@ -350,10 +517,26 @@ def audit_problem(name: str, problem: str | None = None, **params: Any) -> Insta
     return cls(cls.Params(**params)).build(0)
 
 
-def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
-               norm: float | None = None, canaries: int = 1) -> AuditSetup:
+def calibrated_plan(algorithm: Algorithm, data: DataSize, epsilon: float,
+                    delta: float) -> Plan:
+    """``algorithm``'s plan with σ calibrated for (ε, δ) by PLD (RDP where PLD has no
+    event)."""
+    try:
+        return algorithm.plan(data, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                                  calibration="pld"))
+    except ValueError as exc:
+        if "no event" not in str(exc):
+            raise
+    return algorithm.plan(data, PrivacyTarget(epsilon=epsilon, delta=delta,
+                                              calibration="rdp"))
+
+
+def make_audit(algorithm: Algorithm, instance: Instance,
+               target: PrivacyTarget | tuple[float, float], strength: float | None = None,
+               canaries: int = 1, canary: str = "dirac") -> AuditSetup:
     """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
-    ``target``; the canary's norm is ``norm``, else the assumed bound C of an algorithm that
+    ``target`` (or (ε, δ): :func:`calibrated_plan`); the canary (``canary``, one of
+    :data:`CANARIES`) has size ``strength``, else the assumed bound C of an algorithm that
     does not clip, else :data:`ADVERSARIAL_NORM`."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
@@ -365,12 +548,26 @@ def make_audit(algorithm: Algorithm, instance: Instance, target: PrivacyTarget,
         raise ValueError(f"{algorithm.name} is a minimax algorithm; audit it on a minimax "
                          "problem (e.g. ncsc_double_well)")
     backend = get_backend(BackendSpec(name="numpy"))
-    plan = algorithm.plan(canary_data(instance, canaries), target)
-    if norm is None:
-        norm = float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
+    data = canary_data(instance, canaries)
+    plan = (algorithm.plan(data, target) if isinstance(target, PrivacyTarget)
+            else calibrated_plan(algorithm, data, *target))
+    if strength is None:
+        strength = default_strength(algorithm, plan)
+    return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, strength,
+                      world(plan), canary)
+
+
+def default_strength(algorithm: Algorithm, plan: Plan) -> float:
+    """The canary's size: the assumed bound C of an algorithm that does not clip, else
+    :data:`ADVERSARIAL_NORM` (far above any clip)."""
+    return float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
+
+
+def world(plan: Plan) -> str:
+    """"add" (canary against the zero record) where some round is Poisson-sampled, else
+    "replace" (against the anti-canary: the suite's replace-one sensitivities)."""
     poisson = any(r.sampling.scheme == "poisson" for r, _ in plan.ledger.summary())
-    return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, norm,
-                      "add" if poisson else "replace")
+    return "add" if poisson else "replace"
 
 
 # -- L0 ---------------------------------------------------------------------------------------
@@ -568,12 +765,38 @@ def observation(setup: AuditSetup, value: float, seed: int,
     return np.array([mech.score, *path, out[-1]])
 
 
+def replay_observation(setup: AuditSetup, value: float, other: float, seed: int
+                       ) -> np.ndarray:
+    """One run's exact white-box LLR of the canary world against its neighbour, for canaries
+    whose releases move in a direction of their own each run (the curvature canary): the run
+    on ``value`` is replayed on ``other``, which gives every release's noise-free value in
+    both worlds along the same transcript, and Σ (⟨o − m_out, Δ⟩ − ‖Δ‖²/2)/s² sums over
+    releases (Δ = m_in − m_out; Gaussian releases on full batches)."""
+    recorded, _, _ = setup.run(value, seed)
+    replayed, _, _ = setup.run(other, seed, replay=recorded.emissions)
+    canary_first = value == setup.values[0]
+    score = 0.0
+    for here, there in zip(recorded.emissions, replayed.emissions, strict=True):
+        if here.noise is None:
+            continue
+        residual = np.ravel(here.noise) + np.ravel(here.value) - np.ravel(
+            there.value if canary_first else here.value)  # o − m_out
+        delta = np.ravel(here.value - there.value) * (1.0 if canary_first else -1.0)
+        score += (float(residual @ delta) - float(delta @ delta) / 2) / here.std**2
+    return np.array([score])
+
+
 def canary_observations(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
                         seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
-    """L1 observations (runs × (T + 2)) of ``runs`` runs with the canary and ``runs``
-    without it."""
+    """L1 observations of ``runs`` runs with the canary and ``runs`` without it: runs ×
+    (T + 2) (:func:`observation`) for a Dirac canary, runs × 1 (:func:`replay_observation`)
+    for a curvature canary."""
     value_in, value_out = setup.values
-    return (np.array([observation(setup, value_in, seed + 2 * r, directions)
-                      for r in range(runs)]),
-            np.array([observation(setup, value_out, seed + 2 * r + 1, directions)
-                      for r in range(runs)]))
+
+    def observe(value: float, other: float, run_seed: int) -> np.ndarray:
+        if setup.canary == "dirac":
+            return observation(setup, value, run_seed, directions)
+        return replay_observation(setup, value, other, run_seed)
+
+    return (np.array([observe(value_in, value_out, seed + 2 * r) for r in range(runs)]),
+            np.array([observe(value_out, value_in, seed + 2 * r + 1) for r in range(runs)]))

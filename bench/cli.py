@@ -370,7 +370,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
                         "setting)")
     for col in ("algorithm", "ε claimed", "L0", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
-                "L1", "one-run ε lb", "CPU s"):
+                "L1", "one-run ε lb", "in training", "CPU s"):
         table.add_column(col)
     for result in results:
         record = {**result.to_dict(), "git_sha": git_sha()}
@@ -389,14 +389,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
                       number(c.mu_lb_gdp if c.exact_gdp else c.mu_lb),
                       number(c.eps_lower), number(c.ratio), number(c.eps_detectable),
                       verdict(l1), number(result.one_run.eps_lb if result.one_run else None),
-                      f"{result.cpu_seconds:.0f}")
+                      number(result.one_run_training.eps_lb if result.one_run_training
+                             else None), f"{result.cpu_seconds:.0f}")
         for failure in e.failures + (result.exact_l1.failures if result.exact_l1 else []):
             console.print(f"  [red]{result.algorithm}[/]: {failure}")
-        for above in result.assumptions:
-            console.print(f"  {result.algorithm}, canary norm {above.norm:.3g} > C = "
-                          f"{above.bound:.3g}: ε lb {above.canary.eps_lower:.3g} "
-                          f"(claim {number(above.canary.eps_claimed)}); guarantee_void = "
-                          f"{above.guarantee_void}")
+        for x in result.assumptions:
+            flag = ("flagged" if x.flagged else "[red]NOT flagged[/]") if x.violated else (
+                f"in regime: {verdict(x.passed)}")
+            console.print(f"  {result.algorithm}, {x.assumption} at {x.multiple:.3g}× "
+                          f"({flag}): ε lb {x.canary.eps_lower:.3g} (claim "
+                          f"{number(x.canary.eps_claimed)}); guarantee_void = "
+                          f"{x.guarantee_void}")
     console.print(table)
     page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
     finish_site(page.parent, pdf=False)

@@ -15,6 +15,12 @@ so the largest ε whose p-value is below 1 − confidence is a lower bound. k ru
 :data:`GUESS_FRACTIONS` of m with the confidence split among them (Bonferroni). One run
 makes this cheap, but it audits all m canaries at once, so its bound is looser than the
 white-box audit's (the paper: tight only as ε grows, or with many more canaries).
+
+Because it costs one run, it also audits real training (:func:`training_one_run`,
+:data:`TRAINING`: dp_sgd on the digits MLP, torch): the canaries are Dirac gradients on
+distinct coordinates of the model's own parameters (the paper's white-box gradient
+canaries), appended to the data as m extra records, and canary i scores −(x_T − x_0) on its
+coordinate (the model's own gradients there are noise to the auditor).
 """
 
 from __future__ import annotations
@@ -27,8 +33,21 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
-from bench.canary import AuditSetup, audit_problem, make_audit, power_params
+from algorithms import ALGORITHMS, Algorithm, Trace
+from algorithms.privacy.ledger import Mechanism
+from bench.canary import (
+    AuditSetup,
+    ModelCanaryOracle,
+    audit_problem,
+    calibrated_plan,
+    default_strength,
+    make_audit,
+    power_params,
+    world,
+)
+from problems import PROBLEMS
+from problems.backend import BackendSpec, get_backend, unavailable
+from problems.base import DataSize
 
 CANARIES = 1000
 #: k = fraction·m/2 guesses on each side
@@ -63,7 +82,7 @@ def epsilon_lower_bound(m: int, r: int, v: int, delta: float, confidence: float)
 
 @dataclass(frozen=True)
 class OneRunAudit:
-    """The guessing game's outcome at its best k."""
+    """The guessing game's outcome at its best k, on ``problem``."""
 
     canaries: int
     guesses: int
@@ -71,6 +90,7 @@ class OneRunAudit:
     eps_lb: float
     confidence: float
     eps_claimed: float | None
+    problem: str = ""
 
     @property
     def ratio(self) -> float | None:
@@ -104,11 +124,12 @@ def one_run(setup: AuditSetup, canaries: int, seed: int, confidence: float) -> O
     rng = np.random.default_rng(seed)
     present = rng.random(canaries) < 0.5
     absent = -1.0 if setup.world == "replace" else 0.0
-    values = setup.norm * np.where(present, 1.0, absent)
+    values = setup.strength * np.where(present, 1.0, absent)
     _, _, out = setup.run(values, seed)
     scores = -np.asarray(out)[setup.base.d: setup.base.d + canaries]
     r, v, eps = guessing_game(scores, present, setup.plan.target.delta, confidence)
-    return OneRunAudit(canaries, r, v, eps, confidence, setup.plan.eps.headline)
+    return OneRunAudit(canaries, r, v, eps, confidence, setup.plan.eps.headline,
+                       setup.instance.name)
 
 
 def one_run_audit(name: str, *, canaries: int = CANARIES, epsilon: float = 2.0,
@@ -116,16 +137,56 @@ def one_run_audit(name: str, *, canaries: int = CANARIES, epsilon: float = 2.0,
                   algorithm: Callable[[Any], Algorithm] | None = None) -> OneRunAudit:
     """Algorithm ``name`` (or ``algorithm``, e.g. a mutant) in the power setting on 2m
     records, calibrated for (``epsilon``, ``delta``), audited with one run."""
-    make = algorithm if algorithm is not None else ALGORITHMS[name]
+    make = algorithm if algorithm is not None else ALGORITHMS.lookup(name)
     instance = audit_problem(name, n=2 * canaries)
     alg = make(power_params(name, instance.n))
-    target = PrivacyTarget(epsilon=epsilon, delta=delta, calibration="pld")
-    try:
-        setup = make_audit(alg, instance, target, canaries=canaries)
-    except ValueError as exc:
-        if "no event" not in str(exc):
-            raise
-        setup = make_audit(alg, instance, PrivacyTarget(epsilon=epsilon, delta=delta,
-                                                        calibration="rdp"),
-                           canaries=canaries)
+    setup = make_audit(alg, instance, (epsilon, delta), canaries=canaries)
     return one_run(setup, canaries, seed, confidence)
+
+
+#: real training the one-run audit also runs: algorithm → (problem, its params, the
+#: algorithm's params, backend); dp_sgd on the digits MLP at the quick suites' settings
+TRAINING: dict[str, tuple[str, dict[str, Any], dict[str, Any], BackendSpec]] = {
+    "dp_sgd": ("digits_mlp", {}, {"lr": 0.1, "steps": 300, "batch_size": 64, "clip": 1.0},
+               BackendSpec(name="torch", dtype="float32")),
+}
+
+
+def training_one_run(name: str, *, canaries: int = CANARIES, epsilon: float = 2.0,
+                     delta: float = 1e-5, seed: int = 0, confidence: float = CONFIDENCE,
+                     algorithm: Callable[[Any], Algorithm] | None = None,
+                     **overrides: Any) -> OneRunAudit | None:
+    """One run of real training (:data:`TRAINING`; None where ``name`` has none, or its
+    backend is not installed here): m Dirac
+    canaries on distinct coordinates of the model's own parameters, appended to the data,
+    each present with probability ½ (:class:`~bench.canary.ModelCanaryOracle`), σ calibrated
+    for (``epsilon``, ``delta``) on the n + m records; canary i scores −(x_T − x_0) on its
+    coordinate. ``overrides``: algorithm parameters (e.g. fewer steps in tests)."""
+    if name not in TRAINING:
+        return None
+    problem, problem_params, params, spec = TRAINING[name]
+    if unavailable(spec.name, spec.device) is not None:
+        return None
+    alg = (algorithm if algorithm is not None else ALGORITHMS.lookup(name))(
+        ALGORITHMS.lookup(name).Params(**{**params, **overrides}))
+    cls = PROBLEMS[problem]
+    instance = cls(cls.Params(**problem_params)).build(seed)
+    n = instance.n + canaries
+    plan = calibrated_plan(alg, DataSize(n=n, d=instance.d, constants=instance.constants,
+                                         clients=[np.arange(n)]), epsilon, delta)
+    rng = np.random.default_rng(seed)
+    present = rng.random(canaries) < 0.5
+    absent = -1.0 if world(plan) == "replace" else 0.0
+    values = default_strength(alg, plan) * np.where(present, 1.0, absent)
+    backend = get_backend(spec)
+    oracle = ModelCanaryOracle(instance.oracle(backend), values,
+                               rng.choice(instance.d, canaries, replace=False))
+    noise, sampling = np.random.SeedSequence(seed).spawn(2)
+    mech = Mechanism(backend.noise_source(int(noise.generate_state(1)[0])),
+                     np.random.default_rng(sampling))
+    trace = Trace()
+    for _ in alg.run(oracle, plan, mech, trace):
+        pass
+    moved = backend.to_numpy(trace.point()) - backend.to_numpy(oracle.x0)
+    r, v, eps = guessing_game(-moved[oracle.coords], present, delta, confidence)
+    return OneRunAudit(canaries, r, v, eps, confidence, plan.eps.headline, problem)

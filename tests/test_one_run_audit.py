@@ -1,5 +1,6 @@
 """The one-run audit (Steinke, Nasr & Jagielski 2023): its p-value and ε bound on known
-answers, and one run of dp_sgd (correct, and with its clip removed)."""
+answers, and one run of dp_sgd (correct, and with its clip removed), on the synthetic
+problem and in real training (the digits MLP)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bench.one_run_audit import (
     guessing_game,
     one_run_audit,
     p_value,
+    training_one_run,
 )
 
 
@@ -49,3 +51,23 @@ def test_one_run_of_dp_sgd_passes_and_a_missing_clip_is_caught() -> None:
     assert correct.passed and 0 < correct.eps_lb < 2.0 and correct.canaries == 1000
     broken = one_run_audit("dp_sgd", algorithm=NoClipping)
     assert not broken.passed and broken.eps_lb > 2.0
+
+
+def test_one_run_in_real_training_quick() -> None:
+    """dp_sgd on the digits MLP (torch), shortened: the correct run stays below its claim,
+    a missing clip lets every canary through."""
+    pytest.importorskip("torch")
+    correct = training_one_run("dp_sgd", canaries=300, steps=100)
+    assert correct is not None and correct.problem == "digits_mlp"
+    assert correct.passed and 0 <= correct.eps_lb < 2.0
+    broken = training_one_run("dp_sgd", canaries=300, steps=100, algorithm=NoClipping)
+    assert broken is not None and not broken.passed and broken.eps_lb > 2.0
+    assert training_one_run("prisma") is None  # no real training configured
+
+
+@pytest.mark.slow
+def test_one_run_in_real_training_at_the_default_settings() -> None:
+    pytest.importorskip("torch")
+    result = training_one_run("dp_sgd")
+    assert result is not None and result.canaries == 1000 and result.passed
+    assert 0 < result.eps_lb < 2.0

@@ -20,16 +20,27 @@ from algorithms import ALGORITHMS, Plan, PrivacyTarget, Step, Trace
 from algorithms.dp_sgd import DPSGD
 from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch, Mechanism
-from bench.audit import DEFAULT_RUNS, AlgorithmAudit, audit_algorithm, gdp_mu
+from bench.audit import (
+    DEFAULT_RUNS,
+    SMOOTHNESS,
+    AlgorithmAudit,
+    AssumptionAudit,
+    assumption_audits,
+    audit_algorithm,
+    gdp_mu,
+)
 from bench.canary import (
     SLOT,
+    SMOOTHNESS_SETTINGS,
     AuditMechanism,
     ReplayDiverged,
     audit_params,
     audit_problem,
     canary_oracle,
+    declared_smoothness,
     exact_checks,
     make_audit,
+    power_params,
 )
 from problems.backend import BackendSpec, get_backend
 from problems.oracles import Oracle
@@ -38,9 +49,11 @@ PRIVATE = sorted(name for name, cls in ALGORITHMS.items() if cls.private)
 RUNS = 1000  # per side, registry-wide
 #: per side, quick variants: gross bugs show with a few hundred runs, a halved σ (μ × 2 in
 #: the power setting) with two thousand, an unrecorded second release (μ × √2, seen only by
-#: the iterates' statistic and its looser bound) with three thousand
+#: the iterates' statistic and its looser bound) and a doubled Poisson rate (in the
+#: subsampled setting alone, where only the distribution-free threshold rule gates) with
+#: three thousand
 QUICK_MUTANT_RUNS = {"no_clipping": 200, "sum_with_mean_scale": 200, "sigma_halved": 2000,
-                     "unrecorded_release": 3000}
+                     "unrecorded_release": 3000, "wrong_rate": 3000}
 #: the setting each mutant shows in: a wrong Poisson rate cannot show at q = 1
 MUTANT_SETTING = {"wrong_rate": "subsampled"}
 
@@ -67,7 +80,7 @@ def test_canary_oracle_isolates_the_canary_coordinate(problem: str) -> None:
 def test_replay_refuses_a_diverging_transcript() -> None:
     alg = ALGORITHMS["dp_sgd"](audit_params("dp_sgd"))
     setup = make_audit(alg, audit_problem("dp_sgd"), PrivacyTarget(epsilon=2.0, sigma=1.0))
-    recorded, _, _ = setup.run(setup.norm, 0)
+    recorded, _, _ = setup.run(setup.strength, 0)
     with pytest.raises(ReplayDiverged):
         setup.run(0.0, 0, replay=recorded.emissions[:3])
 
@@ -78,7 +91,7 @@ _AUDITS: dict[str, AlgorithmAudit] = {}
 
 def registry_audit(name: str) -> AlgorithmAudit:
     if name not in _AUDITS:
-        _AUDITS[name] = audit_algorithm(name, runs=RUNS)
+        _AUDITS[name] = audit_algorithm(name, runs=RUNS, training=False)
     return _AUDITS[name]
 
 
@@ -103,6 +116,7 @@ def test_canary_audit_passes(name: str) -> None:
     assert result.canary.runs == 2 * RUNS
     assert result.eps_claimed["headline"] == pytest.approx(2.0, rel=1e-3)
     assert result.exact_l1 is not None and result.exact_l1.passed, result.exact_l1.failures
+    assert all(a.passed for a in result.assumptions), [a.to_dict() for a in result.assumptions]
 
 
 # -- mutants: copies of dp_sgd with one known bug each ------------------------------------------
@@ -176,8 +190,10 @@ MUTANTS: dict[str, tuple[type[DPSGD], str]] = {
 }
 
 
-def mutant_audit(mutant: type[DPSGD], runs: int, subsampled: bool = True) -> AlgorithmAudit:
-    return audit_algorithm("dp_sgd", runs=runs, algorithm=mutant, subsampled=subsampled)
+def mutant_audit(mutant: type[DPSGD], runs: int, subsampled: bool = True,
+                 setting: str = "power") -> AlgorithmAudit:
+    return audit_algorithm("dp_sgd", runs=runs, algorithm=mutant, subsampled=subsampled,
+                           setting=setting, training=False)
 
 
 @pytest.mark.parametrize("mutant", sorted(MUTANTS))
@@ -191,16 +207,19 @@ def test_mutant_is_caught_by_the_exact_checks(mutant: str) -> None:
 
 
 def assert_caught_by_l1(result: AlgorithmAudit, mutant: str) -> None:
-    canary = result.canary_subsampled if mutant in MUTANT_SETTING else result.canary
+    canary = (result.canary_subsampled if mutant in MUTANT_SETTING and result.setting == "power"
+              else result.canary)
     assert canary is not None and not canary.passed, canary
     assert canary.eps_lower > canary.eps_claimed if canary.exact_gdp else canary.eps_lb > 0
 
 
 # The unrecorded release bypasses the mechanism, so the release LLR cannot see it: the
-# iterates' statistic does (the output is less noisy than the ledger says).
+# iterates' statistic does (the output is less noisy than the ledger says). The quick
+# variants audit L1 in the one setting each mutant shows in.
 @pytest.mark.parametrize("mutant", sorted(QUICK_MUTANT_RUNS))
 def test_mutant_is_caught_by_the_canary_audit_quick(mutant: str) -> None:
-    result = mutant_audit(MUTANTS[mutant][0], QUICK_MUTANT_RUNS[mutant], subsampled=False)
+    result = mutant_audit(MUTANTS[mutant][0], QUICK_MUTANT_RUNS[mutant], subsampled=False,
+                          setting=MUTANT_SETTING.get(mutant, "power"))
     assert_caught_by_l1(result, mutant)
     if mutant == "unrecorded_release":
         assert result.canary.statistic.startswith("iterates")
@@ -225,6 +244,7 @@ def test_correct_dp_sgd_passes_and_is_tight_at_the_default_run_count() -> None:
 
 def test_correct_dp_sgd_power_audit_quick() -> None:
     result = mutant_audit(DPSGD, 1000)
+    assert result.one_run is not None and result.one_run.problem == "strict_saddle"
     assert result.passed, (result.exact.failures, result.canary)
     assert result.canary.mu_claimed == pytest.approx(gdp_mu(2.0, 1e-5), rel=1e-3)
     assert result.canary.ratio is not None and result.canary.ratio >= 0.3
@@ -233,9 +253,9 @@ def test_correct_dp_sgd_power_audit_quick() -> None:
 
 # -- assumption audits ----------------------------------------------------------------------
 def test_noisy_sgd_above_its_assumed_bound_leaks_and_says_so() -> None:
-    result = audit_algorithm("noisy_sgd", runs=300)
+    result = audit_algorithm("noisy_sgd", runs=300, training=False)
     assert result.passed  # in regime: the canary has norm C exactly
-    assert [a.norm / a.bound for a in result.assumptions] == pytest.approx([3.0])
+    assert [a.multiple for a in result.assumptions] == pytest.approx([3.0])
     above = result.assumptions[0]
     assert above.guarantee_void is True and above.flagged
     assert not above.canary.passed and above.canary.eps_lower > 2.0  # beyond the claim
@@ -243,7 +263,7 @@ def test_noisy_sgd_above_its_assumed_bound_leaks_and_says_so() -> None:
 
 
 def test_algorithms_that_clip_get_no_assumption_audit() -> None:
-    assert audit_algorithm("dp_sgd", runs=20).assumptions == []
+    assert audit_algorithm("dp_sgd", runs=20, training=False).assumptions == []
 
 
 def test_sampling_check_sees_only_the_recorded_rate() -> None:
@@ -292,10 +312,12 @@ def test_privacy_page_shows_the_assumption_audits(tmp_path: Any) -> None:
 
     from reports.privacy import build_privacy_page
 
-    result = audit_algorithm("noisy_sgd", runs=40)
-    (tmp_path / "noisy_sgd.json").write_text(json.dumps(result.to_dict()))
+    for name in ("noisy_sgd", "prisma"):
+        result = audit_algorithm(name, runs=40, training=False)
+        (tmp_path / f"{name}.json").write_text(json.dumps(result.to_dict()))
     page = (build_privacy_page(tmp_path, tmp_path / "page") / "index.html").read_text()
     assert "Assumption audits" in page and "per-sample gradient norm ≤ C" in page
+    assert SMOOTHNESS in page and "flagged" in page and "curvature canary" in page
     tex = (tmp_path / "page" / "tables" / "assumption_audits.tex").read_text()
     assert "True" in tex  # guarantee_void
 
@@ -306,3 +328,66 @@ def test_cli_audit_refuses_bad_requests(argv: list[str], tmp_path: Any) -> None:
     from bench.cli import main
 
     assert main([*argv, "--out", str(tmp_path)]) == 2
+
+
+# -- declared smoothness: the curvature canary ---------------------------------------------------
+def test_curvature_canary_reaches_its_curvature_exactly() -> None:
+    base = audit_problem("prisma").oracle(get_backend(BackendSpec(name="numpy")))
+    oracle = canary_oracle(base, 2.5, "curvature")
+    x, x2 = oracle.x0 + 0.3, oracle.x0 - np.linspace(0.0, 1.0, oracle.d)
+    idx = np.array([SLOT, 4])
+    diff = oracle.per_sample_grads(x, idx)[0] - oracle.per_sample_grads(x2, idx)[0]
+    np.testing.assert_allclose(diff, 2.5 * (x - x2))  # ‖Δ∇f‖ = a‖Δx‖, in every direction
+    np.testing.assert_array_equal(oracle.per_sample_grads(oracle.x0, idx)[0], 0.0)
+    v = np.ones(oracle.d)
+    np.testing.assert_allclose(oracle.hvp(x, v, np.array([SLOT])), 2.5 * v)
+    assert float(oracle.loss(x, np.array([SLOT]))) == pytest.approx(2.5 / 2 * 0.09 * oracle.d)
+    with pytest.raises(ValueError, match="minimisation"):
+        canary_oracle(audit_problem("dp_sgda").oracle(get_backend(BackendSpec(name="numpy"))),
+                      1.0, "curvature")
+
+
+def test_assumption_audits_follow_the_declared_attributes() -> None:
+    """A smoothness audit wherever the ledger depends on a declared L (PriSMA without C₃),
+    a bound audit wherever the algorithm assumes one; no list of names."""
+    def smoothness(name: str, settings: dict[str, Any] | None = None) -> float | None:
+        instance = audit_problem(name)
+        alg = ALGORITHMS[name](power_params(name, instance.n, settings))
+        return None if alg.minimax else declared_smoothness(alg, instance)
+
+    declared = {name: smoothness(name, SMOOTHNESS_SETTINGS) for name in PRIVATE}
+    assert {name for name, value in declared.items() if value is not None} == {"prisma"}
+    assert declared["prisma"] == audit_problem("prisma").constants["L"]
+    assert smoothness("prisma") is None  # with C₃ the ledger does not depend on L
+    assert {name for name in PRIVATE if ALGORITHMS[name].assumes_bound} == {"noisy_sgd"}
+
+
+def prisma_smoothness_audits(runs: int) -> list[AssumptionAudit]:
+    instance = audit_problem("prisma")
+    setup = make_audit(ALGORITHMS["prisma"](power_params("prisma", instance.n)), instance,
+                       (2.0, 1e-5))
+    return assumption_audits("prisma", ALGORITHMS["prisma"], instance, setup, runs,
+                             alpha=1e-3, seed=7, above_bound=(3.0,))
+
+
+def test_prisma_smoothness_in_regime_passes_and_a_rougher_canary_is_flagged() -> None:
+    regime, rough = prisma_smoothness_audits(1500)  # 300 replayed runs a side
+    assert (regime.assumption, regime.multiple, rough.multiple) == (SMOOTHNESS, 1.0, 3.0)
+    assert regime.passed and not regime.violated and not regime.exact_failures
+    assert regime.canary.passed and regime.canary.exact_gdp
+    assert rough.violated and rough.guarantee_void is None  # PriSMA reports nothing itself
+    assert rough.flagged and rough.passed  # L0 sees the momentum release exceed Δ₁
+    assert any("'v' changed by" in f for f in rough.exact_failures), rough.exact_failures
+    # the leak is linear in the curvature: 3× the in-regime μ̂, beyond the claim
+    assert rough.canary.mu_hat == pytest.approx(3 * regime.canary.mu_hat, rel=0.3)
+    assert rough.canary.mu_claimed is not None
+    assert rough.canary.mu_hat > rough.canary.mu_claimed > regime.canary.mu_hat
+
+
+@pytest.mark.slow
+def test_prisma_smoothness_audit_at_the_default_run_count() -> None:
+    """What ``saddlebench audit prisma`` runs: the rougher canary fails L1 (ε lb above the
+    claim), the exact one passes with a non-trivial bound."""
+    regime, rough = prisma_smoothness_audits(DEFAULT_RUNS)
+    assert regime.passed and regime.canary.ratio is not None and regime.canary.ratio > 0.2
+    assert not rough.canary.passed and rough.canary.eps_lower > rough.canary.eps_claimed
