@@ -8,15 +8,25 @@ x̂ the normalised input). A forward pass keeps each layer's input; one backward
 summed loss gives g = ∂L/∂z, which is per sample because samples never interact (no
 BatchNorm). From (a, g), for sample i:
 
-* the weight gradient is G_i = Σ_l g_il a_ilᵀ; its squared norm (and the inner product with
-  the same layer at another point) is materialised as an O × K matrix when O·K ≤ L², else
-  taken from the L × L Gram matrices, Σ_{l,m} (a_l·a'_m)(g_l·g'_m) (the ghost norm of
-  Li et al. 2022; Goodfellow 2015 for L = 1); the bias gradient is Σ_l g_il;
+* the weight gradient is G_i = Σ_l g_il a_ilᵀ; for its squared norm it is materialised as
+  an O × K matrix when O·K ≤ L², else the norm comes from the L × L Gram matrices,
+  Σ_{l,m} (a_l·a_m)(g_l·g_m) (the ghost norm of Li et al. 2022; Goodfellow 2015 for
+  L = 1); the bias gradient is Σ_l g_il;
 * clip factors c_i = min(1, C/‖G_i‖) over all layers, and the clipped sum of each layer is
   its ordinary weight-gradient contraction with g scaled by c (Bu et al. 2023, "book-keeping").
 
-Differences of per-sample gradients at two points (SPIDER, PriSMA) use two passes:
-‖G_i − G'_i‖² = ‖G_i‖² + ‖G'_i‖² − 2⟨G_i, G'_i⟩, and the clipped sum Σ c_i (G_i − G'_i).
+Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward pass at
+each point on the same batch and ONE backward of loss(x) − loss(x'), which hands each layer
+g at x and −g' at x'. The difference G_i − G'_i = Σ_l g_il a_ilᵀ − Σ_l g'_il a'_ilᵀ is then
+one layer gradient over the 2L positions of both passes: its rows are the sum of the two
+passes' rows, its squared norm the ghost norm over 2L × 2L Grams (no separate
+‖G‖², ‖G'‖², ⟨G, G'⟩), its clipped sum the two contractions with g and −g' scaled by c. A
+layer that reads the same input in both passes (the first: the batch itself) has
+G_i − G'_i = Σ_l (g_il − g'_il) a_ilᵀ: one term over L positions.
+
+A convolution's patch Gram Σ (a_l·a_m) is never unfolded: it is the Gram matrix of the
+padded input's pixels (over channels), summed over the kernel offsets
+(:func:`_patch_gram`), which costs b·(H_p·W_p)²·C instead of b·L²·C·k_h·k_w.
 
 Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1), ``nn.GroupNorm`` and the
 flat-parameter :class:`~problems.models.mlp.MLP`. A network with any other parametrised
@@ -27,7 +37,7 @@ per-sample (vmap) path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,23 +73,50 @@ class Site:
     conv: nn.Conv2d | None = None
 
 
+Term = tuple[Site, torch.Tensor]
+"""A site and the gradient of the pass's loss at its output (laid out by ``site.view``)."""
+
+
 @dataclass
-class Book:
-    """The sites of one pass with their output gradients, and the per-sample rows of the
-    layers where they are materialised (kept for the weighted sum)."""
+class Layer:
+    """One layer's per-sample gradients, Σ_t G(site_t, g_t) over its terms: one term at one
+    point; at two points their difference, one term per pass (the second pass's g negated),
+    or a single term (site, g − g') where both passes read the same input (module
+    docstring). The per-sample rows are kept once computed (:func:`_materialise` layers)."""
 
-    sites: list[Site]
-    grads: list[torch.Tensor]
-    rows: dict[int, torch.Tensor] = field(default_factory=dict)
+    terms: list[Term]
+    rows: torch.Tensor | None = None
 
-    def layer_rows(self, i: int) -> torch.Tensor | None:
-        """Layer i's per-sample gradients (b, p) if materialised (computed once), else None."""
-        site, g = self.sites[i], self.grads[i]
-        if not _materialise(site, g):
-            return None
-        if i not in self.rows:
-            self.rows[i] = _rows(site, g)
-        return self.rows[i]
+    @property
+    def materialised(self) -> bool:
+        return _materialise(*self.terms[0])
+
+    def per_sample(self) -> torch.Tensor:
+        """The per-sample gradients (b, p), computed once."""
+        if self.rows is None:
+            self.rows = _rows(*self.terms[0])
+            for site, g in self.terms[1:]:
+                self.rows += _rows(site, g)
+        return self.rows
+
+    def sq_norms(self) -> torch.Tensor:
+        """‖Σ_t G_t,i‖² per sample."""
+        if self.materialised:
+            return (self.per_sample() ** 2).sum(1)
+        return _ghost(self.terms)
+
+    def add_weighted(self, c: torch.Tensor, flat: torch.Tensor) -> None:
+        """Add Σ_i c_i Σ_t G_t,i into the flat gradient vector."""
+        if not self.materialised:  # each term's weight-gradient contraction, g scaled by c
+            for site, g in self.terms:
+                _weighted(site, g, c, flat)
+            return
+        site = self.terms[0][0]
+        total = c @ self.per_sample()  # weight, then bias
+        size = site.weight.stop - site.weight.start
+        flat[site.weight] += total[:size]
+        if site.bias is not None:
+            flat[site.bias] += total[size:]
 
 
 Tracer = Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
@@ -118,52 +155,60 @@ def _rows(site: Site, g: torch.Tensor) -> torch.Tensor:
     return torch.cat([per_sample.reshape(b, -1), *([g.sum((2, 3))] if site.bias else [])], 1)
 
 
-def _patches(site: Site, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(a, g) as (b, L, K) and (b, L, O) (a convolution's unfolded input patches)."""
-    if site.kind == "linear":
-        return site.inputs, g
-    conv = site.conv
-    assert conv is not None
-    patches = F.unfold(site.inputs, conv.kernel_size, dilation=conv.dilation,
-                       padding=conv.padding, stride=conv.stride)  # type: ignore[arg-type]
-    return patches.transpose(1, 2), g.flatten(2).transpose(1, 2)
+def _patch_gram(conv: nn.Conv2d, inputs: list[torch.Tensor], out: tuple[int, int]
+                ) -> torch.Tensor:
+    """Inner products of the unfolded input patches of the convolution, (b, T·L, T·L) over
+    the L = H'·W' output positions of T inputs, without unfolding: the Gram matrix of the
+    padded pixels (Σ over channels), summed over the kernel offsets (u, v),
+    ⟨patch_(i,j), patch_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v), pixel(s·i' + d·u,
+    s·j' + d·v)⟩ (strides s, dilations d); the sum over u first, then over v."""
+    (ph, pw), (sh, sw), (dh, dw) = conv.padding, conv.stride, conv.dilation
+    kh, kw = conv.kernel_size
+    b, c = inputs[0].shape[:2]
+    t = len(inputs)
+    padded = F.pad(torch.stack(inputs, 2), (pw, pw, ph, ph))  # (b, C, T, H + 2ph, W + 2pw)
+    hp, wp = padded.shape[-2:]
+    pixels = padded.reshape(b, c, t * hp * wp)
+    gram = torch.bmm(pixels.transpose(1, 2), pixels).view(b, t, hp, wp, t, hp, wp)
+    rows = _shifted_sum(gram, (2, 5), [dh * u for u in range(kh)], out[0], sh)
+    patches = _shifted_sum(rows, (3, 6), [dw * v for v in range(kw)], out[1], sw)
+    return patches.view(b, t * out[0] * out[1], t * out[0] * out[1])
 
 
-def _ghost(s1: Site, g1: torch.Tensor, s2: Site, g2: torch.Tensor) -> torch.Tensor:
-    """⟨G_i, G'_i⟩ per sample from the L × L Gram matrices (nothing materialised)."""
-    (a1, h1), (a2, h2) = _patches(s1, g1), _patches(s2, g2)
-    if a1.shape[1] == 1:
-        weight = (a1[:, 0] * a2[:, 0]).sum(1) * (h1[:, 0] * h2[:, 0]).sum(1)
+def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], size: int,
+                 step: int) -> torch.Tensor:
+    """Σ_o of ``t`` at indices o + step·k (k < size) along both ``dims``."""
+    index = [slice(None)] * t.ndim
+    total: torch.Tensor | None = None
+    for o in offsets:
+        index[dims[0]] = index[dims[1]] = slice(o, o + step * (size - 1) + 1, step)
+        part = t[tuple(index)]
+        total = part.clone() if total is None else total.add_(part)
+    assert total is not None
+    return total
+
+
+def _ghost(terms: list[Term]) -> torch.Tensor:
+    """‖Σ_t G_t,i‖² per sample from the Gram matrices over all positions of all terms,
+    Σ_{l,m} (a_l·a_m)(g_l·g_m) (nothing materialised)."""
+    site = terms[0][0]
+    if site.kind == "conv":
+        assert site.conv is not None
+        g = torch.cat([g.flatten(2) for _, g in terms], 2)  # (b, O, T·L)
+        activations = _patch_gram(site.conv, [s.inputs for s, _ in terms], terms[0][1].shape[2:])
+        weight = (activations * torch.bmm(g.transpose(1, 2), g)).sum((1, 2))
+        return weight + (g.sum(2) ** 2).sum(1) if site.bias is not None else weight
+    a = torch.cat([s.inputs for s, _ in terms], 1)  # (b, T·L, K)
+    g = torch.cat([g for _, g in terms], 1)  # (b, T·L, O)
+    if a.shape[1] == 1:
+        weight = (a[:, 0] ** 2).sum(1) * (g[:, 0] ** 2).sum(1)
     else:
-        weight = (torch.bmm(a1, a2.transpose(1, 2)) * torch.bmm(h1, h2.transpose(1, 2))).sum((1, 2))
-    return weight + ((h1.sum(1) * h2.sum(1)).sum(1) if s1.bias else 0.0)
-
-
-def _sq_norms(book: Book) -> torch.Tensor:
-    """‖G_i‖² per sample, summed over the layers of one pass."""
-    total = torch.zeros((), dtype=book.grads[0].dtype, device=book.grads[0].device)
-    for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
-        rows = book.layer_rows(i)
-        total = total + ((rows**2).sum(1) if rows is not None else _ghost(s, g, s, g))
-    return total
-
-
-def _diff_sq_norms(now: Book, before: Book) -> torch.Tensor:
-    """‖G_i − G'_i‖² per sample between two passes."""
-    total = torch.zeros((), dtype=now.grads[0].dtype, device=now.grads[0].device)
-    for i, (s1, g1, s2, g2) in enumerate(zip(now.sites, now.grads, before.sites, before.grads,
-                                             strict=True)):
-        r1, r2 = now.layer_rows(i), before.layer_rows(i)
-        if r1 is not None and r2 is not None:
-            total = total + ((r1 - r2) ** 2).sum(1)
-        else:
-            total = total + (_ghost(s1, g1, s1, g1) + _ghost(s2, g2, s2, g2)
-                             - 2 * _ghost(s1, g1, s2, g2))
-    return total
+        weight = (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
+    return weight + (g.sum(1) ** 2).sum(1) if site.bias is not None else weight
 
 
 def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) -> None:
-    """Add Σ_i c_i G_i of one layer into the flat gradient vector."""
+    """Add Σ_i c_i G_i of one site into the flat gradient vector."""
     gc = g * c.view(-1, *([1] * (g.ndim - 1)))
     if site.kind == "scale":
         flat[site.weight] += (site.inputs * gc).sum((0, 2))
@@ -183,11 +228,11 @@ def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) 
         flat[site.bias] += gc.sum(reduce)
 
 
-def _factors_and_norms(sq_norms: torch.Tensor, clip: float
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Clip factors min(1, C/‖G_i‖) and the norms ‖G_i‖ they are computed from."""
-    norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
-    return 1.0 / torch.clamp(norms / clip, min=1.0), norms
+def _same_input(first: Site, second: Site) -> bool:
+    """Whether two sites read the same memory (the batch, at a network's first layer)."""
+    a, b = first.inputs, second.inputs
+    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+            and a.dtype == b.dtype)
 
 
 # -- tracing ----------------------------------------------------------------------------------
@@ -199,26 +244,35 @@ class BookkeepingOracle(TorchOracle):
         super().__init__(backend, losses, data, **kw)
         self.trace = trace
 
-    def _book(self, x: Any, idx: np.ndarray) -> Book:
-        """One forward pass at ``x`` on the samples ``idx`` and the backward to the layers'
-        outputs."""
-        point = x.detach().requires_grad_(True)
-        loss, sites = self.trace(point, self.batch(idx))
+    def _layers(self, idx: np.ndarray, *points: Any) -> list[Layer]:
+        """The per-sample gradients at one point x, or of their difference between x and
+        x_prev, per layer: a forward pass at each point on the same batch ``idx`` and one
+        backward of the summed loss (of loss(x) − loss(x_prev)) to the layers' outputs."""
+        batch = self.batch(idx)
+        passes = [self.trace(p.detach().requires_grad_(True), batch) for p in points]
+        loss = passes[0][0] if len(passes) == 1 else passes[0][0] - passes[1][0]
+        sites = [s for _, pass_sites in passes for s in pass_sites]
         grads = torch.autograd.grad(loss, [s.output for s in sites])
-        return Book(sites, [s.view(g) for s, g in zip(sites, grads, strict=True)])
+        terms = [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
+        if len(passes) == 1:
+            return [Layer([term]) for term in terms]
+        now, before = terms[:len(terms) // 2], terms[len(terms) // 2:]
+        return [Layer([(s1, g1 + g2)] if _same_input(s1, s2) else [(s1, g1), (s2, g2)])
+                for (s1, g1), (s2, g2) in zip(now, before, strict=True)]
 
-    def _sum(self, book: Book, c: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
-        for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
-            rows = book.rows.get(i)
-            if rows is None:  # the layer's own weight-gradient contraction, g scaled by c
-                _weighted(s, g, c, flat)
-                continue
-            total = c @ rows  # rows already hold the per-sample gradients: weight, then bias
-            size = s.weight.stop - s.weight.start
-            flat[s.weight] += total[:size]
-            if s.bias is not None:
-                flat[s.bias] += total[size:]
-        return flat
+    def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Σ_i c_i G_i, (‖G_i‖)_i) over the layers' per-sample gradients G_i, with clip
+        factors c_i = min(1, C/‖G_i‖) (c_i = 1 where ``clip`` is None)."""
+        with torch.no_grad():
+            sq_norms = torch.stack([layer.sq_norms() for layer in layers]).sum(0)
+            norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
+            c = torch.ones_like(norms) if clip is None else 1.0 / torch.clamp(norms / clip,
+                                                                                min=1.0)
+            total = torch.zeros_like(like)
+            for layer in layers:
+                layer.add_weighted(c, total)
+            return total, norms
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
@@ -227,17 +281,10 @@ class BookkeepingOracle(TorchOracle):
                                    ) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        book = self._book(x, idx)
-        with torch.no_grad():
-            c, norms = _factors_and_norms(_sq_norms(book), clip)
-            return self._sum(book, c, torch.zeros_like(x)), norms
+        return self._sums(self._layers(idx, x), clip, x)
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
-        book = self._book(x, idx)
-        with torch.no_grad():
-            ones = torch.ones(len(idx), dtype=x.dtype, device=x.device)
-            return (self._sum(book, ones, torch.zeros_like(x)),
-                    torch.sqrt(torch.clamp(_sq_norms(book), min=0.0)))
+        return self._sums(self._layers(idx, x), None, x)
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_diff_sum_and_norms(x, x_prev, idx, clip)[0]
@@ -246,11 +293,7 @@ class BookkeepingOracle(TorchOracle):
                                         clip: float) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        now, before = self._book(x, idx), self._book(x_prev, idx)
-        with torch.no_grad():
-            c, norms = _factors_and_norms(_diff_sq_norms(now, before), clip)
-            return (self._sum(now, c, torch.zeros_like(x))
-                    - self._sum(before, c, torch.zeros_like(x)), norms)
+        return self._sums(self._layers(idx, x, x_prev), clip, x)
 
 
 # -- torch modules ----------------------------------------------------------------------------
