@@ -28,10 +28,10 @@ A convolution's patch Gram Σ (a_l·a_m) is never unfolded: it is the Gram matri
 padded input's pixels (over channels), summed over the kernel offsets
 (:func:`_patch_gram`), which costs b·(H_p·W_p)²·C instead of b·L²·C·k_h·k_w.
 
-Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1), ``nn.GroupNorm`` and the
-flat-parameter :class:`~problems.models.mlp.MLP`. A network with any other parametrised
-layer, a layer used twice in one forward pass, or an L2 term in the loss keeps the
-per-sample (vmap) path.
+Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1, numeric zero padding),
+``nn.GroupNorm`` and the flat-parameter :class:`~problems.models.mlp.MLP`. A network with
+any other parametrised layer, a layer used twice in one forward pass, or an L2 term in the
+loss keeps the per-sample (vmap) path.
 """
 
 from __future__ import annotations
@@ -162,6 +162,7 @@ def _patch_gram(conv: nn.Conv2d, inputs: list[torch.Tensor], out: tuple[int, int
     padded pixels (Σ over channels), summed over the kernel offsets (u, v),
     ⟨patch_(i,j), patch_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v), pixel(s·i' + d·u,
     s·j' + d·v)⟩ (strides s, dilations d); the sum over u first, then over v."""
+    assert not isinstance(conv.padding, str)  # refused by :func:`_plain`
     (ph, pw), (sh, sw), (dh, dw) = conv.padding, conv.stride, conv.dilation
     kh, kw = conv.kernel_size
     b, c = inputs[0].shape[:2]
@@ -194,8 +195,9 @@ def _ghost(terms: list[Term]) -> torch.Tensor:
     site = terms[0][0]
     if site.kind == "conv":
         assert site.conv is not None
+        out = terms[0][1].shape
         g = torch.cat([g.flatten(2) for _, g in terms], 2)  # (b, O, T·L)
-        activations = _patch_gram(site.conv, [s.inputs for s, _ in terms], terms[0][1].shape[2:])
+        activations = _patch_gram(site.conv, [s.inputs for s, _ in terms], (out[2], out[3]))
         weight = (activations * torch.bmm(g.transpose(1, 2), g)).sum((1, 2))
         return weight + (g.sum(2) ** 2).sum(1) if site.bias is not None else weight
     a = torch.cat([s.inputs for s, _ in terms], 1)  # (b, T·L, K)
@@ -300,6 +302,11 @@ class BookkeepingOracle(TorchOracle):
 SUPPORTED = (nn.Linear, nn.Conv2d, nn.GroupNorm)
 
 
+def _plain(conv: nn.Conv2d) -> bool:
+    """A convolution book-keeping handles: one group, numeric zero padding."""
+    return conv.groups == 1 and conv.padding_mode == "zeros" and not isinstance(conv.padding, str)
+
+
 def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], int]]
                   ) -> dict[nn.Module, tuple[slice, slice | None]] | None:
     """Each parametrised layer with the (weight, bias) slices of the flat vector, or None
@@ -314,7 +321,7 @@ def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], in
         own = [n for n, _ in sub.named_parameters(recurse=False)]
         if not own:
             continue
-        if not isinstance(sub, SUPPORTED) or (isinstance(sub, nn.Conv2d) and sub.groups != 1):
+        if not isinstance(sub, SUPPORTED) or (isinstance(sub, nn.Conv2d) and not _plain(sub)):
             return None
         if isinstance(sub, nn.GroupNorm) and not sub.affine:
             return None
