@@ -15,11 +15,11 @@ BatchNorm). From (a, g), for sample i:
 * clip factors c_i = min(1, C/‖G_i‖) over all layers, and the clipped sum of each layer is
   its ordinary weight-gradient contraction with g scaled by c (Bu et al. 2023, "book-keeping").
 
-Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward pass at
-each point on the same batch and ONE backward of loss(x) − loss(x'), which hands each layer
-g at x and −g' at x'. The difference G_i − G'_i = Σ_l g_il a_ilᵀ − Σ_l g'_il a'_ilᵀ is then
-one layer gradient over the 2L positions of both passes: its rows are the sum of the two
-passes' rows, its squared norm the ghost norm over 2L × 2L Grams (no separate
+Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward and a
+backward pass at each point on the same batch, of loss(x) and of −loss(x'), which hand
+each layer g at x and −g' at x'. The difference G_i − G'_i = Σ_l g_il a_ilᵀ − Σ_l g'_il a'_ilᵀ
+is then one layer gradient over the 2L positions of both passes: its rows are the sum of
+the two passes' rows, its squared norm the ghost norm over 2L × 2L Grams (no separate
 ‖G‖², ‖G'‖², ⟨G, G'⟩), its clipped sum the two contractions with g and −g' scaled by c. A
 layer that reads the same input in both passes (the first: the batch itself) has
 G_i − G'_i = Σ_l (g_il − g'_il) a_ilᵀ: one term over L positions.
@@ -85,25 +85,32 @@ class Layer:
     docstring). The per-sample rows are kept once computed (:func:`_materialise` layers)."""
 
     terms: list[Term]
-    rows: torch.Tensor | None = None
+    rows: list[torch.Tensor] | None = None
+
+    @property
+    def site(self) -> Site:
+        return self.terms[0][0]
 
     @property
     def materialised(self) -> bool:
         return _materialise(*self.terms[0])
 
-    def per_sample(self) -> torch.Tensor:
-        """The per-sample gradients (b, p), computed once."""
+    def per_sample(self) -> list[torch.Tensor]:
+        """The per-sample gradients of the weight (b, O·K), then the bias (b, O), computed
+        once."""
         if self.rows is None:
             self.rows = _rows(*self.terms[0])
             for site, g in self.terms[1:]:
-                self.rows += _rows(site, g)
+                for total, part in zip(self.rows, _rows(site, g), strict=True):
+                    total += part
         return self.rows
 
     def sq_norms(self) -> torch.Tensor:
         """‖Σ_t G_t,i‖² per sample."""
-        if self.materialised:
-            return (self.per_sample() ** 2).sum(1)
-        return _ghost(self.terms)
+        if not self.materialised:
+            return _ghost(self.terms)
+        weight, *bias = self.per_sample()
+        return sum((torch.linalg.vecdot(r, r) for r in bias), torch.linalg.vecdot(weight, weight))
 
     def add_weighted(self, c: torch.Tensor, flat: torch.Tensor) -> None:
         """Add Σ_i c_i Σ_t G_t,i into the flat gradient vector."""
@@ -111,12 +118,11 @@ class Layer:
             for site, g in self.terms:
                 _weighted(site, g, c, flat)
             return
-        site = self.terms[0][0]
-        total = c @ self.per_sample()  # weight, then bias
-        size = site.weight.stop - site.weight.start
-        flat[site.weight] += total[:size]
-        if site.bias is not None:
-            flat[site.bias] += total[size:]
+        for part, rows in zip(self._parts(), self.per_sample(), strict=True):
+            flat[part] += c @ rows
+
+    def _parts(self) -> list[slice]:
+        return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
 
 
 Tracer = Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
@@ -138,21 +144,23 @@ def _materialise(site: Site, g: torch.Tensor) -> bool:
     return g.shape[1] * site.inputs.shape[1] * kh * kw <= length * length
 
 
-def _rows(site: Site, g: torch.Tensor) -> torch.Tensor:
-    """Per-sample gradients of a site, (b, p)."""
+def _rows(site: Site, g: torch.Tensor) -> list[torch.Tensor]:
+    """Per-sample gradients of a site: the weight's (b, O·K), then the bias's (b, O)."""
     b = g.shape[0]
     if site.kind == "scale":
-        return torch.cat([(site.inputs * g).sum(-1), *([g.sum(-1)] if site.bias else [])], 1)
-    if site.kind == "linear":
+        weight = (site.inputs * g).sum(-1)
+    elif site.kind == "linear":
         weight = torch.einsum("blo,blk->bok", g, site.inputs).flatten(1)
-        return torch.cat([weight, *([g.sum(1)] if site.bias else [])], 1)
-    conv, a = site.conv, site.inputs
-    assert conv is not None
-    per_sample = conv2d_weight(  # the batch as groups: one weight gradient per sample
-        a.reshape(1, -1, *a.shape[2:]), (b * g.shape[1], a.shape[1], *conv.kernel_size),
-        g.reshape(1, -1, *g.shape[2:]), stride=conv.stride, padding=conv.padding,
-        dilation=conv.dilation, groups=b)
-    return torch.cat([per_sample.reshape(b, -1), *([g.sum((2, 3))] if site.bias else [])], 1)
+    else:
+        conv, a = site.conv, site.inputs
+        assert conv is not None
+        weight = conv2d_weight(  # the batch as groups: one weight gradient per sample
+            a.reshape(1, -1, *a.shape[2:]), (b * g.shape[1], a.shape[1], *conv.kernel_size),
+            g.reshape(1, -1, *g.shape[2:]), stride=conv.stride, padding=conv.padding,
+            dilation=conv.dilation, groups=b).reshape(b, -1)
+    if site.bias is None:
+        return [weight]
+    return [weight, g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)]
 
 
 def _patch_gram(conv: nn.Conv2d, inputs: list[torch.Tensor], out: tuple[int, int]
@@ -248,19 +256,19 @@ class BookkeepingOracle(TorchOracle):
 
     def _layers(self, idx: np.ndarray, *points: Any) -> list[Layer]:
         """The per-sample gradients at one point x, or of their difference between x and
-        x_prev, per layer: a forward pass at each point on the same batch ``idx`` and one
-        backward of the summed loss (of loss(x) − loss(x_prev)) to the layers' outputs."""
-        batch = self.batch(idx)
-        passes = [self.trace(p.detach().requires_grad_(True), batch) for p in points]
-        loss = passes[0][0] if len(passes) == 1 else passes[0][0] - passes[1][0]
-        sites = [s for _, pass_sites in passes for s in pass_sites]
-        grads = torch.autograd.grad(loss, [s.output for s in sites])
-        terms = [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
+        x_prev, per layer: at each point on the same batch ``idx``, a forward pass and the
+        backward of the summed loss (of −loss at x_prev) to the layers' outputs (one pass
+        after the other: the first graph is freed before the second is built)."""
+        batch, passes = self.batch(idx), []
+        for point, sign in zip(points, (1.0, -1.0), strict=False):
+            loss, sites = self.trace(point.detach().requires_grad_(True), batch)
+            grads = torch.autograd.grad(loss, [s.output for s in sites],
+                                        grad_outputs=torch.full_like(loss, sign))
+            passes.append([(s, s.view(g)) for s, g in zip(sites, grads, strict=True)])
         if len(passes) == 1:
-            return [Layer([term]) for term in terms]
-        now, before = terms[:len(terms) // 2], terms[len(terms) // 2:]
+            return [Layer([term]) for term in passes[0]]
         return [Layer([(s1, g1 + g2)] if _same_input(s1, s2) else [(s1, g1), (s2, g2)])
-                for (s1, g1), (s2, g2) in zip(now, before, strict=True)]
+                for (s1, g1), (s2, g2) in zip(*passes, strict=True)]
 
     def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
               ) -> tuple[torch.Tensor, torch.Tensor]:
