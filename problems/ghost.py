@@ -17,15 +17,14 @@ BatchNorm). From (a, g), for sample i:
 
 Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward and a
 backward pass at each point on the same batch, of loss(x) and of −loss(x'), which hand
-each layer g at x and −g' at x'. The difference G_i − G'_i = Σ_l g_il a_ilᵀ − Σ_l g'_il a'_ilᵀ
-is then one layer gradient over the 2L positions of both passes: its rows are the sum of
-the two passes' rows, its squared norm the ghost norm over 2L × 2L Grams (no separate
-‖G‖², ‖G'‖², ⟨G, G'⟩), its clipped sum the two contractions with g and −g' scaled by c. A
-layer that reads the same input in both passes (the first: the batch itself) has
-G_i − G'_i = Σ_l (g_il − g'_il) a_ilᵀ: one term over L positions.
+each layer g at x and −g' at x'. Each layer's difference G_i − G'_i is then a sum of two
+terms, Σ_l g_il a_ilᵀ + Σ_l (−g'_il) a'_ilᵀ: its rows are the sum of both passes' rows, its
+squared norm ‖G‖² + ‖G'‖² − 2⟨G, G'⟩ from three L × L Gram products, its clipped sum the
+two contractions with g and −g' scaled by c. A layer that reads the same input in both
+passes (the first: the batch itself) has one term, G_i − G'_i = Σ_l (g_il − g'_il) a_ilᵀ.
 
-A convolution's patch Gram Σ (a_l·a_m) is never unfolded: it is the Gram matrix of the
-padded input's pixels (over channels), summed over the kernel offsets
+A convolution's patch Gram (a_l·a'_m) is never unfolded: it is the Gram matrix of the
+padded inputs' pixels (over channels), summed over the kernel offsets
 (:func:`_patch_gram`), which costs b·(H_p·W_p)²·C instead of b·L²·C·k_h·k_w.
 
 Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1, numeric zero padding),
@@ -158,30 +157,27 @@ def _rows(site: Site, g: torch.Tensor) -> list[torch.Tensor]:
             a.reshape(1, -1, *a.shape[2:]), (b * g.shape[1], a.shape[1], *conv.kernel_size),
             g.reshape(1, -1, *g.shape[2:]), stride=conv.stride, padding=conv.padding,
             dilation=conv.dilation, groups=b).reshape(b, -1)
-    if site.bias is None:
-        return [weight]
-    return [weight, g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)]
+    return [weight, *([_bias_rows(site, g)] if site.bias is not None else [])]
 
 
-def _patch_gram(conv: nn.Conv2d, inputs: list[torch.Tensor], out: tuple[int, int]
-                ) -> torch.Tensor:
-    """Inner products of the unfolded input patches of the convolution, (b, T·L, T·L) over
-    the L = H'·W' output positions of T inputs, without unfolding: the Gram matrix of the
-    padded pixels (Σ over channels), summed over the kernel offsets (u, v),
-    ⟨patch_(i,j), patch_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v), pixel(s·i' + d·u,
-    s·j' + d·v)⟩ (strides s, dilations d); the sum over u first, then over v."""
+def _patch_gram(conv: nn.Conv2d, first: torch.Tensor, second: torch.Tensor,
+                out: tuple[int, int]) -> torch.Tensor:
+    """Inner products ⟨patch_l, patch'_m⟩ of the convolution's unfolded input patches of two
+    inputs, (b, L, L) over the L = H'·W' output positions, without unfolding: the Gram
+    matrix of the padded pixels (Σ over channels), summed over the kernel offsets (u, v),
+    ⟨patch_(i,j), patch'_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v),
+    pixel'(s·i' + d·u, s·j' + d·v)⟩ (strides s, dilations d); the sum over u, then v."""
     assert not isinstance(conv.padding, str)  # refused by :func:`_plain`
     (ph, pw), (sh, sw), (dh, dw) = conv.padding, conv.stride, conv.dilation
     kh, kw = conv.kernel_size
-    b, c = inputs[0].shape[:2]
-    t = len(inputs)
-    padded = F.pad(torch.stack(inputs, 2), (pw, pw, ph, ph))  # (b, C, T, H + 2ph, W + 2pw)
-    hp, wp = padded.shape[-2:]
-    pixels = padded.reshape(b, c, t * hp * wp)
-    gram = torch.bmm(pixels.transpose(1, 2), pixels).view(b, t, hp, wp, t, hp, wp)
-    rows = _shifted_sum(gram, (2, 5), [dh * u for u in range(kh)], out[0], sh)
-    patches = _shifted_sum(rows, (3, 6), [dw * v for v in range(kw)], out[1], sw)
-    return patches.view(b, t * out[0] * out[1], t * out[0] * out[1])
+    b, c = first.shape[:2]
+    pixels = [F.pad(a, (pw, pw, ph, ph)) for a in (first, second)]
+    hp, wp = pixels[0].shape[2:]
+    gram = torch.bmm(pixels[0].reshape(b, c, -1).transpose(1, 2), pixels[1].reshape(b, c, -1))
+    rows = _shifted_sum(gram.view(b, hp, wp, hp, wp), (1, 3), [dh * u for u in range(kh)],
+                        out[0], sh)
+    patches = _shifted_sum(rows, (2, 4), [dw * v for v in range(kw)], out[1], sw)
+    return patches.reshape(b, out[0] * out[1], out[0] * out[1])
 
 
 def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], size: int,
@@ -198,23 +194,33 @@ def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], siz
 
 
 def _ghost(terms: list[Term]) -> torch.Tensor:
-    """‖Σ_t G_t,i‖² per sample from the Gram matrices over all positions of all terms,
-    Σ_{l,m} (a_l·a_m)(g_l·g_m) (nothing materialised)."""
-    site = terms[0][0]
-    if site.kind == "conv":
-        assert site.conv is not None
-        out = terms[0][1].shape
-        g = torch.cat([g.flatten(2) for _, g in terms], 2)  # (b, O, T·L)
-        activations = _patch_gram(site.conv, [s.inputs for s, _ in terms], (out[2], out[3]))
-        weight = (activations * torch.bmm(g.transpose(1, 2), g)).sum((1, 2))
-        return weight + (g.sum(2) ** 2).sum(1) if site.bias is not None else weight
-    a = torch.cat([s.inputs for s, _ in terms], 1)  # (b, T·L, K)
-    g = torch.cat([g for _, g in terms], 1)  # (b, T·L, O)
-    if a.shape[1] == 1:
-        weight = (a[:, 0] ** 2).sum(1) * (g[:, 0] ** 2).sum(1)
-    else:
-        weight = (torch.bmm(a, a.transpose(1, 2)) * torch.bmm(g, g.transpose(1, 2))).sum((1, 2))
-    return weight + (g.sum(1) ** 2).sum(1) if site.bias is not None else weight
+    """‖Σ_t G_t,i‖² per sample = Σ_t ‖G_t,i‖² + 2 Σ_{t<u} ⟨G_t,i, G_u,i⟩, each from L × L
+    Gram matrices (nothing materialised)."""
+    weight = sum((_inner(terms[t], terms[u]) * (1 if t == u else 2)
+                  for t in range(len(terms)) for u in range(t, len(terms))),
+                 torch.zeros((), dtype=terms[0][1].dtype, device=terms[0][1].device))
+    if terms[0][0].bias is None:
+        return weight
+    bias = sum(_bias_rows(site, g) for site, g in terms)
+    return weight + torch.linalg.vecdot(bias, bias)
+
+
+def _inner(first: Term, second: Term) -> torch.Tensor:
+    """⟨G_i, G'_i⟩ of two terms of a layer's weight: Σ_{l,m} (a_l·a'_m)(g_l·g'_m)."""
+    (s1, g1), (s2, g2) = first, second
+    if s1.kind == "conv":
+        assert s1.conv is not None
+        activations = _patch_gram(s1.conv, s1.inputs, s2.inputs, (g1.shape[2], g1.shape[3]))
+        return (activations * torch.bmm(g1.flatten(2).transpose(1, 2), g2.flatten(2))).sum((1, 2))
+    a1, a2 = s1.inputs, s2.inputs
+    if a1.shape[1] == 1:
+        return torch.linalg.vecdot(a1[:, 0], a2[:, 0]) * torch.linalg.vecdot(g1[:, 0], g2[:, 0])
+    return (torch.bmm(a1, a2.transpose(1, 2)) * torch.bmm(g1, g2.transpose(1, 2))).sum((1, 2))
+
+
+def _bias_rows(site: Site, g: torch.Tensor) -> torch.Tensor:
+    """Per-sample gradients of a site's bias, (b, O): g summed over the positions."""
+    return g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)
 
 
 def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) -> None:
