@@ -36,7 +36,8 @@ loss keeps the per-sample (vmap) path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import combinations_with_replacement
 from typing import Any
 
 import numpy as np
@@ -124,8 +125,18 @@ class Layer:
         return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
 
 
-Tracer = Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
-"""``trace(x, batch) -> (summed loss, sites)``: one forward pass that records its layers."""
+@dataclass(frozen=True)
+class Tracer:
+    """``tracer(x, batch) -> (summed loss, sites)``: one forward pass that records its
+    layers. ``stacks``: ``x`` may also be two points stacked (2, d), traced in one pass
+    whose loss is (2,) (one sum per point) and whose sites carry a leading point axis on
+    their inputs (unless the input is the same at both points) and their output gradients."""
+
+    trace: Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
+    stacks: bool = False
+
+    def __call__(self, x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+        return self.trace(x, batch)
 
 
 # -- per-layer algebra ------------------------------------------------------------------------
@@ -196,12 +207,13 @@ def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], siz
 def _ghost(terms: list[Term]) -> torch.Tensor:
     """‖Σ_t G_t,i‖² per sample = Σ_t ‖G_t,i‖² + 2 Σ_{t<u} ⟨G_t,i, G_u,i⟩, each from L × L
     Gram matrices (nothing materialised)."""
-    weight = sum((_inner(terms[t], terms[u]) * (1 if t == u else 2)
-                  for t in range(len(terms)) for u in range(t, len(terms))),
-                 torch.zeros((), dtype=terms[0][1].dtype, device=terms[0][1].device))
+    parts = [_inner(t, u) if t is u else 2 * _inner(t, u)
+             for t, u in combinations_with_replacement(terms, 2)]
+    weight = sum(parts[1:], parts[0])
     if terms[0][0].bias is None:
         return weight
-    bias = sum(_bias_rows(site, g) for site, g in terms)
+    rows = [_bias_rows(site, g) for site, g in terms]
+    bias = sum(rows[1:], rows[0])
     return weight + torch.linalg.vecdot(bias, bias)
 
 
@@ -251,6 +263,14 @@ def _same_input(first: Site, second: Site) -> bool:
             and a.dtype == b.dtype)
 
 
+def _stacked_layer(site: Site, g: torch.Tensor) -> Layer:
+    """The difference layer of a pass over two stacked points: g (2, ...), the second
+    negated; the inputs (2, ...), or without the point axis where both points share them."""
+    if site.inputs.ndim < g.ndim:
+        return Layer([(site, g[0] + g[1])])
+    return Layer([(replace(site, inputs=site.inputs[t]), g[t]) for t in range(2)])
+
+
 # -- tracing ----------------------------------------------------------------------------------
 class BookkeepingOracle(TorchOracle):
     """A :class:`TorchOracle` whose clipped sums come from book-keeping (module docstring)."""
@@ -263,9 +283,15 @@ class BookkeepingOracle(TorchOracle):
     def _layers(self, idx: np.ndarray, *points: Any) -> list[Layer]:
         """The per-sample gradients at one point x, or of their difference between x and
         x_prev, per layer: at each point on the same batch ``idx``, a forward pass and the
-        backward of the summed loss (of −loss at x_prev) to the layers' outputs (one pass
-        after the other: the first graph is freed before the second is built)."""
+        backward of the summed loss (of −loss at x_prev) to the layers' outputs; both
+        points in one pass where the tracer stacks them, else one pass after the other
+        (the first graph is freed before the second is built)."""
         batch, passes = self.batch(idx), []
+        if len(points) == 2 and self.trace.stacks:
+            loss, sites = self.trace(torch.stack(points).detach().requires_grad_(True), batch)
+            signs = torch.tensor([1.0, -1.0], dtype=loss.dtype, device=loss.device)
+            grads = torch.autograd.grad(loss, [s.output for s in sites], grad_outputs=signs)
+            return [_stacked_layer(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
         for point, sign in zip(points, (1.0, -1.0), strict=False):
             loss, sites = self.trace(point.detach().requires_grad_(True), batch)
             grads = torch.autograd.grad(loss, [s.output for s in sites],
@@ -382,12 +408,13 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
                 h.remove()
         return loss, sites
 
-    return trace
+    return Tracer(trace)
 
 
 # -- the flat-parameter MLP -------------------------------------------------------------------
 def mlp_tracer(shapes: list[tuple[tuple[int, int], int]], losses: BatchLoss) -> Tracer:
-    """Trace an :class:`~problems.models.mlp.MLP` (weights stored fan_in × fan_out)."""
+    """Trace an :class:`~problems.models.mlp.MLP` (weights stored fan_in × fan_out), at one
+    point or two stacked (its logits take both in one pass)."""
     slices, start = [], 0
     for (fan_in, fan_out), bias in shapes:
         slices.append((slice(start, start + fan_in * fan_out),
@@ -397,16 +424,15 @@ def mlp_tracer(shapes: list[tuple[tuple[int, int], int]], losses: BatchLoss) -> 
     def trace(x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
         sites: list[Site] = []
 
-        def record(layer: int, a: Any, z: Any) -> None:
-            b = a.shape[0]
-            sites.append(Site("linear", a.detach().reshape(b, 1, -1), z,
-                              lambda g: g.reshape(b, 1, -1), *slices[layer], transposed=False))
+        def record(layer: int, a: Any, z: Any) -> None:  # a: (b, K), or (2, b, K) if stacked
+            sites.append(Site("linear", a.detach().unsqueeze(-2), z, lambda g: g.unsqueeze(-2),
+                              *slices[layer], transposed=False))
 
         with tapping(record):
-            loss = losses(x, *batch).sum()
+            loss = losses(x, *batch).sum(-1)
         return loss, sites
 
-    return trace
+    return Tracer(trace, stacks=True)
 
 
 def bookkeeping_tracer(model: Any, losses: BatchLoss) -> Tracer | None:

@@ -1,7 +1,7 @@
 """The fused book-keeping kernels of problems/ghost.py equal materialised clipping: the patch
 Gram without unfolding, the ghost and the per-sample-row path of every layer (forced), the
-differences over both passes' positions (one term where the input is shared), in float64
-and float32, and jax's materialised clipping on the MLP."""
+differences of two passes (one term where the input is shared; the MLP's two points in one
+stacked pass), in float64 and float32, and jax's materialised clipping on the MLP."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from torch.nn import functional as F  # noqa: E402
 from problems import ghost  # noqa: E402
 from problems.backend import BackendSpec  # noqa: E402
 from problems.ghost import BookkeepingOracle, module_layers  # noqa: E402
+from problems.models.mlp import MLP  # noqa: E402
 from problems.models.torch_module import TorchModel  # noqa: E402
 from problems.oracles import TorchOracle  # noqa: E402
 
@@ -131,3 +132,14 @@ def test_convolutions_book_keeping_cannot_follow_keep_the_per_sample_path(kw: di
     assert module_layers(model.module, model._layout) is None
     plain = TorchModel(nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.Flatten()), 3)
     assert module_layers(plain.module, plain._layout) is not None
+
+
+def test_mlp_logits_of_stacked_points_are_each_points_logits() -> None:
+    mlp = MLP((5, 4, 3))
+    rng = np.random.default_rng(0)
+    points, features = rng.standard_normal((2, mlp.n_params)), rng.standard_normal((6, 5))
+    stacked = mlp.logits(np, points, features)
+    assert stacked.shape == (2, 6, 3)
+    for point, logits in zip(points, stacked, strict=True):
+        np.testing.assert_allclose(logits, mlp.logits(np, point, features), rtol=1e-13)
+    np.testing.assert_allclose(mlp.logits(np, points[0], features[0]), stacked[0, 0], rtol=1e-13)
