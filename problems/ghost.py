@@ -282,25 +282,27 @@ class BookkeepingOracle(TorchOracle):
 
     def _layers(self, idx: np.ndarray, *points: Any) -> list[Layer]:
         """The per-sample gradients at one point x, or of their difference between x and
-        x_prev, per layer: at each point on the same batch ``idx``, a forward pass and the
-        backward of the summed loss (of −loss at x_prev) to the layers' outputs; both
-        points in one pass where the tracer stacks them, else one pass after the other
-        (the first graph is freed before the second is built)."""
-        batch, passes = self.batch(idx), []
+        x_prev, per layer, on the same batch ``idx``: both points in one pass where the
+        tracer stacks them, else one pass after the other (the first graph is freed before
+        the second is built)."""
+        batch = self.batch(idx)
         if len(points) == 2 and self.trace.stacks:
-            loss, sites = self.trace(torch.stack(points).detach().requires_grad_(True), batch)
-            signs = torch.tensor([1.0, -1.0], dtype=loss.dtype, device=loss.device)
-            grads = torch.autograd.grad(loss, [s.output for s in sites], grad_outputs=signs)
-            return [_stacked_layer(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
-        for point, sign in zip(points, (1.0, -1.0), strict=False):
-            loss, sites = self.trace(point.detach().requires_grad_(True), batch)
-            grads = torch.autograd.grad(loss, [s.output for s in sites],
-                                        grad_outputs=torch.full_like(loss, sign))
-            passes.append([(s, s.view(g)) for s, g in zip(sites, grads, strict=True)])
+            return [_stacked_layer(*term)
+                    for term in self._pass(torch.stack(points), batch, [1.0, -1.0])]
+        passes = [self._pass(p, batch, sign) for p, sign in zip(points, (1.0, -1.0),
+                                                                  strict=False)]
         if len(passes) == 1:
             return [Layer([term]) for term in passes[0]]
         return [Layer([(s1, g1 + g2)] if _same_input(s1, s2) else [(s1, g1), (s2, g2)])
                 for (s1, g1), (s2, g2) in zip(*passes, strict=True)]
+
+    def _pass(self, x: Any, batch: tuple[Any, ...], signs: float | list[float]) -> list[Term]:
+        """A forward pass at ``x`` (a point, or points stacked) and the backward of the
+        loss, times ``signs`` (one per point), to the layers' outputs."""
+        loss, sites = self.trace(x.detach().requires_grad_(True), batch)
+        root = torch.tensor(signs, dtype=loss.dtype, device=loss.device)
+        grads = torch.autograd.grad(loss, [s.output for s in sites], grad_outputs=root)
+        return [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
 
     def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
               ) -> tuple[torch.Tensor, torch.Tensor]:
