@@ -57,15 +57,14 @@ class Site:
     """One parametrised layer in one forward pass.
 
     ``inputs``: (b, L, K) for a linear layer, the input (b, C, H, W) for a convolution, the
-    normalised input (b, C, P) for a scale; ``output``: the layer's output (in the autograd
-    graph); ``view`` maps its gradient to (b, L, O), (b, O, H', W') or (b, C, P);
+    normalised input (b, C, P) for a scale; ``view`` maps the gradient at its output to
+    (b, L, O), (b, O, H', W') or (b, C, P);
     ``weight``/``bias``: slices of the flat parameter vector; ``transposed``: a linear
     weight stored O × K (torch) instead of K × O; ``conv``: the convolution's module.
     """
 
     kind: str  # "linear", "conv" or "scale"
     inputs: torch.Tensor
-    output: torch.Tensor
     view: Callable[[torch.Tensor], torch.Tensor]
     weight: slice
     bias: slice | None
@@ -125,17 +124,22 @@ class Layer:
         return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
 
 
+Traced = tuple[torch.Tensor, list[Site], list[torch.Tensor]]
+"""(summed loss, sites, their outputs in the autograd graph): the outputs are kept apart so
+that they are released after the backward (they would keep the pre-activations alive)."""
+
+
 @dataclass(frozen=True)
 class Tracer:
-    """``tracer(x, batch) -> (summed loss, sites)``: one forward pass that records its
-    layers. ``stacks``: ``x`` may also be two points stacked (2, d), traced in one pass
-    whose loss is (2,) (one sum per point) and whose sites carry a leading point axis on
-    their inputs (unless the input is the same at both points) and their output gradients."""
+    """``tracer(x, batch) -> Traced``: one forward pass that records its layers.
+    ``stacks``: ``x`` may also be two points stacked (2, d), traced in one pass whose loss
+    is (2,) (one sum per point) and whose sites carry a leading point axis on their inputs
+    (unless the input is the same at both points) and their output gradients."""
 
-    trace: Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
+    trace: Callable[[Any, tuple[Any, ...]], Traced]
     stacks: bool = False
 
-    def __call__(self, x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+    def __call__(self, x: Any, batch: tuple[Any, ...]) -> Traced:
         return self.trace(x, batch)
 
 
@@ -299,9 +303,9 @@ class BookkeepingOracle(TorchOracle):
     def _pass(self, x: Any, batch: tuple[Any, ...], signs: float | list[float]) -> list[Term]:
         """A forward pass at ``x`` (a point, or points stacked) and the backward of the
         loss, times ``signs`` (one per point), to the layers' outputs."""
-        loss, sites = self.trace(x.detach().requires_grad_(True), batch)
+        loss, sites, outputs = self.trace(x.detach().requires_grad_(True), batch)
         root = torch.tensor(signs, dtype=loss.dtype, device=loss.device)
-        grads = torch.autograd.grad(loss, [s.output for s in sites], grad_outputs=root)
+        grads = torch.autograd.grad(loss, outputs, grad_outputs=root)
         return [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
 
     def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
@@ -375,24 +379,24 @@ def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], in
     return layers if covered == set(offsets) else None
 
 
-def _module_site(sub: nn.Module, a: torch.Tensor, out: torch.Tensor, weight: slice,
-                 bias: slice | None) -> Site:
+def _module_site(sub: nn.Module, a: torch.Tensor, weight: slice, bias: slice | None) -> Site:
     b = a.shape[0]
     if isinstance(sub, nn.Linear):
-        return Site("linear", a.detach().reshape(b, -1, a.shape[-1]), out,
+        return Site("linear", a.detach().reshape(b, -1, a.shape[-1]),
                     lambda g: g.reshape(b, -1, g.shape[-1]), weight, bias)
     if isinstance(sub, nn.Conv2d):
-        return Site("conv", a.detach(), out, lambda g: g, weight, bias, conv=sub)
+        return Site("conv", a.detach(), lambda g: g, weight, bias, conv=sub)
     assert isinstance(sub, nn.GroupNorm)
     normed = F.group_norm(a.detach(), sub.num_groups, eps=sub.eps).flatten(2)
-    return Site("scale", normed, out, lambda g: g.flatten(2), weight, bias)
+    return Site("scale", normed, lambda g: g.flatten(2), weight, bias)
 
 
 def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice | None]],
                   losses: BatchLoss) -> Tracer:
     """Trace the torch ``module`` (called inside ``losses``) with forward hooks."""
-    def trace(x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+    def trace(x: Any, batch: tuple[Any, ...]) -> Traced:
         sites: list[Site] = []
+        outputs: list[torch.Tensor] = []
         seen: set[nn.Module] = set()
 
         def hook(sub: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
@@ -400,7 +404,8 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
                 raise RuntimeError("a layer used twice in one pass: book-keeping needs "
                                    "each parameter used once")
             seen.add(sub)
-            sites.append(_module_site(sub, inputs[0], out, *layers[sub]))
+            sites.append(_module_site(sub, inputs[0], *layers[sub]))
+            outputs.append(out)
 
         handles = [sub.register_forward_hook(hook) for sub in layers]
         try:
@@ -408,7 +413,7 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
         finally:
             for h in handles:
                 h.remove()
-        return loss, sites
+        return loss, sites, outputs
 
     return Tracer(trace)
 
@@ -423,16 +428,18 @@ def mlp_tracer(shapes: list[tuple[tuple[int, int], int]], losses: BatchLoss) -> 
                        slice(start + fan_in * fan_out, start + fan_in * fan_out + bias)))
         start += fan_in * fan_out + bias
 
-    def trace(x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+    def trace(x: Any, batch: tuple[Any, ...]) -> Traced:
         sites: list[Site] = []
+        outputs: list[torch.Tensor] = []
 
         def record(layer: int, a: Any, z: Any) -> None:  # a: (b, K), or (2, b, K) if stacked
-            sites.append(Site("linear", a.detach().unsqueeze(-2), z, lambda g: g.unsqueeze(-2),
+            sites.append(Site("linear", a.detach().unsqueeze(-2), lambda g: g.unsqueeze(-2),
                               *slices[layer], transposed=False))
+            outputs.append(z)
 
         with tapping(record):
             loss = losses(x, *batch).sum(-1)
-        return loss, sites
+        return loss, sites, outputs
 
     return Tracer(trace, stacks=True)
 
