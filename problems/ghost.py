@@ -8,26 +8,36 @@ x̂ the normalised input). A forward pass keeps each layer's input; one backward
 summed loss gives g = ∂L/∂z, which is per sample because samples never interact (no
 BatchNorm). From (a, g), for sample i:
 
-* the weight gradient is G_i = Σ_l g_il a_ilᵀ; its squared norm (and the inner product with
-  the same layer at another point) is materialised as an O × K matrix when O·K ≤ L², else
-  taken from the L × L Gram matrices, Σ_{l,m} (a_l·a'_m)(g_l·g'_m) (the ghost norm of
-  Li et al. 2022; Goodfellow 2015 for L = 1); the bias gradient is Σ_l g_il;
+* the weight gradient is G_i = Σ_l g_il a_ilᵀ; for its squared norm it is materialised as
+  an O × K matrix when O·K ≤ L², else the norm comes from the L × L Gram matrices,
+  Σ_{l,m} (a_l·a_m)(g_l·g_m) (the ghost norm of Li et al. 2022; Goodfellow 2015 for
+  L = 1); the bias gradient is Σ_l g_il;
 * clip factors c_i = min(1, C/‖G_i‖) over all layers, and the clipped sum of each layer is
   its ordinary weight-gradient contraction with g scaled by c (Bu et al. 2023, "book-keeping").
 
-Differences of per-sample gradients at two points (SPIDER, PriSMA) use two passes:
-‖G_i − G'_i‖² = ‖G_i‖² + ‖G'_i‖² − 2⟨G_i, G'_i⟩, and the clipped sum Σ c_i (G_i − G'_i).
+Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward and a
+backward pass at each point on the same batch, of loss(x) and of −loss(x'), which hand
+each layer g at x and −g' at x'. Each layer's difference G_i − G'_i is then a sum of two
+terms, Σ_l g_il a_ilᵀ + Σ_l (−g'_il) a'_ilᵀ: its rows are the sum of both passes' rows, its
+squared norm ‖G‖² + ‖G'‖² − 2⟨G, G'⟩ from three L × L Gram products, its clipped sum the
+two contractions with g and −g' scaled by c. A layer that reads the same input in both
+passes (the first: the batch itself) has one term, G_i − G'_i = Σ_l (g_il − g'_il) a_ilᵀ.
 
-Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1), ``nn.GroupNorm`` and the
-flat-parameter :class:`~problems.models.mlp.MLP`. A network with any other parametrised
-layer, a layer used twice in one forward pass, or an L2 term in the loss keeps the
-per-sample (vmap) path.
+A convolution's patch Gram (a_l·a'_m) is never unfolded: it is the Gram matrix of the
+padded inputs' pixels (over channels), summed over the kernel offsets
+(:func:`_patch_gram`), which costs b·(H_p·W_p)²·C instead of b·L²·C·k_h·k_w.
+
+Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1, numeric zero padding),
+``nn.GroupNorm`` and the flat-parameter :class:`~problems.models.mlp.MLP`. A network with
+any other parametrised layer, a layer used twice in one forward pass, or an L2 term in the
+loss keeps the per-sample (vmap) path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from itertools import combinations_with_replacement
 from typing import Any
 
 import numpy as np
@@ -47,15 +57,14 @@ class Site:
     """One parametrised layer in one forward pass.
 
     ``inputs``: (b, L, K) for a linear layer, the input (b, C, H, W) for a convolution, the
-    normalised input (b, C, P) for a scale; ``output``: the layer's output (in the autograd
-    graph); ``view`` maps its gradient to (b, L, O), (b, O, H', W') or (b, C, P);
+    normalised input (b, C, P) for a scale; ``view`` maps the gradient at its output to
+    (b, L, O), (b, O, H', W') or (b, C, P);
     ``weight``/``bias``: slices of the flat parameter vector; ``transposed``: a linear
     weight stored O × K (torch) instead of K × O; ``conv``: the convolution's module.
     """
 
     kind: str  # "linear", "conv" or "scale"
     inputs: torch.Tensor
-    output: torch.Tensor
     view: Callable[[torch.Tensor], torch.Tensor]
     weight: slice
     bias: slice | None
@@ -63,27 +72,75 @@ class Site:
     conv: nn.Conv2d | None = None
 
 
+Term = tuple[Site, torch.Tensor]
+"""A site and the gradient of the pass's loss at its output (laid out by ``site.view``)."""
+
+
 @dataclass
-class Book:
-    """The sites of one pass with their output gradients, and the per-sample rows of the
-    layers where they are materialised (kept for the weighted sum)."""
+class Layer:
+    """One layer's per-sample gradients, Σ_t G(site_t, g_t) over its terms: one term at one
+    point; at two points their difference, one term per pass (the second pass's g negated),
+    or a single term (site, g − g') where both passes read the same input (module
+    docstring). The per-sample rows are kept once computed (:func:`_materialise` layers)."""
 
-    sites: list[Site]
-    grads: list[torch.Tensor]
-    rows: dict[int, torch.Tensor] = field(default_factory=dict)
+    terms: list[Term]
+    rows: list[torch.Tensor] | None = None
 
-    def layer_rows(self, i: int) -> torch.Tensor | None:
-        """Layer i's per-sample gradients (b, p) if materialised (computed once), else None."""
-        site, g = self.sites[i], self.grads[i]
-        if not _materialise(site, g):
-            return None
-        if i not in self.rows:
-            self.rows[i] = _rows(site, g)
-        return self.rows[i]
+    @property
+    def site(self) -> Site:
+        return self.terms[0][0]
+
+    @property
+    def materialised(self) -> bool:
+        return _materialise(*self.terms[0])
+
+    def per_sample(self) -> list[torch.Tensor]:
+        """The per-sample gradients of the weight (b, O·K), then the bias (b, O), computed
+        once."""
+        if self.rows is None:
+            self.rows = _rows(*self.terms[0])
+            for site, g in self.terms[1:]:
+                for total, part in zip(self.rows, _rows(site, g), strict=True):
+                    total += part
+        return self.rows
+
+    def sq_norms(self) -> torch.Tensor:
+        """‖Σ_t G_t,i‖² per sample."""
+        if not self.materialised:
+            return _ghost(self.terms)
+        weight, *bias = self.per_sample()
+        return sum((torch.linalg.vecdot(r, r) for r in bias), torch.linalg.vecdot(weight, weight))
+
+    def add_weighted(self, c: torch.Tensor, flat: torch.Tensor) -> None:
+        """Add Σ_i c_i Σ_t G_t,i into the flat gradient vector."""
+        if not self.materialised:  # each term's weight-gradient contraction, g scaled by c
+            for site, g in self.terms:
+                _weighted(site, g, c, flat)
+            return
+        for part, rows in zip(self._parts(), self.per_sample(), strict=True):
+            flat[part] += c @ rows
+
+    def _parts(self) -> list[slice]:
+        return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
 
 
-Tracer = Callable[[Any, tuple[Any, ...]], tuple[torch.Tensor, list[Site]]]
-"""``trace(x, batch) -> (summed loss, sites)``: one forward pass that records its layers."""
+Traced = tuple[torch.Tensor, list[Site], list[torch.Tensor]]
+"""(summed loss, sites, their outputs in the autograd graph): the outputs are kept apart so
+that they are released after the backward (they would keep the pre-activations alive)."""
+
+
+@dataclass(frozen=True)
+class Tracer:
+    """``tracer(x, batch) -> Traced``: one forward pass that records its layers.
+    ``stacks``: ``x`` may also be two points stacked (2, d), traced in one pass whose loss
+    is (2,) (one sum per point) and whose sites carry a leading point axis on their inputs
+    (unless the input is the same at both points) and their output gradients."""
+
+    trace: Callable[[Any, tuple[Any, ...]], Traced]
+    stacks: bool = False
+
+    def __call__(self, x: Any, batch: tuple[Any, ...]) -> Traced:
+        return self.trace(x, batch)
 
 
 # -- per-layer algebra ------------------------------------------------------------------------
@@ -101,69 +158,89 @@ def _materialise(site: Site, g: torch.Tensor) -> bool:
     return g.shape[1] * site.inputs.shape[1] * kh * kw <= length * length
 
 
-def _rows(site: Site, g: torch.Tensor) -> torch.Tensor:
-    """Per-sample gradients of a site, (b, p)."""
+def _rows(site: Site, g: torch.Tensor) -> list[torch.Tensor]:
+    """Per-sample gradients of a site: the weight's (b, O·K), then the bias's (b, O)."""
     b = g.shape[0]
     if site.kind == "scale":
-        return torch.cat([(site.inputs * g).sum(-1), *([g.sum(-1)] if site.bias else [])], 1)
-    if site.kind == "linear":
+        weight = (site.inputs * g).sum(-1)
+    elif site.kind == "linear":
         weight = torch.einsum("blo,blk->bok", g, site.inputs).flatten(1)
-        return torch.cat([weight, *([g.sum(1)] if site.bias else [])], 1)
-    conv, a = site.conv, site.inputs
-    assert conv is not None
-    per_sample = conv2d_weight(  # the batch as groups: one weight gradient per sample
-        a.reshape(1, -1, *a.shape[2:]), (b * g.shape[1], a.shape[1], *conv.kernel_size),
-        g.reshape(1, -1, *g.shape[2:]), stride=conv.stride, padding=conv.padding,
-        dilation=conv.dilation, groups=b)
-    return torch.cat([per_sample.reshape(b, -1), *([g.sum((2, 3))] if site.bias else [])], 1)
-
-
-def _patches(site: Site, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(a, g) as (b, L, K) and (b, L, O) (a convolution's unfolded input patches)."""
-    if site.kind == "linear":
-        return site.inputs, g
-    conv = site.conv
-    assert conv is not None
-    patches = F.unfold(site.inputs, conv.kernel_size, dilation=conv.dilation,
-                       padding=conv.padding, stride=conv.stride)  # type: ignore[arg-type]
-    return patches.transpose(1, 2), g.flatten(2).transpose(1, 2)
-
-
-def _ghost(s1: Site, g1: torch.Tensor, s2: Site, g2: torch.Tensor) -> torch.Tensor:
-    """⟨G_i, G'_i⟩ per sample from the L × L Gram matrices (nothing materialised)."""
-    (a1, h1), (a2, h2) = _patches(s1, g1), _patches(s2, g2)
-    if a1.shape[1] == 1:
-        weight = (a1[:, 0] * a2[:, 0]).sum(1) * (h1[:, 0] * h2[:, 0]).sum(1)
     else:
-        weight = (torch.bmm(a1, a2.transpose(1, 2)) * torch.bmm(h1, h2.transpose(1, 2))).sum((1, 2))
-    return weight + ((h1.sum(1) * h2.sum(1)).sum(1) if s1.bias else 0.0)
+        conv, a = site.conv, site.inputs
+        assert conv is not None
+        weight = conv2d_weight(  # the batch as groups: one weight gradient per sample
+            a.reshape(1, -1, *a.shape[2:]), (b * g.shape[1], a.shape[1], *conv.kernel_size),
+            g.reshape(1, -1, *g.shape[2:]), stride=conv.stride, padding=conv.padding,
+            dilation=conv.dilation, groups=b).reshape(b, -1)
+    return [weight, *([_bias_rows(site, g)] if site.bias is not None else [])]
 
 
-def _sq_norms(book: Book) -> torch.Tensor:
-    """‖G_i‖² per sample, summed over the layers of one pass."""
-    total = torch.zeros((), dtype=book.grads[0].dtype, device=book.grads[0].device)
-    for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
-        rows = book.layer_rows(i)
-        total = total + ((rows**2).sum(1) if rows is not None else _ghost(s, g, s, g))
+def _patch_gram(conv: nn.Conv2d, first: torch.Tensor, second: torch.Tensor,
+                out: tuple[int, int]) -> torch.Tensor:
+    """Inner products ⟨patch_l, patch'_m⟩ of the convolution's unfolded input patches of two
+    inputs, (b, L, L) over the L = H'·W' output positions, without unfolding: the Gram
+    matrix of the padded pixels (Σ over channels), summed over the kernel offsets (u, v),
+    ⟨patch_(i,j), patch'_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v),
+    pixel'(s·i' + d·u, s·j' + d·v)⟩ (strides s, dilations d); the sum over u, then v."""
+    assert not isinstance(conv.padding, str)  # refused by :func:`_plain`
+    (ph, pw), (sh, sw), (dh, dw) = conv.padding, conv.stride, conv.dilation
+    kh, kw = conv.kernel_size
+    b, c = first.shape[:2]
+    pixels = [F.pad(a, (pw, pw, ph, ph)) for a in (first, second)]
+    hp, wp = pixels[0].shape[2:]
+    gram = torch.bmm(pixels[0].reshape(b, c, -1).transpose(1, 2), pixels[1].reshape(b, c, -1))
+    rows = _shifted_sum(gram.view(b, hp, wp, hp, wp), (1, 3), [dh * u for u in range(kh)],
+                        out[0], sh)
+    patches = _shifted_sum(rows, (2, 4), [dw * v for v in range(kw)], out[1], sw)
+    return patches.reshape(b, out[0] * out[1], out[0] * out[1])
+
+
+def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], size: int,
+                 step: int) -> torch.Tensor:
+    """Σ_o of ``t`` at indices o + step·k (k < size) along both ``dims``."""
+    index = [slice(None)] * t.ndim
+    total: torch.Tensor | None = None
+    for o in offsets:
+        index[dims[0]] = index[dims[1]] = slice(o, o + step * (size - 1) + 1, step)
+        part = t[tuple(index)]
+        total = part.clone() if total is None else total.add_(part)
+    assert total is not None
     return total
 
 
-def _diff_sq_norms(now: Book, before: Book) -> torch.Tensor:
-    """‖G_i − G'_i‖² per sample between two passes."""
-    total = torch.zeros((), dtype=now.grads[0].dtype, device=now.grads[0].device)
-    for i, (s1, g1, s2, g2) in enumerate(zip(now.sites, now.grads, before.sites, before.grads,
-                                             strict=True)):
-        r1, r2 = now.layer_rows(i), before.layer_rows(i)
-        if r1 is not None and r2 is not None:
-            total = total + ((r1 - r2) ** 2).sum(1)
-        else:
-            total = total + (_ghost(s1, g1, s1, g1) + _ghost(s2, g2, s2, g2)
-                             - 2 * _ghost(s1, g1, s2, g2))
-    return total
+def _ghost(terms: list[Term]) -> torch.Tensor:
+    """‖Σ_t G_t,i‖² per sample = Σ_t ‖G_t,i‖² + 2 Σ_{t<u} ⟨G_t,i, G_u,i⟩, each from L × L
+    Gram matrices (nothing materialised)."""
+    parts = [_inner(t, u) if t is u else 2 * _inner(t, u)
+             for t, u in combinations_with_replacement(terms, 2)]
+    weight = sum(parts[1:], parts[0])
+    if terms[0][0].bias is None:
+        return weight
+    rows = [_bias_rows(site, g) for site, g in terms]
+    bias = sum(rows[1:], rows[0])
+    return weight + torch.linalg.vecdot(bias, bias)
+
+
+def _inner(first: Term, second: Term) -> torch.Tensor:
+    """⟨G_i, G'_i⟩ of two terms of a layer's weight: Σ_{l,m} (a_l·a'_m)(g_l·g'_m)."""
+    (s1, g1), (s2, g2) = first, second
+    if s1.kind == "conv":
+        assert s1.conv is not None
+        activations = _patch_gram(s1.conv, s1.inputs, s2.inputs, (g1.shape[2], g1.shape[3]))
+        return (activations * torch.bmm(g1.flatten(2).transpose(1, 2), g2.flatten(2))).sum((1, 2))
+    a1, a2 = s1.inputs, s2.inputs
+    if a1.shape[1] == 1:
+        return torch.linalg.vecdot(a1[:, 0], a2[:, 0]) * torch.linalg.vecdot(g1[:, 0], g2[:, 0])
+    return (torch.bmm(a1, a2.transpose(1, 2)) * torch.bmm(g1, g2.transpose(1, 2))).sum((1, 2))
+
+
+def _bias_rows(site: Site, g: torch.Tensor) -> torch.Tensor:
+    """Per-sample gradients of a site's bias, (b, O): g summed over the positions."""
+    return g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)
 
 
 def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) -> None:
-    """Add Σ_i c_i G_i of one layer into the flat gradient vector."""
+    """Add Σ_i c_i G_i of one site into the flat gradient vector."""
     gc = g * c.view(-1, *([1] * (g.ndim - 1)))
     if site.kind == "scale":
         flat[site.weight] += (site.inputs * gc).sum((0, 2))
@@ -183,11 +260,19 @@ def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) 
         flat[site.bias] += gc.sum(reduce)
 
 
-def _factors_and_norms(sq_norms: torch.Tensor, clip: float
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Clip factors min(1, C/‖G_i‖) and the norms ‖G_i‖ they are computed from."""
-    norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
-    return 1.0 / torch.clamp(norms / clip, min=1.0), norms
+def _same_input(first: Site, second: Site) -> bool:
+    """Whether two sites read the same memory (the batch, at a network's first layer)."""
+    a, b = first.inputs, second.inputs
+    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+            and a.dtype == b.dtype)
+
+
+def _stacked_layer(site: Site, g: torch.Tensor) -> Layer:
+    """The difference layer of a pass over two stacked points: g (2, ...), the second
+    negated; the inputs (2, ...), or without the point axis where both points share them."""
+    if site.inputs.ndim < g.ndim:
+        return Layer([(site, g[0] + g[1])])
+    return Layer([(replace(site, inputs=site.inputs[t]), g[t]) for t in range(2)])
 
 
 # -- tracing ----------------------------------------------------------------------------------
@@ -199,26 +284,43 @@ class BookkeepingOracle(TorchOracle):
         super().__init__(backend, losses, data, **kw)
         self.trace = trace
 
-    def _book(self, x: Any, idx: np.ndarray) -> Book:
-        """One forward pass at ``x`` on the samples ``idx`` and the backward to the layers'
-        outputs."""
-        point = x.detach().requires_grad_(True)
-        loss, sites = self.trace(point, self.batch(idx))
-        grads = torch.autograd.grad(loss, [s.output for s in sites])
-        return Book(sites, [s.view(g) for s, g in zip(sites, grads, strict=True)])
+    def _layers(self, idx: np.ndarray, *points: Any) -> list[Layer]:
+        """The per-sample gradients at one point x, or of their difference between x and
+        x_prev, per layer, on the same batch ``idx``: both points in one pass where the
+        tracer stacks them, else one pass after the other (the first graph is freed before
+        the second is built)."""
+        batch = self.batch(idx)
+        if len(points) == 2 and self.trace.stacks:
+            return [_stacked_layer(*term)
+                    for term in self._pass(torch.stack(points), batch, [1.0, -1.0])]
+        passes = [self._pass(p, batch, sign) for p, sign in zip(points, (1.0, -1.0),
+                                                                  strict=False)]
+        if len(passes) == 1:
+            return [Layer([term]) for term in passes[0]]
+        return [Layer([(s1, g1 + g2)] if _same_input(s1, s2) else [(s1, g1), (s2, g2)])
+                for (s1, g1), (s2, g2) in zip(*passes, strict=True)]
 
-    def _sum(self, book: Book, c: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
-        for i, (s, g) in enumerate(zip(book.sites, book.grads, strict=True)):
-            rows = book.rows.get(i)
-            if rows is None:  # the layer's own weight-gradient contraction, g scaled by c
-                _weighted(s, g, c, flat)
-                continue
-            total = c @ rows  # rows already hold the per-sample gradients: weight, then bias
-            size = s.weight.stop - s.weight.start
-            flat[s.weight] += total[:size]
-            if s.bias is not None:
-                flat[s.bias] += total[size:]
-        return flat
+    def _pass(self, x: Any, batch: tuple[Any, ...], signs: float | list[float]) -> list[Term]:
+        """A forward pass at ``x`` (a point, or points stacked) and the backward of the
+        loss, times ``signs`` (one per point), to the layers' outputs."""
+        loss, sites, outputs = self.trace(x.detach().requires_grad_(True), batch)
+        root = torch.tensor(signs, dtype=loss.dtype, device=loss.device)
+        grads = torch.autograd.grad(loss, outputs, grad_outputs=root)
+        return [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
+
+    def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Σ_i c_i G_i, (‖G_i‖)_i) over the layers' per-sample gradients G_i, with clip
+        factors c_i = min(1, C/‖G_i‖) (c_i = 1 where ``clip`` is None)."""
+        with torch.no_grad():
+            sq_norms = torch.stack([layer.sq_norms() for layer in layers]).sum(0)
+            norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
+            c = torch.ones_like(norms) if clip is None else 1.0 / torch.clamp(norms / clip,
+                                                                                min=1.0)
+            total = torch.zeros_like(like)
+            for layer in layers:
+                layer.add_weighted(c, total)
+            return total, norms
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
@@ -227,17 +329,10 @@ class BookkeepingOracle(TorchOracle):
                                    ) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        book = self._book(x, idx)
-        with torch.no_grad():
-            c, norms = _factors_and_norms(_sq_norms(book), clip)
-            return self._sum(book, c, torch.zeros_like(x)), norms
+        return self._sums(self._layers(idx, x), clip, x)
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
-        book = self._book(x, idx)
-        with torch.no_grad():
-            ones = torch.ones(len(idx), dtype=x.dtype, device=x.device)
-            return (self._sum(book, ones, torch.zeros_like(x)),
-                    torch.sqrt(torch.clamp(_sq_norms(book), min=0.0)))
+        return self._sums(self._layers(idx, x), None, x)
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_diff_sum_and_norms(x, x_prev, idx, clip)[0]
@@ -246,15 +341,16 @@ class BookkeepingOracle(TorchOracle):
                                         clip: float) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        now, before = self._book(x, idx), self._book(x_prev, idx)
-        with torch.no_grad():
-            c, norms = _factors_and_norms(_diff_sq_norms(now, before), clip)
-            return (self._sum(now, c, torch.zeros_like(x))
-                    - self._sum(before, c, torch.zeros_like(x)), norms)
+        return self._sums(self._layers(idx, x, x_prev), clip, x)
 
 
 # -- torch modules ----------------------------------------------------------------------------
 SUPPORTED = (nn.Linear, nn.Conv2d, nn.GroupNorm)
+
+
+def _plain(conv: nn.Conv2d) -> bool:
+    """A convolution book-keeping handles: one group, numeric zero padding."""
+    return conv.groups == 1 and conv.padding_mode == "zeros" and not isinstance(conv.padding, str)
 
 
 def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], int]]
@@ -271,7 +367,7 @@ def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], in
         own = [n for n, _ in sub.named_parameters(recurse=False)]
         if not own:
             continue
-        if not isinstance(sub, SUPPORTED) or (isinstance(sub, nn.Conv2d) and sub.groups != 1):
+        if not isinstance(sub, SUPPORTED) or (isinstance(sub, nn.Conv2d) and not _plain(sub)):
             return None
         if isinstance(sub, nn.GroupNorm) and not sub.affine:
             return None
@@ -283,24 +379,24 @@ def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], in
     return layers if covered == set(offsets) else None
 
 
-def _module_site(sub: nn.Module, a: torch.Tensor, out: torch.Tensor, weight: slice,
-                 bias: slice | None) -> Site:
+def _module_site(sub: nn.Module, a: torch.Tensor, weight: slice, bias: slice | None) -> Site:
     b = a.shape[0]
     if isinstance(sub, nn.Linear):
-        return Site("linear", a.detach().reshape(b, -1, a.shape[-1]), out,
+        return Site("linear", a.detach().reshape(b, -1, a.shape[-1]),
                     lambda g: g.reshape(b, -1, g.shape[-1]), weight, bias)
     if isinstance(sub, nn.Conv2d):
-        return Site("conv", a.detach(), out, lambda g: g, weight, bias, conv=sub)
+        return Site("conv", a.detach(), lambda g: g, weight, bias, conv=sub)
     assert isinstance(sub, nn.GroupNorm)
     normed = F.group_norm(a.detach(), sub.num_groups, eps=sub.eps).flatten(2)
-    return Site("scale", normed, out, lambda g: g.flatten(2), weight, bias)
+    return Site("scale", normed, lambda g: g.flatten(2), weight, bias)
 
 
 def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice | None]],
                   losses: BatchLoss) -> Tracer:
     """Trace the torch ``module`` (called inside ``losses``) with forward hooks."""
-    def trace(x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+    def trace(x: Any, batch: tuple[Any, ...]) -> Traced:
         sites: list[Site] = []
+        outputs: list[torch.Tensor] = []
         seen: set[nn.Module] = set()
 
         def hook(sub: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
@@ -308,7 +404,8 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
                 raise RuntimeError("a layer used twice in one pass: book-keeping needs "
                                    "each parameter used once")
             seen.add(sub)
-            sites.append(_module_site(sub, inputs[0], out, *layers[sub]))
+            sites.append(_module_site(sub, inputs[0], *layers[sub]))
+            outputs.append(out)
 
         handles = [sub.register_forward_hook(hook) for sub in layers]
         try:
@@ -316,33 +413,35 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
         finally:
             for h in handles:
                 h.remove()
-        return loss, sites
+        return loss, sites, outputs
 
-    return trace
+    return Tracer(trace)
 
 
 # -- the flat-parameter MLP -------------------------------------------------------------------
 def mlp_tracer(shapes: list[tuple[tuple[int, int], int]], losses: BatchLoss) -> Tracer:
-    """Trace an :class:`~problems.models.mlp.MLP` (weights stored fan_in × fan_out)."""
+    """Trace an :class:`~problems.models.mlp.MLP` (weights stored fan_in × fan_out), at one
+    point or two stacked (its logits take both in one pass)."""
     slices, start = [], 0
     for (fan_in, fan_out), bias in shapes:
         slices.append((slice(start, start + fan_in * fan_out),
                        slice(start + fan_in * fan_out, start + fan_in * fan_out + bias)))
         start += fan_in * fan_out + bias
 
-    def trace(x: Any, batch: tuple[Any, ...]) -> tuple[torch.Tensor, list[Site]]:
+    def trace(x: Any, batch: tuple[Any, ...]) -> Traced:
         sites: list[Site] = []
+        outputs: list[torch.Tensor] = []
 
-        def record(layer: int, a: Any, z: Any) -> None:
-            b = a.shape[0]
-            sites.append(Site("linear", a.detach().reshape(b, 1, -1), z,
-                              lambda g: g.reshape(b, 1, -1), *slices[layer], transposed=False))
+        def record(layer: int, a: Any, z: Any) -> None:  # a: (b, K), or (2, b, K) if stacked
+            sites.append(Site("linear", a.detach().unsqueeze(-2), lambda g: g.unsqueeze(-2),
+                              *slices[layer], transposed=False))
+            outputs.append(z)
 
         with tapping(record):
-            loss = losses(x, *batch).sum()
-        return loss, sites
+            loss = losses(x, *batch).sum(-1)
+        return loss, sites, outputs
 
-    return trace
+    return Tracer(trace, stacks=True)
 
 
 def bookkeeping_tracer(model: Any, losses: BatchLoss) -> Tracer | None:

@@ -62,13 +62,17 @@ class MLP:
         return np.concatenate(parts)
 
     def logits(self, xp: Any, x: Any, features: Any) -> Any:
-        """Forward pass; ``features`` is (in,) or (b, in)."""
+        """Forward pass; ``features`` is (in,) or (b, in). ``x`` is one point (d,) or T points
+        stacked (T, d), whose logits come out (T, b, out) in one pass (book-keeping's
+        differences between two points)."""
         h, offset = features, 0
         last = len(self.shapes) - 1
+        points = x.shape[:-1]
         for layer, ((fan_in, fan_out), bias) in enumerate(self.shapes):
-            w = xp.reshape(x[offset : offset + fan_in * fan_out], (fan_in, fan_out))
+            w = xp.reshape(x[..., offset : offset + fan_in * fan_out], (*points, fan_in, fan_out))
             offset += fan_in * fan_out
-            z = h @ w + x[offset : offset + bias]
+            b = x[..., offset : offset + bias]
+            z = h @ w + (xp.reshape(b, (*points, 1, bias)) if points else b)
             if _TAPS:
                 _TAPS[-1](layer, h, z)
             h, offset = z, offset + bias
