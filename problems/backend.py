@@ -272,15 +272,23 @@ BLOCK_ROWS = 64
 
 @lru_cache(maxsize=1)
 def _jax_normal_block() -> Any:
-    """jit(key, rows ↦ (next key, rows arrays of N(0, I) of a shape)): the split and the
-    draws in one dispatch, one output array per draw."""
+    """jit(key ↦ (next key, a block of N(0, I) draws of a shape)): the split and the draws
+    in one dispatch."""
     import jax  # lazy: needs the jax extra
 
     def draw(key: Any, shape: tuple[int, ...], rows: int, dtype: Any) -> tuple[Any, Any]:
         key, sub = jax.random.split(key)
-        return key, tuple(jax.random.normal(sub, (rows, *shape), dtype=dtype))
+        return key, jax.random.normal(sub, (rows, *shape), dtype=dtype)
 
     return jax.jit(draw, static_argnums=(1, 2, 3))
+
+
+@lru_cache(maxsize=1)
+def _jax_key() -> Any:
+    """jit(jax.random.PRNGKey): one dispatch instead of ~10 eager operations (0.1 ms)."""
+    import jax  # lazy: needs the jax extra
+
+    return jax.jit(jax.random.PRNGKey)
 
 
 class JaxNoise:
@@ -292,8 +300,7 @@ class JaxNoise:
 
     def __init__(self, backend: JaxBackend, seed: int) -> None:
         self._backend = backend
-        self._key = backend.jax.device_put(backend.jax.random.PRNGKey(int(seed) % (2**32)),
-                                           backend.device)
+        self._key = backend.jax.device_put(_jax_key()(int(seed) % (2**32)), backend.device)
         self._ahead: dict[tuple[int, ...], list[Any]] = {}
 
     def normal(self, shape: tuple[int, ...]) -> Any:
@@ -302,7 +309,7 @@ class JaxNoise:
         if not ahead:
             self._key, block = _jax_normal_block()(self._key, shape, self._rows(shape),
                                                   self._backend.dtype)
-            ahead.extend(reversed(block))
+            ahead.extend(reversed(list(block)))  # list(): one unstacking dispatch
         return ahead.pop()
 
     def _rows(self, shape: tuple[int, ...]) -> int:
