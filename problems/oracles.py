@@ -300,21 +300,22 @@ class JaxOracle(_AutodiffOracle):
         pad = np.full(_bucket(b) - b, idx[0] if b else 0, dtype=np.int64)
         return b, np.concatenate([np.asarray(idx, dtype=np.int64), pad])
 
-    def _real_rows(self, out: Any, b: int) -> Any:
+    def _unpadded(self, out: Any, b: int) -> Any:
+        """The first ``b`` rows of a padded result (itself when nothing was padded)."""
         return out if len(out) == b else out[:b]
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
         b, padded = self._padded(idx)
-        return self._real_rows(self._rows(x, None, padded, self.data), b)
+        return self._unpadded(self._rows(x, None, padded, self.data), b)
 
     def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
         b, padded = self._padded(idx)
-        return self._real_rows(self._rows(x, x_prev, padded, self.data), b)
+        return self._unpadded(self._rows(x, x_prev, padded, self.data), b)
 
     def _clipped(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> tuple[Any, Any]:
         b, padded = self._padded(idx)
         total, norms = self._clipped_sum(x, x_prev, clip, b, padded, self.data)
-        return total, self._real_rows(norms, b)
+        return total, self._unpadded(norms, b)
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
         return self._clipped(x, None, idx, clip)[0]
