@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from problems.backend import Backend, JaxBackend, TorchBackend
-from problems.clipping import clip_rows, clip_rows_and_norms, row_norms
+from problems.clipping import clip_factors, clip_rows, clip_rows_and_norms, row_norms
 
 BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
@@ -252,61 +252,96 @@ def _bucket(b: int) -> int:
 
 
 class JaxOracle(_AutodiffOracle):
-    """jax oracle: jit(vmap(grad)), padded to power-of-two buckets (few recompiles)."""
+    """jax oracle: every kernel one jitted function of (x, …, padded indices, real size b,
+    data), so the batch gather, per-sample gradients, norms, clipping and sum run in one
+    dispatch with no host round trip; batches are padded to power-of-two buckets (few
+    recompiles) and the padding rows get weight 0."""
 
     def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray],
                  **kw: Any) -> None:
         assert isinstance(backend, JaxBackend)
         kw.pop("chunk_size", None)
         super().__init__(backend, losses, data, **kw)
-        jax = backend.jax
-        jnp = backend.jnp
-        one = losses
-        nd = len(self.data)
+        jax, jnp = backend.jax, backend.jnp
+        psg = jax.vmap(jax.grad(losses), in_axes=(None,) + (0,) * len(self.data))
 
-        def masked_sum(x: Any, mask: Any, *batch: Any) -> Any:
-            return jnp.sum(mask * losses(x, *batch))
+        def gathered(idx: Any, data: tuple[Any, ...]) -> tuple[Any, ...]:
+            return tuple(a[idx] for a in data)
 
-        self._psg = jax.jit(jax.vmap(jax.grad(one), in_axes=(None,) + (0,) * nd))
-        self._psg_diff = jax.jit(jax.vmap(
-            lambda x, xq, *d: jax.grad(one)(x, *d) - jax.grad(one)(xq, *d),
-            in_axes=(None, None) + (0,) * nd,
-        ))
+        def weights(idx: Any, b: Any, dtype: Any) -> Any:
+            return (jnp.arange(len(idx)) < b).astype(dtype)
+
+        def rows(x: Any, x_prev: Any, idx: Any, data: tuple[Any, ...]) -> Any:
+            """∇f_i(x) for the padded batch, minus ∇f_i(x_prev) unless x_prev is None."""
+            batch = gathered(idx, data)
+            g = psg(x, *batch)
+            return g if x_prev is None else g - psg(x_prev, *batch)
+
+        def clipped_sum(x: Any, x_prev: Any, clip: Any, b: Any, idx: Any,
+                        data: tuple[Any, ...]) -> tuple[Any, Any]:
+            """(Σ_{i<b} rows_i · min(1, C/‖rows_i‖), (‖rows_i‖)_i) of the padded batch."""
+            r = rows(x, x_prev, idx, data)
+            norms = row_norms(jnp, r)
+            return (weights(idx, b, r.dtype) * clip_factors(jnp, norms, clip)) @ r, norms
+
+        def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
+            return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
+
+        self._rows = jax.jit(rows)
+        self._clipped_sum = jax.jit(clipped_sum)
         self._loss_sum_j = jax.jit(masked_sum)
         self._grad_sum_j = jax.jit(jax.grad(masked_sum))
         self._hvp_sum_j = jax.jit(
-            lambda x, v, mask, *batch: jax.jvp(
-                lambda y: jax.grad(masked_sum)(y, mask, *batch), (x,), (v,)
-            )[1]
-        )
+            lambda x, v, *args: jax.jvp(lambda y: jax.grad(masked_sum)(y, *args), (x,), (v,))[1])
 
-    def _padded(self, idx: np.ndarray) -> tuple[Any, tuple[Any, ...], int]:
+    def _padded(self, idx: np.ndarray) -> tuple[int, np.ndarray]:
+        """(b = len(idx), idx padded to its bucket with copies of its first index)."""
         b = len(idx)
-        size = _bucket(b)
-        padded = np.concatenate([idx, np.full(size - b, idx[0] if b else 0, dtype=np.int64)])
-        mask = np.zeros(size)
-        mask[:b] = 1.0
-        return self.backend.asarray(mask), self.batch(padded), b
+        pad = np.full(_bucket(b) - b, idx[0] if b else 0, dtype=np.int64)
+        return b, np.concatenate([np.asarray(idx, dtype=np.int64), pad])
+
+    def _unpadded(self, out: Any, b: int) -> Any:
+        """The first ``b`` rows of a padded result (itself when nothing was padded)."""
+        return out if len(out) == b else out[:b]
 
     def per_sample_grads(self, x: Any, idx: np.ndarray) -> Any:
-        _, batch, b = self._padded(idx)
-        return self._psg(x, *batch)[:b]
+        b, padded = self._padded(idx)
+        return self._unpadded(self._rows(x, None, padded, self.data), b)
 
     def per_sample_grad_diffs(self, x: Any, x_prev: Any, idx: np.ndarray) -> Any:
-        _, batch, b = self._padded(idx)
-        return self._psg_diff(x, x_prev, *batch)[:b]
+        b, padded = self._padded(idx)
+        return self._unpadded(self._rows(x, x_prev, padded, self.data), b)
+
+    def _clipped(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> tuple[Any, Any]:
+        b, padded = self._padded(idx)
+        total, norms = self._clipped_sum(x, x_prev, clip, b, padded, self.data)
+        return total, self._unpadded(norms, b)
+
+    def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
+        return self._clipped(x, None, idx, clip)[0]
+
+    def clipped_grad_sum_and_norms(self, x: Any, idx: np.ndarray, clip: float
+                                   ) -> tuple[Any, Any]:
+        return self._clipped(x, None, idx, clip)
+
+    def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
+        return self._clipped(x, None, idx, float("inf"))
+
+    def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
+        return self._clipped(x, x_prev, idx, clip)[0]
+
+    def clipped_grad_diff_sum_and_norms(self, x: Any, x_prev: Any, idx: np.ndarray,
+                                        clip: float) -> tuple[Any, Any]:
+        return self._clipped(x, x_prev, idx, clip)
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
-        mask, batch, _ = self._padded(idx)
-        return self._loss_sum_j(x, mask, *batch)
+        return self._loss_sum_j(x, *self._padded(idx), self.data)
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
-        mask, batch, _ = self._padded(idx)
-        return self._grad_sum_j(x, mask, *batch)
+        return self._grad_sum_j(x, *self._padded(idx), self.data)
 
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
-        mask, batch, _ = self._padded(idx)
-        return self._hvp_sum_j(x, v, mask, *batch)
+        return self._hvp_sum_j(x, v, *self._padded(idx), self.data)
 
 
 def autodiff_oracle(
