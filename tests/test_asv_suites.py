@@ -8,6 +8,7 @@ import importlib
 import inspect
 import itertools
 import math
+import os
 import pkgutil
 import shutil
 import subprocess
@@ -136,11 +137,13 @@ def test_track(name: str, fn: Callable[[], float]) -> None:
 
 
 def test_asv_check() -> None:
-    """asv discovers the suites and finds their signatures valid (``asv check``)."""
+    """asv discovers the suites and finds their signatures valid (``asv check``), importing
+    this checkout's code (asv drops PYTHONPATH and reads ASV_PYTHONPATH)."""
     asv = shutil.which("asv")
     if asv is None:
         pytest.skip("asv is not installed (the bench extra)")
     done = subprocess.run([asv, "check", "--python=same"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120,
+                          env={**os.environ, "ASV_PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No problems found" in done.stdout, done.stdout + done.stderr
