@@ -1,13 +1,20 @@
 """The micro benchmarks compare like with like: the Opacus clipped sum and the plain module
 gradient (bench/micro/reference.py) equal the oracles' on the same network and batch, and
-the peak-memory probe (bench/micro/memory.py) returns bytes."""
+the peak-memory probe (bench/micro/memory.py) returns bytes. And the micro suite itself,
+outside ``testpaths``, still runs: every benchmark body once (``--benchmark-disable``)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import make_setup, to_numpy
 
+from bench.env import ROOT
 from problems.backend import BackendSpec
 
 torch = pytest.importorskip("torch")
@@ -54,3 +61,43 @@ def test_peak_memory_probe() -> None:
 
     out = measure("digits_mlp", "clipped_grad_sum", BATCH, "cpu")
     assert out["peak_bytes"] >= 0 and out["baseline_bytes"] > 0
+
+
+#: the only reason a micro benchmark may skip here (the ``gpu`` ones, on a machine without)
+GPU_SKIP = "no CUDA GPU"
+#: the quick selection: every digits_mlp benchmark and the VGG's steps (which build it on
+#: fake images); the slow test runs the rest
+QUICK = "digits_mlp or (cifar10_vgg and test_step)"
+
+
+def run_micro(keyword: str, junit: Path) -> list[ET.Element]:
+    """``pytest bench/micro --benchmark-disable -k KEYWORD`` in a fresh interpreter (its
+    conftest and cached oracles stay out of this session); the test cases of its report."""
+    pytest.importorskip("pytest_benchmark")
+    pytest.importorskip("jax")
+    pytest.importorskip("opacus")
+    cmd = [sys.executable, "-m", "pytest", "bench/micro", "--benchmark-disable", "-q",
+           "-p", "no:cacheprovider", "-k", keyword, f"--junitxml={junit}"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return list(ET.parse(junit).iter("testcase"))
+
+
+def assert_all_ran(cases: list[ET.Element]) -> None:
+    """Some benchmarks ran, and every skip is a GPU benchmark on a machine without one."""
+    skips = {c.get("name"): s.get("message", "") for c in cases for s in c.iter("skipped")}
+    assert len(cases) > len(skips)
+    assert all(GPU_SKIP in message for message in skips.values()), skips
+
+
+def test_micro_suite_runs_quick(tmp_path: Path) -> None:
+    """The :data:`QUICK` micro benchmarks: kernels, steps and the Opacus reference on the
+    MLP; dp_sgd and sgd steps on the VGG."""
+    assert_all_ran(run_micro(QUICK, tmp_path / "micro.xml"))
+
+
+@pytest.mark.slow
+def test_micro_suite_runs_the_rest(tmp_path: Path) -> None:
+    """Every other micro benchmark: the paper-size VGG's kernels, its Opacus reference and
+    peak memory (about 30 s of CPU)."""
+    assert_all_ran(run_micro(f"not ({QUICK})", tmp_path / "micro.xml"))

@@ -1,8 +1,10 @@
-"""asv suites (``nox -s asv``): ``bench_steps`` times and measures the peak memory of
-algorithm steps per algorithm × backend × d; ``bench_utility`` tracks fixed-seed utility
-and privacy figures (final ‖∇F‖, test accuracy, realised ε) across commits.
+"""asv suites (``nox -s asv``): ``bench_steps`` times and measures the peak memory of the
+steps of every registered algorithm (plugins included) × backend; ``bench_utility`` tracks
+fixed-seed utility and privacy figures (final ‖∇F‖, test accuracy, realised ε) across
+commits.
 
-With ``environment_type: existing`` asv saves results only under ``--set-commit-hash``::
+With ``environment_type: existing`` asv saves results only under ``--set-commit-hash``; it
+drops ``PYTHONPATH`` (``ASV_PYTHONPATH=$PWD`` benchmarks a checkout that is not installed)::
 
     asv machine --yes
     asv run --python=same --quick --show-stderr --set-commit-hash=HEAD

@@ -7,6 +7,7 @@ Benchmarks skip a parameter combination by raising ``NotImplementedError`` in ``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +33,11 @@ TARGET = PrivacyTarget(epsilon=2.0, delta=1e-5, sigma=1.0)
 SEED = 0
 
 
-def make_algorithm(name: str, steps: int, **overrides: Any) -> Algorithm:
-    """Algorithm ``name`` with :data:`SETTINGS` (those its ``Params`` has), its small
-    settings and ``steps``."""
-    cls = ALGORITHMS[name]
-    return cls(cls.small_params({**SETTINGS, "steps": steps}, **overrides))
+def make_algorithm(name: str, steps: int, settings: Mapping[str, Any] | None = None) -> Algorithm:
+    """Algorithm ``name`` with :data:`SETTINGS` updated by ``settings`` (those its ``Params``
+    has), its small settings and ``steps``."""
+    cls = ALGORITHMS.lookup(name)
+    return cls(cls.small_params({**SETTINGS, **(settings or {}), "steps": steps}))
 
 
 def target(algorithm: Algorithm) -> PrivacyTarget:
@@ -46,13 +47,13 @@ def target(algorithm: Algorithm) -> PrivacyTarget:
 
 def build(problem: str, **params: Any) -> Instance:
     """Problem ``problem`` with ``params``, built at :data:`SEED`."""
-    cls = PROBLEMS[problem]
+    cls = PROBLEMS.lookup(problem)
     return cls(cls.Params(**params)).build(SEED)
 
 
 def skip_reason(algorithm: str, problem: str, backend: str, instance: Instance) -> str | None:
     """Why ``algorithm`` is not benchmarked on ``instance`` × ``backend`` (None: it is)."""
-    cls, prob = ALGORITHMS[algorithm], PROBLEMS[problem]
+    cls, prob = ALGORITHMS.lookup(algorithm), PROBLEMS.lookup(problem)
     if cls.minimax != prob.minimax:
         return f"{algorithm} minimax={cls.minimax}, {problem} minimax={prob.minimax}"
     if backend not in prob.backends:
@@ -89,13 +90,15 @@ class Run:
 
 
 def prepare(algorithm: str, problem: str, backend: str, steps: int, dtype: str = "float64",
-            problem_params: dict[str, Any] | None = None, **overrides: Any) -> Run:
-    """A :class:`Run`, or ``NotImplementedError`` (asv: skipped) where it does not apply."""
+            problem_params: Mapping[str, Any] | None = None,
+            settings: Mapping[str, Any] | None = None) -> Run:
+    """A :class:`Run` (``settings``: see :func:`make_algorithm`), or ``NotImplementedError``
+    (asv: skipped) where it does not apply."""
     instance = build(problem, **(problem_params or {}))
     reason = skip_reason(algorithm, problem, backend, instance)
     if reason is not None:
         raise NotImplementedError(reason)
-    alg = make_algorithm(algorithm, steps, **overrides)
+    alg = make_algorithm(algorithm, steps, settings)
     be = get_backend(BackendSpec(name=backend, dtype=dtype))
     if backend == "torch":
         import torch

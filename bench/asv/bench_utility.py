@@ -22,7 +22,7 @@ STEPS = 300
 
 def _saddle_run(algorithm: str) -> Run:
     return prepare(algorithm, "strict_saddle", "numpy", STEPS, problem_params=SADDLE,
-                   lr=0.1, batch_size=64)
+                   settings={"lr": 0.1, "batch_size": 64})
 
 
 def _final_grad_norm(run: Run) -> float:
@@ -49,7 +49,7 @@ track_grad_norm_sgd.unit = "grad norm"  # type: ignore[attr-defined]
 def track_test_acc_dp_sgd_digits() -> float:
     """Test accuracy of dp_sgd (σ = 1, C = 1, 300 steps of 64) on the digits MLP (torch)."""
     run = prepare("dp_sgd", "digits_mlp", "torch", STEPS, dtype="float32",
-                  problem_params={"hidden": 16}, lr=0.5, batch_size=64)
+                  problem_params={"hidden": 16}, settings={"lr": 0.5, "batch_size": 64})
     return run.instance.evaluate_test(run.backend, run())["test_acc"]
 
 
