@@ -160,3 +160,16 @@ def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
         (runs / f"r{i}.json").write_text(json.dumps({"timings": {
             "wall_s": wall, "setup_s": 0.0, "iterate_s": wall, "eval_s": 0.0}}))
     assert suite_costs(tmp_path) == [["suite_a", "2", "3", "0", "3", "0"]]
+
+
+def test_an_unmet_ratio_shows_its_most_specific_reason() -> None:
+    from reports.runtime import LIMITS, limit
+
+    times = {"tree_sums": 3.0, "hvp": 3.0, "grad": 0.1}  # jax ÷ torch
+    data = {"machine_info": MACHINE, "benchmarks": [
+        entry("digits_mlp", backend, kernel, 1e-3 * (ratio if backend == "jax" else 1))
+        for kernel, ratio in times.items() for backend in ("torch", "jax")]}
+    by_kernel = {r["kernel"]: r for r in compute_ratios(data) if r["rule"] == "jax_vs_torch"}
+    assert limit(by_kernel["tree_sums"]) == LIMITS["jax_vs_torch:tree_sums"]
+    assert limit(by_kernel["hvp"]) == LIMITS["jax_vs_torch"]
+    assert limit(by_kernel["grad"]) == ""  # met: no reason shown

@@ -139,7 +139,8 @@ def compute_ratios(data: Mapping[str, Any], stat: str = "median") -> list[dict[s
             value = num.value / den.value
             out.append({
                 "name": _title(rule, num.info), "rule": rule.name,
-                "problem": num.info["problem"], "value": value, "target": rule.target,
+                "problem": num.info["problem"], "backend": num.info.get("backend"),
+                "kernel": num.info.get("kernel"), "value": value, "target": rule.target,
                 "op": "<" if rule.strict else "≤", "met": rule.met(value),
                 "numerator": _side(num), "denominator": _side(den),
                 "device": num.info["device"],

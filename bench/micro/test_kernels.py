@@ -32,6 +32,7 @@ pytestmark = pytest.mark.benchmark(max_time=0.5)
 PROBLEMS = ("digits_mlp", "cifar10_vgg")
 ANY_BACKEND = targets(PROBLEMS, ("numpy", "torch", "jax"), declared=False)
 TREE_LEAVES = 32
+NOISE_DRAWS = 64  # ≥ a jax block of any shape (problems.backend.BLOCK_ROWS)
 
 
 @pytest.mark.parametrize("kernel", ORACLE_KERNELS)
@@ -58,10 +59,16 @@ def test_clip_rows(benchmark: Any, problem: str, backend: str, device: str) -> N
 
 @pytest.mark.parametrize(("problem", "backend", "device"), ANY_BACKEND)
 def test_noise(benchmark: Any, problem: str, backend: str, device: str) -> None:
+    """:data:`NOISE_DRAWS` draws of one noise vector each (a run draws one or a few per step):
+    a stream that draws ahead in blocks (jax's) pays its block within the round."""
     be, d = _on(problem, backend, device)
     noise = be.noise_source(0)
-    record(benchmark, synced(be, lambda: noise.normal((d,))), problem=problem,
-           backend=backend, device=device, kernel="noise", batch=1, d=d)
+
+    def draws() -> Any:
+        return [noise.normal((d,)) for _ in range(NOISE_DRAWS)][-1]
+
+    record(benchmark, synced(be, draws), problem=problem, backend=backend, device=device,
+           kernel="noise", batch=NOISE_DRAWS, d=d)
 
 
 def tree_sums(be: Backend, leaf: Any, leaves: int) -> Any:
