@@ -347,7 +347,7 @@ def test_algorithm_4_releases_and_accounts_per_client() -> None:
 
 def test_experiment_files_are_valid() -> None:
     roles = get_paper("tao2025").roles
-    for scale, count in (("quick", 7), ("paper", 2)):
+    for scale, count in (("quick", 8), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -355,6 +355,29 @@ def test_experiment_files_are_valid() -> None:
             assert exp.paper == "tao2025" and exp.scale == scale
             assert exp.specs or exp.groups
             assert exp.roles and set(exp.roles) <= set(roles), path.name
+
+
+def test_t9_and_t10_files_carry_the_runs_their_rules_need() -> None:
+    """T9's in-regime d = 128 has its own file with 80 runs per method (≈ 1.6× the ≈ 49 the
+    rule needed at 5), the contrast below Remark 4's threshold keeps 5; T10's saddle suite
+    runs 60 (≈ 1.9× the ≈ 32 it needed at 10). Run seeds only: none of them is tuned."""
+    def seeds_by(name: str) -> dict[tuple[str, int], set[int]]:
+        exp = load_experiment(EXPERIMENTS / "quick" / name)
+        assert exp.tuning is None
+        found: dict[tuple[str, int], set[int]] = {}
+        for spec in exp.specs:
+            found.setdefault((spec.display, spec.problem.params["d"]), set()).add(spec.seed)
+        return found
+
+    above = seeds_by("selection_above_threshold.yaml")
+    assert set(above) == {(OURS, 128), (ALG4, 128)}
+    assert all(seeds == set(range(80)) for seeds in above.values())
+    below = seeds_by("selection_dimension.yaml")
+    assert {d for _, d in below} == {4, 8, 16, 32, 64}  # all below the threshold ≈ 70
+    assert all(seeds == set(range(5)) for seeds in below.values())
+    saddle = seeds_by("saddle.yaml")
+    assert {seeds == set(range(60)) for seeds in saddle.values()} == {True}
+    assert {label for label, _ in saddle} >= {OURS, "gauss_psgd+escape_noise"}
 
 
 def test_tiny_files_mirror_the_quick_ones() -> None:

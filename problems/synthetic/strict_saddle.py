@@ -155,6 +155,8 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
     def _hvp_sum(self, x: np.ndarray, vec: np.ndarray, idx: np.ndarray) -> np.ndarray:
         i, p = self.inst, self.inst.p
         common = self._common_hvp(x, vec)
+        if p.sigma2 == 0.0:  # no per-sample curvature: skip gathering the v_i (an exact zero)
+            return len(idx) * common
         v = i.v[idx]
         sech2 = 1.0 / np.cosh(v @ x) ** 2
         per = p.sigma2 * (i.s[idx] * sech2 * (v @ vec))[:, None] * v

@@ -522,6 +522,9 @@ CLAIMS = (
           Statistic("escape rounds that escape", _escape_rounds),
           Fraction(ESCAPE_PROBABILITY, event="a Γ-descent escapes"),
           (RAN_P, ANCHOR_P, BOUND_P, SMOOTH_P)),
+    # T10's rule is one-sided against 0: held only if the extra noise is shown to HURT. Where
+    # it changes nothing (every output escapes with or without it) no run count decides it;
+    # "no smaller" proper is a non-inferiority statement, which needs a declared margin.
     Claim("T10", "extra escape noise ([29]'s, on top of the DP noise) does not improve "
           "Gauss-PSGD's output from a strict saddle: its SOSP violation α̂ is no smaller "
           "(our ablation of the paper's argument that the DP noise alone escapes; tested "
@@ -602,11 +605,13 @@ def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
     return figures
 
 
-def _dimension_figure(results: PaperResults, suite: str, out: Path) -> list[Figure]:
+def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
+    """One figure over every selection suite (the contrast below Remark 4's threshold and
+    T9's in-regime dimension come from separate files with different run counts)."""
     import matplotlib.pyplot as plt
 
-    runs = results.suite_runs(suite)
-    runs = runs[runs["status"] == "done"]
+    every = results.role_runs(SELECTION)
+    runs = every[every["status"] == "done"] if not every.empty else every
     if runs.empty or "p_prob_d" not in runs:
         return []
     runs = runs.assign(sosp=is_sosp(runs, float(theorem_alpha(_of(runs, OURS)).median())))
@@ -622,11 +627,13 @@ def _dimension_figure(results: PaperResults, suite: str, out: Path) -> list[Figu
     ax.set_xlabel("dimension d")
     ax.set_ylabel("fraction of outputs that are 4χ-SOSPs")
     ax.legend(fontsize=7)
-    name = save_figure(fig, out, suite)
+    name = save_figure(fig, out, "selection_by_dimension")
+    counts = runs[runs["label"] == ALG4].groupby("p_prob_d").size()
     return [Figure(name, "Private selection in the distributed setting (Algorithm 4) against "
                    "Gauss-PSGD's direct output, by dimension: the share of outputs that are "
-                   "α-SOSPs at Theorem 1's α = 4χ; Remark 4's threshold dashed.",
-                   results.provenance(results.suite_runs(suite)))]
+                   "α-SOSPs at Theorem 1's α = 4χ; Remark 4's threshold dashed. Runs per "
+                   "method: " + ", ".join(f"{n} at d = {d:g}" for d, n in counts.items())
+                   + ".", results.provenance(every))]
 
 
 def _escape_table(results: PaperResults) -> dict[str, Any] | None:
@@ -803,8 +810,7 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
         return found
     for suite in results.role_suites(FIGURES):
         found.figures += _figure_1_2(results, suite, out)
-    for suite in results.role_suites(SELECTION):
-        found.figures += _dimension_figure(results, suite, out)
+    found.figures += _dimension_figure(results, out)
     for table in (_escape_table(results), _chi_table(results),
                   _saddle_table(results), calibration_table(
             results, "Calibration 'paper' is the paper's own formula: every oracle answer "
