@@ -343,6 +343,20 @@ def test_algorithm_4_releases_and_accounts_per_client() -> None:
     assert grad > 0.1 and eig > math.sqrt(1.0 * 0.1)
 
 
+def test_saddle_hvp_without_curvature_noise_is_the_common_one() -> None:
+    """σ₂ = 0 (the saddle suites): every per-sample Hessian is ∇²F's, so Algorithm 4's
+    held-out HVPs equal the full-data closed form (the oracle skips the zero per-sample
+    term) and the finite difference of the held-out gradient."""
+    oracle = make_setup("strict_saddle", "numpy", **SADDLE).oracle
+    rng = np.random.default_rng(0)
+    x, v = rng.standard_normal(6), rng.standard_normal(6)
+    idx = rng.choice(4000, size=13, replace=False)
+    np.testing.assert_allclose(oracle.hvp(x, v, idx), oracle.hvp(x, v), rtol=1e-12)
+    h = 1e-6
+    fd = (oracle.grad(x + h * v, idx) - oracle.grad(x - h * v, idx)) / (2 * h)
+    np.testing.assert_allclose(oracle.hvp(x, v, idx), fd, rtol=1e-5, atol=1e-6)
+
+
 # -- experiment files and the page ----------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
