@@ -33,7 +33,7 @@ from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.liu2024 import PAPER
+from reports.papers.liu2024 import PAPER, PRIVACY_DOMINATES
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "liu2024"
 NUMPY = get_backend(BackendSpec(name="numpy"))
@@ -304,6 +304,26 @@ def test_experiment_files_are_valid() -> None:
             assert set(exp.roles) <= set(PAPER.roles)
 
 
+def test_quick_e3_grid_lies_where_privacy_dominates() -> None:
+    """Every cell of the quick E3 file has α√d/ε ≥ (BGM)^(1/3), from the file's own α, d, ε,
+    gap and the problem's G and M (the page's premise, on the planned grid)."""
+    exp = load_experiment(EXPERIMENTS / "quick" / "e3_sample_complexity.yaml")
+    rows = []
+    for spec in exp.specs:
+        problem = get_problem(spec.problem.name)
+        small = problem.Params(**{**spec.problem.params, "n": 2})  # constants ignore n
+        constants = problem(small).build(0).constants
+        rows.append({"p_alg_alpha": spec.algorithm.params["alpha"],
+                     "p_alg_gap": spec.algorithm.params["gap"],
+                     "p_prob_d": spec.problem.params["d"], "epsilon": spec.privacy.epsilon,
+                     "plan_c_G": constants["G"], "plan_c_M": constants["L"]})
+    cells = pd.DataFrame(rows).drop_duplicates()
+    assert len(cells) == 6 and len(exp.specs) == 3 * len(cells)  # 3 seeds per cell
+    check = PRIVACY_DOMINATES(cells, synthetic_results("liu2024", []))
+    assert check.passed, check.measured
+    assert "below in 0/6 runs" in check.measured
+
+
 def test_studies_are_declared_and_run_at_the_quick_trial_counts() -> None:
     assert set(PAPER.studies) == {"e1_escape", "e4_noise_growth"}
     assert TRIALS == {"quick": 100, "paper": 500}  # quick: the page's trial count before
@@ -447,7 +467,8 @@ def e3_run(alpha: float, eps: float, seed: int, samples: float, **extra: object)
             "p_alg_alpha": alpha, "epsilon": eps, "seed": seed, "p_prob_d": 400,
             "plan_c_G": 2.414, "plan_c_M": 1.5, "p_alg_gap": 2.0, "p_alg_c_steps": 32.0,
             "diag_first_certificate_t": 0.7 * 96 / alpha**2, "diag_output": "certificate",
-            "diag_stopped": "steps", "diag_samples_used": samples, **extra}
+            "diag_stopped": "steps", "diag_samples_used": samples, "diag_escapes": 2.0,
+            "diag_escape_horizon": 24.0, "p_alg_c_det": 1.0, "p_alg_c_gamma": 4.0, **extra}
 
 
 def e3(exponent_alpha: float, exponent_eps: float = -1.0, **extra: object) -> PaperResults:
