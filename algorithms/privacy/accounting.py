@@ -43,9 +43,11 @@ amplification is claimed); passes compose sequentially.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import os
+import pickle
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -138,7 +140,6 @@ def cache_dir() -> Path | None:
 @lru_cache(maxsize=1)
 def _code_version() -> str:
     """Cached results are valid for this accounting code and this dp-accounting only."""
-    import hashlib
     import importlib.metadata
 
     digest = hashlib.sha256(importlib.metadata.version("dp-accounting").encode())
@@ -158,8 +159,23 @@ def _disk() -> Any:
 def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
              discretization: float) -> float | None:
     """ε of a ledger summary, memoised in memory and (see :func:`cache_dir`) on disk."""
-    compute = _epsilon_uncached if cache_dir() is None else _disk().cache(_epsilon_uncached)
-    return compute(rounds, delta, method, discretization)
+    if cache_dir() is None:
+        return _epsilon_uncached(rounds, delta, method, discretization)
+    # the disk cache keys on a digest of the C pickle: joblib's own pure-Python hashing of a
+    # ledger of many distinct rounds cost more than the accountant (0.4 s per call)
+    digest = hashlib.sha256(pickle.dumps(rounds, protocol=4)).hexdigest()
+    return _disk_epsilon()(digest, rounds, delta, method, discretization)
+
+
+@lru_cache(maxsize=1)
+def _disk_epsilon() -> Any:
+    return _disk().cache(_epsilon_of_digest, ignore=["rounds"])
+
+
+def _epsilon_of_digest(digest: str, rounds: tuple[tuple[Round, int], ...], delta: float,
+                       method: str, discretization: float) -> float | None:
+    """:func:`_epsilon_uncached`, cached on disk under ``digest`` (``rounds``'s)."""
+    return _epsilon_uncached(rounds, delta, method, discretization)
 
 
 def _epsilon_uncached(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
