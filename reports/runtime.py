@@ -81,6 +81,10 @@ LIMITS = {
     "jax_vs_torch:clip_rows": "a memory-bound pass over a batch × d array: a jitted (pure) "
                               "function returns a fresh buffer where torch can reuse one, so the "
                               "ratio moves with the allocator between runs",
+    "jax_vs_torch:noise": "jax's counter-based threefry generator does about 5× the arithmetic of "
+                          "torch's CPU generator per normal (a 64 × 2,410 block: ≈ 2.6 ms "
+                          "against ≈ 0.5 ms); drawing ahead in blocks removed jax's per-call "
+                          "dispatch, not that arithmetic",
     "jax_vs_torch:tree_sums": "the tree mechanism adds a leaf to O(log T) nodes one small array "
                               "at a time, from Python, between ledger records and batch draws; "
                               "each add pays jax's dispatch (≈ 5 µs on this CPU) where torch's "
