@@ -118,7 +118,11 @@ def _backend(value: Any) -> Any:
 
 @pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
 class EvalSpec:
-    """Which metrics are measured, at how many steps, spaced how (``final``: last only)."""
+    """Which metrics are measured, at how many steps, spaced how (``final``: last only), and
+    at which output point: ``algorithm`` (the algorithm's own output, else its last
+    iterate) or ``uniform_iterate`` (the output rule of first-order analyses, Ghadimi & Lan
+    2013: where the algorithm sets no output of its own, x_t with t uniform on the steps
+    taken; :class:`bench.runner.OutputRule`)."""
 
     points: Annotated[int, Strict(), Field(ge=2, le=MAX_POINTS,
                                            description="an integer in [2, 100,000]")] = 10
@@ -126,6 +130,7 @@ class EvalSpec:
                                                                        "test")
     final: Annotated[tuple[Metric, ...], BeforeValidator(_as_list)] = ()
     schedule: Literal["log", "linear"] = "log"
+    output: Literal["algorithm", "uniform_iterate"] = "algorithm"
 
 
 @pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)

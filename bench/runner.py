@@ -3,7 +3,8 @@
 The clock runs only inside ``next(iterate)``; at each evaluation step the device is
 synchronised, the clock stopped, metrics computed, and the clock restarted. Seeds derive
 from the RunSpec's seed alone (not the algorithm), so algorithms compared under one seed
-see the same initial point and, where they sample alike, the same batches.
+see the same initial point and, where they sample alike, the same batches. The point a run
+is scored at is chosen by :class:`OutputRule` (``eval.output``).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from algorithms.base import Plan, Trace, get_algorithm
+from algorithms.base import Plan, Step, Trace, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
+from algorithms.sosp_selection import Reservoir
 from bench import env
 from bench.fingerprint import fingerprint
 from bench.metrics import evaluate, finite
@@ -105,6 +107,35 @@ def repeats(measured: tuple[int, Any, tuple[str, ...]], step: int, x: Any,
             and (last_x is x or np.array_equal(backend.to_numpy(last_x), backend.to_numpy(x))))
 
 
+class OutputRule:
+    """The point a run is scored at (``eval.output``): the algorithm's own output where it
+    sets one (:attr:`Trace.output`, e.g. spider_sosp's certified anchor); else, under
+    ``algorithm``, its last iterate, and under ``uniform_iterate`` x_t with t uniform on
+    1..T for the T steps actually taken: the randomized output of Ghadimi & Lan 2013, the
+    rule the first-order guarantees of DP-SGD-type methods are stated for (E_t‖∇F(x_t)‖²
+    over a uniform t). t is drawn online by reservoir sampling (Algorithm R: x_t is kept
+    with probability 1/t), so a run that stops early is handled and one iterate is held, by
+    reference (yielded iterates are never modified: dp_spider_at's candidates rely on it
+    too). The draws are public randomness from ``rng`` alone: the runner gives it its own
+    child of the run's SeedSequence, apart from the streams the algorithm uses."""
+
+    def __init__(self, rule: str, rng: np.random.Generator) -> None:
+        self.kept = Reservoir(1, rng) if rule == "uniform_iterate" else None
+
+    def offer(self, step: Step) -> None:
+        if self.kept is not None:
+            self.kept.offer((step.t, step.x))
+
+    def output(self, trace: Trace) -> tuple[Any, dict[str, Any]]:
+        """The output point and what produced it: the rule and, for an iterate, its t."""
+        if trace.output is not None:
+            return trace.output, {"rule": "algorithm"}
+        if self.kept is not None and self.kept.items():
+            t, x = self.kept.items()[0]
+            return x, {"rule": "uniform_iterate", "step": t}
+        return trace.point(), {"rule": "last_iterate", "step": trace.steps_taken}
+
+
 def _execute(spec: RunSpec, record: RunRecord) -> None:
     backend = get_backend(spec.backend)
     problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
@@ -117,7 +148,9 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     record.plan = plan.to_dict()
     record.timings["setup_s"] = time.perf_counter() - t0
 
-    noise, sampling, laplace, public = np.random.SeedSequence(spec.seed).spawn(4)
+    # the fifth child draws the output index; spawn(5)[:4] == spawn(4): the algorithm's
+    # four streams are those runs had before it
+    noise, sampling, laplace, public, output = np.random.SeedSequence(spec.seed).spawn(5)
     mech = Mechanism(backend.noise_source(int(noise.generate_state(1)[0])),
                      np.random.default_rng(sampling), laplace=np.random.default_rng(laplace),
                      public=np.random.default_rng(public))
@@ -145,6 +178,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
         return ok
 
     names = spec.eval.metrics
+    rule = OutputRule(spec.eval.output, np.random.default_rng(output))
     last_t, last_epoch, passes = 0, None, 0
     with np.errstate(all="ignore"):
         measure(0, oracle.x0, "iterate", names)
@@ -162,6 +196,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
             if step is None:
                 break
             last_t, last_epoch = step.t, step.epoch
+            rule.offer(step)
             if due:
                 passes = int(step.epoch) if step.epoch is not None else passes
                 last = step.t == plan.steps
@@ -170,8 +205,8 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
                 if not healthy:
                     break
         if healthy:
-            healthy = measure(last_t, trace.point(), "output", names + spec.eval.final,
-                              last_epoch)
+            point, record.info["output"] = rule.output(trace)
+            healthy = measure(last_t, point, "output", names + spec.eval.final, last_epoch)
 
     record.status = "done" if healthy else "diverged"
     record.ledger = mech.ledger.to_json()

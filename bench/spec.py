@@ -72,7 +72,8 @@ class RunSpec:
             "backend": dataclasses.asdict(self.backend),
             "seed": self.seed,
             "eval": {k: list(v) if isinstance(v, tuple) else v
-                     for k, v in dataclasses.asdict(self.eval).items()},
+                     for k, v in dataclasses.asdict(self.eval).items()
+                     if k != "output" or v != "algorithm"},  # runs before it keep their ids
             "label": self.label,
         }
         if self.stage != "final":
@@ -110,7 +111,8 @@ class RunSpec:
             seed=int(d["seed"]),
             eval=EvalSpec(points=d["eval"]["points"], metrics=tuple(d["eval"]["metrics"]),
                           final=tuple(d["eval"]["final"]),
-                          schedule=d["eval"].get("schedule", "log")),
+                          schedule=d["eval"].get("schedule", "log"),
+                          output=d["eval"].get("output", "algorithm")),
             label=d.get("label", ""),
             stage=d.get("stage", "final"),
             plugins=tuple(d.get("plugins", ())),

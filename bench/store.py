@@ -406,6 +406,7 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
     plan = side.get("plan") or {}
     eps = side.get("eps") or {}
     env = side.get("environment") or {}
+    output = (side.get("info") or {}).get("output") or {}  # the rule that chose the output
     out: dict[str, Any] = {
         "run_id": side["run_id"],
         "problem": spec["problem"]["name"],
@@ -421,6 +422,8 @@ def flatten(side: dict[str, Any]) -> dict[str, Any]:
         "stage": spec.get("stage", "final"),
         "status": side["status"],
         "error": side.get("error"),
+        "output_rule": output.get("rule"),
+        "output_step": output.get("step"),
         "sigma": plan.get("sigma"),
         "steps": plan.get("steps"),
         "n": plan.get("n"),

@@ -294,13 +294,18 @@ def test_experiment_files_are_valid() -> None:
     for scale in ("quick", "paper"):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         # quick adds seeds for E2a's probability (the paper-scale E2 file has 200 seeds)
-        extra = ["e2_sosp_probability.yaml"] if scale == "quick" else []
+        # and E2b's FOSP methods at a uniformly random iterate
+        extra = (["e2_sosp_probability.yaml", "e2_uniform_iterate.yaml"] if scale == "quick"
+                 else [])
         assert [f.name for f in files] == sorted(both + extra)
         for path in files:
             exp = load_experiment(path)
             assert exp.paper == "liu2024" and exp.scale == scale and exp.specs
             assert not exp.skipped
-            assert exp.roles == (path.stem.split("_")[0],)
+            uniform = path.stem == "e2_uniform_iterate"
+            assert exp.roles == ("e2_uniform" if uniform else path.stem.split("_")[0],)
+            assert {s.eval.output for s in exp.specs} == {
+                "uniform_iterate" if uniform else "algorithm"}
             assert set(exp.roles) <= set(PAPER.roles)
 
 
@@ -400,20 +405,22 @@ SADDLE_RUN = {"problem": "strict_saddle", "epsilon": 4.0, "p_prob_mu": 1.0,
               "p_prob_sigma2": 0.5, "final_grad_norm": 0.05}
 
 
-def e2_run(label: str, lam: float, lam_min: float, seed: int, **extra: object) -> dict:
+def e2_run(label: str, lam: float, lam_min: float, seed: int, role: str = "e2",
+           **extra: object) -> dict:
     algorithm = label if label == "dp_sgd" else "spider_sosp"
     alpha = {} if label == "dp_sgd" else {
         "p_alg_alpha": 0.2, "diag_escapes": 2, "diag_output": "certificate",
         "plan_c_steps": 150, "p_alg_c_steps": 32.0, "p_alg_gap": 2.0, "plan_c_M": 1.5}
-    return {**SADDLE_RUN, "role": "e2", "label": label, "algorithm": algorithm,
+    return {**SADDLE_RUN, "role": role, "label": label, "algorithm": algorithm,
             "p_prob_lam": lam, "final_lambda_min": lam_min, "seed": seed, **alpha, **extra}
 
 
 def e2(ours: list[float], fosp: dict[str, list[float]] | None = None, lam: float = 0.8,
-       **extra: object) -> PaperResults:
+       fosp_role: str = "e2_uniform", **extra: object) -> PaperResults:
+    """Alg 3-R's E2 runs (λ_min of each output) and FOSP runs in ``fosp_role``."""
     rows = [e2_run("spider_sosp", lam, v, i, **extra) for i, v in enumerate(ours)]
     for label, values in (fosp or {}).items():
-        rows += [e2_run(label, lam, v, i) for i, v in enumerate(values)]
+        rows += [e2_run(label, lam, v, i, fosp_role) for i, v in enumerate(values)]
     return synthetic_results("liu2024", rows)
 
 
@@ -442,6 +449,8 @@ def test_claim_e2a_sosp_outputs_with_probability_one_minus_iota() -> None:
 
 @pytest.mark.known_answer("liu2024", "E2b")
 def test_claim_e2b_separation_is_one_sided_and_needs_a_saddle_that_holds() -> None:
+    """E2b: the FOSP methods' uniform iterates (role e2_uniform) against Alg 3-R's E2
+    outputs; their last iterates (role e2) are not its runs."""
     half = [-0.8, 0.9] * 15
     held = verdict_of("liu2024", "E2b", e2([0.9] * 30, {"dp_sgd": half,
                                                        "spider_boost_fosp": half}))
@@ -452,11 +461,24 @@ def test_claim_e2b_separation_is_one_sided_and_needs_a_saddle_that_holds() -> No
     assert escaped.verdict == "out of regime"
     (failed,) = escaped.settings[0].failed
     assert "0/30 outputs of this method are not Õ(α)-SOSPs" in failed.measured
+    last = verdict_of("liu2024", "E2b", e2([0.9] * 30, {"dp_sgd": half}, fosp_role="e2"))
+    assert last.verdict == "not run" and not last.settings
+
+
+@pytest.mark.known_answer("liu2024", "E2b-last")
+def test_claim_e2b_last_is_the_last_iterate_variant_with_the_spent_eps_control() -> None:
+    half = [-0.8, 0.9] * 15
+    escaped = verdict_of("liu2024", "E2b-last", e2([0.9] * 30, {"dp_sgd": [0.9] * 30},
+                                                   fosp_role="e2"))
+    assert escaped.verdict == "out of regime"
+    held = verdict_of("liu2024", "E2b-last", e2([0.9] * 30, {"dp_sgd": half}, fosp_role="e2"))
+    assert held.verdict == "held"
     # DP-SGD at spider_sosp's spent ε is a control, reported apart, never a setting
     spent = [{**e2_run("dp_sgd", 0.8, 0.9, i), "label": "dp_sgd_at_spent_eps"}
              for i in range(20)]
-    rows = [*e2([0.9] * 30, {"dp_sgd": half}).runs.to_dict("records"), *spent]
-    result = verdict_of("liu2024", "E2b", synthetic_results("liu2024", rows))
+    rows = [*e2([0.9] * 30, {"dp_sgd": half}, fosp_role="e2").runs.to_dict("records"),
+            *spent]
+    result = verdict_of("liu2024", "E2b-last", synthetic_results("liu2024", rows))
     assert [s.setting for s in result.settings] == ["label = dp_sgd, lam = 0.8"]
     (control,) = result.controls
     assert control.outcome == "as expected" and "20/20" in control.evidence

@@ -201,7 +201,7 @@ def test_a_privacy_error_is_reported_in_the_block_that_holds_it(patch: dict[str,
 
 @pytest.mark.parametrize(("patch", "fragment"), [
     ({"eval": {"pionts": 3}}, "src.yaml: eval: unknown key 'pionts' (did you mean 'points'?) "
-                              "(allowed: points, metrics, final, schedule)"),
+                              "(allowed: points, metrics, final, schedule, output)"),
     ({"tuning": {"goal": "best"}}, "src.yaml: tuning.goal: unknown goal 'best'; choose min or max"),
     ({"problems": [{"name": "strict_saddle", "sweep": {"d": [3, "x"]}}]},
      "src.yaml: problems[0] (strict_saddle): sweep.d[1]: expected an integer, got 'x'"),
