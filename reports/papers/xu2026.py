@@ -335,12 +335,14 @@ DATA = Premise(
 NO_MOVE = 0.01  # a method "does not move" while its mean Φ(x_T)/Φ(x₀) is within 1 % of 1
 
 
-def _edges(runs: pd.DataFrame, results: PaperResults) -> set[str]:
-    """The grid edges ("lower", "upper") on which the tuned lr of ``runs`` still sits."""
+def _edges(runs: pd.DataFrame, results: PaperResults) -> set[str] | None:
+    """The grid edges ("lower", "upper") on which the tuned lr of ``runs`` still sits; None
+    when no tuning group made them."""
     ids = set(runs["run_id"]) if "run_id" in runs else set()
-    return {side for m in results.suites for t in m.get("tuning") or []
-            if ids & set(t.get("run_ids") or ()) for k, side in (t.get("edges") or {}).items()
-            if k == "lr"}
+    groups = [t for m in results.suites for t in m.get("tuning") or []
+              if ids & set(t.get("run_ids") or ())]
+    return None if not groups else {side for t in groups
+                                    for k, side in (t.get("edges") or {}).items() if k == "lr"}
 
 
 def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -354,9 +356,9 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
     parts = {OURS: _partner(runs, results, OURS), "baseline": _clean(runs)}
     texts, interior = [], 0
     for name, part in parts.items():
-        if part.empty:
-            return None, f"no tuned {name} runs"
         edges = _edges(part, results)
+        if edges is None:
+            return None, f"no tuned {name} runs"
         if not edges:
             interior += 1
             texts.append(f"{name}: lr inside its grid")
