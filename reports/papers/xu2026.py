@@ -680,7 +680,7 @@ def _table2(results: PaperResults, role: str = "table2") -> list[dict[str, Any]]
                            "composition is the labelled literal variant)",
                "table2_untuned": "at the σ → 0 references' own steps, untuned (labelled "
                                  "variant)",
-               "table2_literal": "App. D's literal constants (labelled variant)"}[role]
+               "table2_literal": "App. D's literal constants (labelled variant)"}
     tables = []
     for (scale, cal), part in stats.groupby(level=[0, 1]):
         eps = part["epsilon"].astype(float)
