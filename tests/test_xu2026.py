@@ -715,7 +715,10 @@ def test_c1_needs_each_method_at_its_best_step_and_one_moving() -> None:
         "dp_rgda": "lower", "sto_spider": "lower", "ada_dp_spider": "lower"}))
     assert both.verdict == "out of regime"
     assert {p.name for s in both.settings for p in s.failed} == {name}
-    assert "neither method moves" in both.settings[0].failed[0].measured
+    assert "neither moves" in both.settings[0].failed[0].measured
+    inside = verdict_of("xu2026", "C1", tuned(table2_results({**stuck_rgda, **frozen}), {
+        "dp_rgda": "lower", "sto_spider": None, "ada_dp_spider": None}))  # chosen on noise
+    assert inside.verdict == "out of regime"
     moving_edge = verdict_of("xu2026", "C1", tuned(table2_results(
         {"dp_rgda": [0.9, 1.0, 0.95], **movers}), {
         "dp_rgda": "lower", "sto_spider": None, "ada_dp_spider": None}))

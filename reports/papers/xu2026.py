@@ -346,32 +346,29 @@ def _edges(runs: pd.DataFrame, results: PaperResults) -> set[str] | None:
 
 
 def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """DP-RGDA and the baseline each at its best step, and at least one of them moving: a
-    tuned lr inside its grid, or on the lower edge where the method does not move
-    (|Φ(x_T)/Φ(x₀) − 1| ≤ ``NO_MOVE``: a smaller step only brings x_T closer to x₀, so the
-    edge is that method's optimum in the limit, and a comparison against a method that
-    moves is decided by the mover's margin). Both on the lower edge (App. D's level: the
-    best private step of every method is 'do not move') compares two methods that stay at
-    x₀ and is out of regime; an upper edge always is (the optimum may lie past it)."""
+    """DP-RGDA and the baseline each at its best step, and at least one of them moving
+    (|mean Φ(x_T)/Φ(x₀) − 1| > ``NO_MOVE``, measured): a tuned lr inside its grid, or on the
+    lower edge where the method does not move (a smaller step only brings x_T closer to x₀,
+    so the edge is that method's optimum in the limit, and a comparison with a method that
+    moves is decided by the mover's margin). Two methods that both stay at x₀ (App. D's
+    level, wherever their tuned lr fell) are compared on noise: out of regime; so is an
+    upper edge (the optimum may lie past it) and a lower edge that moves."""
     parts = {OURS: _partner(runs, results, OURS), "baseline": _clean(runs)}
-    texts, interior = [], 0
+    texts, moving = [], 0
     for name, part in parts.items():
         edges = _edges(part, results)
-        if edges is None:
-            return None, f"no tuned {name} runs"
-        if not edges:
-            interior += 1
-            texts.append(f"{name}: lr inside its grid")
-            continue
         ratio = _ratio(part, results)
-        still = bool(len(ratio)) and abs(float(np.nanmean(ratio)) - 1) <= NO_MOVE
-        if edges != {"lower"} or not still:
-            return False, (f"{name}: lr on the {'/'.join(sorted(edges))} edge (mean "
-                           f"Φ(x_T)/Φ(x₀) {np.nanmean(ratio) if len(ratio) else math.nan:.4g})")
-        texts.append(f"{name}: lr on the lower edge, does not move (mean Φ(x_T)/Φ(x₀) "
-                     f"{np.nanmean(ratio):.4g})")
-    if not interior:
-        return False, "; ".join(texts) + ": neither method moves"
+        if edges is None or not len(ratio):
+            return None, f"no tuned {name} runs"
+        mean = float(np.nanmean(ratio))
+        moves = abs(mean - 1) > NO_MOVE
+        moving += moves
+        where = f"lr on the {'/'.join(sorted(edges))} edge" if edges else "lr inside its grid"
+        texts.append(f"{name}: {where}, mean Φ(x_T)/Φ(x₀) {mean:.4g}")
+        if "upper" in edges or (edges and moves):
+            return False, texts[-1] + " (its optimum may lie past the edge)"
+    if not moving:
+        return False, "; ".join(texts) + f": neither moves (within {NO_MOVE:.0%} of x₀)"
     return True, "; ".join(texts)
 
 
