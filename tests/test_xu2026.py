@@ -400,7 +400,9 @@ def test_experiment_files_are_valid() -> None:
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert [f.name for f in files] == ["rate_ncsc.yaml", "table2_literal.yaml",
                                            *(f"table2_scale{s}{part}.yaml" for s in (100, 20)
-                                             for part in ("", "_references", "_untuned"))]
+                                             for part in ("", "_inregime", "_references",
+                                                          "_untuned") if part != "_inregime"
+                                             or s == 100)]
         for path in files:
             exp = load_experiment(path)
             assert exp.paper == "xu2026" and exp.scale == scale and (exp.specs or exp.groups)
@@ -683,3 +685,73 @@ def test_table2_tunes_every_private_method_alike() -> None:
         assert len(exp.groups) == 5 and len(grids) == 1
     specs = table2_specs("quick")
     assert len(specs) == 10 and all(math.isfinite(r.privacy.epsilon) for r in specs)
+
+
+def tuned(results: PaperResults, edges: dict[str, str | None]) -> PaperResults:
+    """``results`` with one tuning group per label whose chosen lr sits on ``edges[label]``
+    (None: inside its grid), as ``bench/tuning.py`` records it in the suite."""
+    runs = results.runs
+    results.suites[0]["tuning"] = [
+        {"group": label, "chosen": {"lr": 1e-3}, "edges": {"lr": side} if side else {},
+         "run_ids": runs.loc[runs["label"] == label, "run_id"].tolist()}
+        for label, side in edges.items()]
+    return results
+
+
+@pytest.mark.known_answer("xu2026", "C1")
+def test_c1_needs_each_method_at_its_best_step_and_one_moving() -> None:
+    """A lower-edge lr is a method's best step only where it does not move (a smaller step
+    only keeps x_T nearer x₀), and only beside a method that does: two methods stuck at x₀
+    (App. D's level) are out of regime, as is a lower edge that moves, or an upper edge."""
+    name = "each method at its best step, one of them moving (DP-RGDA and the baseline)"
+    stuck_rgda = {"dp_rgda": [PHI0, PHI0 * 1.001, PHI0 * 0.999]}
+    movers = {"sto_spider": [1.0, 1.1, 0.9], "ada_dp_spider": [2.0, 2.2, 2.1]}
+    beside = verdict_of("xu2026", "C1", tuned(table2_results({**stuck_rgda, **movers}), {
+        "dp_rgda": "lower", "sto_spider": None, "ada_dp_spider": None}))
+    assert beside.verdict == "contradicted"
+    assert all(p.passed for s in beside.settings for p in s.premises if p.name == name)
+    frozen = {"sto_spider": [PHI0] * 3, "ada_dp_spider": [PHI0] * 3}
+    both = verdict_of("xu2026", "C1", tuned(table2_results({**stuck_rgda, **frozen}), {
+        "dp_rgda": "lower", "sto_spider": "lower", "ada_dp_spider": "lower"}))
+    assert both.verdict == "out of regime"
+    assert {p.name for s in both.settings for p in s.failed} == {name}
+    assert "neither moves" in both.settings[0].failed[0].measured
+    inside = verdict_of("xu2026", "C1", tuned(table2_results({**stuck_rgda, **frozen}), {
+        "dp_rgda": "lower", "sto_spider": None, "ada_dp_spider": None}))  # chosen on noise
+    assert inside.verdict == "out of regime"
+    moving_edge = verdict_of("xu2026", "C1", tuned(table2_results(
+        {"dp_rgda": [0.9, 1.0, 0.95], **movers}), {
+        "dp_rgda": "lower", "sto_spider": None, "ada_dp_spider": None}))
+    assert moving_edge.verdict == "out of regime"
+    upper = verdict_of("xu2026", "C1", tuned(table2_results({**stuck_rgda, **movers}), {
+        "dp_rgda": "lower", "sto_spider": "upper", "ada_dp_spider": None}))
+    assert {s.setting.split("label = ")[1]: s.verdict for s in upper.settings} == {
+        "ada_dp_spider": "contradicted", "sto_spider": "out of regime"}
+
+
+def test_the_in_regime_table2_file_keeps_the_constants_and_tunes_alike() -> None:
+    """table2_scale100_inregime.yaml: the σ → 0 references' constants at ‖X*‖_F = 100
+    (n = 400), (128, 1e-6) under PLD, 10 seeds, lr tuned alike on one grid on ≥ 3 tuning seeds with
+    extensions; App. D's level (table2_scale*.yaml) keeps its privacy at 5 seeds."""
+    path = EXPERIMENTS / "quick" / "table2_scale100_inregime.yaml"
+    exp = load_experiment(path)
+    refs = {(r.label or r.algorithm.name).removesuffix("_nonprivate"): r for r in
+            load_experiment(EXPERIMENTS / "quick" / "table2_scale100_references.yaml").specs}
+    assert list(exp.roles) == ["table2"] and yaml.safe_load(path.read_text())["seeds"] == 10
+    assert exp.tuning and len(exp.tuning.seeds) >= 3 and exp.tuning.extend >= 2
+    assert {tuple(c.algorithm.params["lr"] for c in g.candidates) for g in exp.groups} == {
+        (1e-2, 1e-1, 1.0)}
+    for group in exp.groups:
+        first = group.candidates[0]
+        assert (first.privacy.epsilon, first.privacy.delta, first.privacy.calibration) == (
+            128, 1e-6, "pld")
+        assert first.problem.params == refs[first.label or first.algorithm.name].problem.params
+        ref = refs[first.label or first.algorithm.name].algorithm.params
+        assert {k: v for k, v in first.algorithm.params.items() if k != "lr"} == {
+            k: v for k, v in ref.items() if k != "lr"}
+    assert {g.candidates[0].label or g.candidates[0].algorithm.name for g in exp.groups} == {
+        "dp_rgda", "sto_spider", "ada_dp_spider", "private_diff"}
+    for s in (100, 20):
+        literal = EXPERIMENTS / "quick" / f"table2_scale{s}.yaml"
+        assert yaml.safe_load(literal.read_text())["seeds"] == 5
+        assert load_experiment(literal).groups[0].candidates[0].privacy.epsilon == 2
