@@ -363,8 +363,18 @@ class Store:
 
     def trajectories(self) -> pd.DataFrame:
         """All trajectory rows of all runs, with their run_id."""
-        frames = [pd.read_parquet(io.BytesIO(data)) for _, data in self._undamaged()]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return self.runs_and_trajectories()[1]
+
+    def runs_and_trajectories(self, stage: str | None = "final"
+                              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """:meth:`runs` (of ``stage``) and :meth:`trajectories` (of every run) from one
+        pass over the store: each sidecar is read and checked once."""
+        rows, frames = [], []
+        for side, data in self._undamaged():
+            rows.append(flatten(side))
+            frames.append(pd.read_parquet(io.BytesIO(data)))
+        runs = pd.DataFrame([r for r in rows if stage is None or r["stage"] == stage])
+        return runs, pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _sidecar(run_id: str, path: Path) -> dict[str, Any]:

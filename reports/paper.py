@@ -137,13 +137,13 @@ def collect(results_root: Path, paper: str, scale: str, trajectories: bool = Tru
     for meta, store in stored_suites(results_root):
         if meta.get("paper") != paper or meta.get("scale") != scale:
             continue
-        frame = store.runs()
+        frame, curve = store.runs_and_trajectories() if trajectories else (store.runs(), None)
         if frame.empty:
             continue
         suites.append(meta)
         runs.append(frame.assign(suite=meta["suite"]))
-        if trajectories:
-            curves.append(store.trajectories())
+        if curve is not None:
+            curves.append(curve)
     frame = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame()
     traj = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     studies = {path.stem: pd.read_parquet(path) for path in

@@ -615,11 +615,11 @@ def _norm_panels(results: PaperResults) -> list[Panel]:
         return []
     runs = runs[(runs["algorithm"] == "noisy_sgd") & runs["diag_max_norm_trace"].apply(
         lambda v: isinstance(v, list | np.ndarray) and len(v) > 0)]
+    bounds = _norms(runs)["bound"]
     rows = pd.DataFrame([{"run_id": r["run_id"], "x": t, "norm": m, "epsilon": r["epsilon"],
                           "algorithm": "noisy_sgd", "problem": r["problem"],
                           "rule": _tag(str(r.get("p_alg_bound_rule") or "given")),
-                          "calibration": r["calibration"], "bound": _norms(runs.loc[[i]])
-                          ["bound"].iloc[0]}
+                          "calibration": r["calibration"], "bound": bounds[i]}
                          for i, r in runs.iterrows() for t, m in r["diag_max_norm_trace"]])
     if rows.empty:
         return []
