@@ -54,13 +54,15 @@ Condition = Any  # a value, a list/tuple/set of values, or a predicate on the co
 class Runs:
     """The runs a claim (or control) looks at: those of suites playing one of ``roles``
     (or the rows of a stored ``study``), whose columns satisfy ``where`` (column → value,
-    collection of values, or predicate on the column), split into one setting per distinct
-    value of the ``by`` columns."""
+    collection of values, or predicate on the column) and whose rows satisfy ``keep`` (a
+    predicate on the frame, for a condition on several columns), split into one setting per
+    distinct value of the ``by`` columns."""
 
     roles: tuple[str, ...] = ()
     where: Mapping[str, Condition] = field(default_factory=dict)
     by: tuple[str, ...] = ()
     study: str = ""
+    keep: Callable[[pd.DataFrame], pd.Series] | None = None
 
     def select(self, results: PaperResults) -> pd.DataFrame:
         frame = results.study(self.study) if self.study else results.role_runs(*self.roles)
@@ -71,6 +73,8 @@ class Runs:
             if column not in frame:
                 return frame.iloc[0:0]
             mask &= _matches(frame[column], condition)
+        if self.keep is not None and mask.any():
+            mask &= self.keep(frame[mask]).reindex(frame.index, fill_value=False).astype(bool)
         return frame[mask]
 
     def settings(self, results: PaperResults) -> list[tuple[str, pd.DataFrame]]:
@@ -237,7 +241,8 @@ def along(metric: str, axis: str, scale: float = 1.0, unit: str = "") -> Statist
 @dataclass(frozen=True)
 class Control:
     """Runs whose outcome the paper predicts (e.g. noise-free SGD stays at an exact
-    saddle): reported apart from the claim's settings; ``rule`` held means 'as expected'."""
+    saddle): reported apart from the claim's settings, one outcome per setting of
+    ``runs.by`` (one in all without); ``rule`` held means 'as expected'."""
 
     name: str
     runs: Runs
@@ -420,17 +425,28 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
                          len(runs), diverged, ids)
 
 
-def _control(control: Control, results: PaperResults) -> ControlResult:
-    runs = control.runs.select(results)
+def _controls(control: Control, results: PaperResults) -> list[ControlResult]:
+    """One result per setting of the control's runs (one in all where it has no ``by``)."""
+    if not control.runs.by:
+        return [_control(control, control.name, control.runs.select(results), results)]
+    parts = control.runs.settings(results)
+    if not parts:
+        return [_control(control, control.name, pd.DataFrame(), results)]
+    return [_control(control, f"{control.name} ({name})", runs, results)
+            for name, runs in parts]
+
+
+def _control(control: Control, name: str, runs: pd.DataFrame, results: PaperResults
+             ) -> ControlResult:
     ids = tuple(sorted(str(r) for r in runs["run_id"])) if "run_id" in runs else ()
     usable = finished(runs)
     if usable.empty:
-        return ControlResult(control.name, control.expect, "not run", "no runs", ids)
+        return ControlResult(name, control.expect, "not run", "no runs", ids)
     sample = control.statistic.compute(usable, results)
     decision = noted(control.rule.decide(sample), sample)
     outcome = {"held": "as expected", "contradicted": "unexpected"}.get(decision.verdict,
                                                                         "inconclusive")
-    return ControlResult(control.name, control.expect, outcome, decision.text, ids)
+    return ControlResult(name, control.expect, outcome, decision.text, ids)
 
 
 def combine(settings: Sequence[SettingResult]) -> tuple[SettingResult, ...]:
@@ -470,7 +486,7 @@ def evaluate(claim: Claim, results: PaperResults) -> ClaimResult:
     """The claim's verdict on ``results`` (see the module docstring)."""
     settings = combine([_setting(claim, name, runs, results)
                         for name, runs in claim.runs.settings(results)])
-    controls = tuple(_control(c, results) for c in claim.controls)
+    controls = tuple(r for c in claim.controls for r in _controls(c, results))
     return ClaimResult(claim, aggregate([s.verdict for s in settings]), settings, controls)
 
 

@@ -4,6 +4,7 @@ declared claim of every registered paper has a known-answer test of its own."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,20 @@ def test_controls_are_reported_apart_and_never_count_as_settings() -> None:
     assert result.verdict == "held" and len(result.settings) == 1
     (control,) = result.controls
     assert control.outcome == "unexpected" and control.expect == "above 50 %"
+
+
+def test_a_control_with_settings_reports_one_outcome_each_and_keep_filters_rows() -> None:
+    control = Control("noise-free SGD", Runs(roles=("acc",), where={"algorithm": "sgd"},
+                                            by=("epsilon",), keep=lambda r: r["seed"] < 2),
+                      "above 50 %", final("test_acc"), AtLeast(0.5))
+    claim = replace(CLAIM, controls=(control,))
+    data = (runs([0.9, 0.91, 0.92]) + runs([0.9, 0.95, 0.1], algorithm="sgd", eps=1.0)
+            + runs([0.1, 0.12, 0.9], algorithm="sgd", eps=2.0))
+    result = evaluate(claim, synthetic_results("x", data))
+    assert [(c.name, c.outcome) for c in result.controls] == [
+        ("noise-free SGD (epsilon = 1)", "as expected"),
+        ("noise-free SGD (epsilon = 2)", "unexpected")]
+    assert all(len(c.run_ids) == 2 for c in result.controls)  # seed 2 is not kept
 
 
 def test_diverged_runs_are_flagged_and_get_no_statistic() -> None:

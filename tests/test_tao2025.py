@@ -636,12 +636,16 @@ def test_t9_compares_above_remark_4s_threshold_only() -> None:
     # threshold (√4 · 5000 · 1)^(6/13) ≈ 70
     assert verdict("T9", runs(128, 1.0, 0.1)).verdict == "held"
     assert verdict("T9", runs(128, 0.1, 1.0)).verdict == "contradicted"
+    # below the threshold the runs are T9's control, one outcome per d, never a setting
     below = verdict("T9", runs(16, 0.1, 1.0))
-    assert below.verdict == "out of regime"
-    assert "d = 16 vs (√m n ε)^(6/13) = 70" in below.settings[0].failed[0].measured
-    both = verdict("T9", runs(16, 0.1, 1.0) + runs(128, 1.0, 0.1))
-    assert both.verdict == "held" and [s.verdict for s in both.settings] == [
-        "out of regime", "held"]
+    assert below.verdict == "not run" and not below.settings
+    (control,) = below.controls
+    assert control.name == "below the threshold (epsilon = 1, clients = 4, d = 16)"
+    assert control.outcome == "as expected"
+    both = verdict("T9", runs(16, 1.0, 0.1) + runs(32, 0.1, 1.0) + runs(128, 1.0, 0.1))
+    assert both.verdict == "held" and [s.setting for s in both.settings] == [
+        "epsilon = 1, clients = 4, d = 128"]
+    assert [c.outcome for c in both.controls] == ["unexpected", "as expected"]
     # α̂ counts curvature: λ_min = −1 at the saddle gives α̂ = 1/ρ = 1/1.859
     saddle = [selection_run(ALG4, s, 128, 0.01, -1.0) for s in range(3)] + [
         selection_run(OURS, s, 128, 0.01 + 0.001 * s, 0.5) for s in range(3)]
