@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -90,6 +91,13 @@ class Release:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown release kind {self.kind!r}; choose {KINDS}")
+
+
+@lru_cache(maxsize=1024)
+def _gaussian_release(tag: str, sigma: float, sensitivity: float) -> Release:
+    """The (immutable) record of a Gaussian release: built once per distinct release, not
+    once per call (an audit makes millions of identical ones)."""
+    return Release("gaussian", tag, sigma=sigma, sensitivity=sensitivity)
 
 
 @dataclass(frozen=True)
@@ -211,9 +219,25 @@ class Mechanism:
         self.noise = noise
         self.sampler = sampler
         self.ledger = ledger if ledger is not None else Ledger()
-        seeds = sampler.bit_generator.seed_seq.spawn(2)  # type: ignore[attr-defined]
-        self.laplace_rng = laplace or np.random.default_rng(seeds[0])
-        self.public = public or np.random.default_rng(seeds[1])
+        self._laplace, self._public = laplace, public
+
+    @cached_property
+    def _spawned(self) -> tuple[np.random.Generator, np.random.Generator]:
+        """Children 0 and 1 of the sampler's seed sequence: the Laplace and public streams
+        where the caller gave none, spawned on first use (an audit's thousands of runs
+        mostly draw from neither)."""
+        seeds = self.sampler.bit_generator.seed_seq.spawn(2)  # type: ignore[attr-defined]
+        return np.random.default_rng(seeds[0]), np.random.default_rng(seeds[1])
+
+    @property
+    def laplace_rng(self) -> np.random.Generator:
+        """The stream of AboveThreshold's Laplace noise."""
+        return self._laplace or self._spawned[0]
+
+    @property
+    def public(self) -> np.random.Generator:
+        """Randomness that touches no data (module docstring)."""
+        return self._public or self._spawned[1]
 
     def sample(self, population: int | np.ndarray, *, scheme: str,
                rate: float | None = None, size: int | None = None, party: int = 0) -> Batch:
@@ -255,14 +279,15 @@ class Mechanism:
         """
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
-        release = Release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
-        batches = batch if isinstance(batch, list) else [batch]
+        release = _gaussian_release(tag, float(sigma), float(sensitivity))
+        rows = isinstance(batch, list)
+        batches = batch if rows else [batch]
         for b in batches:
             self._attach(release, b)
-        noisy = value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
-        return self.emit(noisy, tag=tag, value=value, base=None, std=sigma * sensitivity,
-                         charges=[(b, float(sensitivity)) for b in batches],
-                         rows=isinstance(batch, list))
+        std = sigma * sensitivity
+        noisy = value + std * self.noise.normal(tuple(value.shape))
+        return self.emit(noisy, tag=tag, value=value, base=None, std=std,
+                         charges=[(b, release.sensitivity) for b in batches], rows=rows)
 
     def charged(self, value: Any, *, std: float, tag: str,
                 charges: list[tuple[Batch, float]]) -> Any:
