@@ -280,14 +280,14 @@ class Mechanism:
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
         release = _gaussian_release(tag, float(sigma), float(sensitivity))
-        rows = isinstance(batch, list)
-        batches = batch if rows else [batch]
+        batches = batch if isinstance(batch, list) else [batch]
         for b in batches:
             self._attach(release, b)
         std = sigma * sensitivity
         noisy = value + std * self.noise.normal(tuple(value.shape))
         return self.emit(noisy, tag=tag, value=value, base=None, std=std,
-                         charges=[(b, release.sensitivity) for b in batches], rows=rows)
+                         charges=[(b, release.sensitivity) for b in batches],
+                         rows=isinstance(batch, list))
 
     def charged(self, value: Any, *, std: float, tag: str,
                 charges: list[tuple[Batch, float]]) -> Any:
