@@ -93,11 +93,10 @@ class Release:
             raise ValueError(f"unknown release kind {self.kind!r}; choose {KINDS}")
 
 
-@lru_cache(maxsize=1024)
-def _gaussian_release(tag: str, sigma: float, sensitivity: float) -> Release:
-    """The (immutable) record of a Gaussian release: built once per distinct release, not
-    once per call (an audit makes millions of identical ones)."""
-    return Release("gaussian", tag, sigma=sigma, sensitivity=sensitivity)
+#: the per-call records of :class:`Mechanism`, built once per distinct value (both are
+#: immutable; an audit draws millions of identical ones); ``typed``: 60 and 60.0 stay apart
+_sampling = lru_cache(maxsize=1024, typed=True)(Sampling)
+_release = lru_cache(maxsize=1024, typed=True)(Release)
 
 
 @dataclass(frozen=True)
@@ -205,8 +204,8 @@ class Pool:
         chosen = np.sort(self.order[self.cursor:self.cursor + size])
         self.cursor += size
         self.used += size
-        sampling = Sampling("disjoint", n, rate=size / n, size=size, party=self.party,
-                            epoch=self.epoch)
+        sampling = _sampling("disjoint", n, rate=size / n, size=size, party=self.party,
+                             epoch=self.epoch)
         return self.mech.ledger.open(Batch(chosen, sampling))
 
 
@@ -250,15 +249,15 @@ class Mechanism:
             if rate is None or not 0.0 < rate <= 1.0:
                 raise ValueError(f"poisson sampling needs a rate in (0, 1], got {rate}")
             chosen = pop[self.sampler.random(n) < rate]
-            sampling = Sampling("poisson", n, rate=float(rate), party=party)
+            sampling = _sampling("poisson", n, rate=float(rate), party=party)
         elif scheme == "fixed":
             if size is None or not 0 < size <= n:
                 raise ValueError(f"fixed-size sampling needs 0 < size <= {n}, got {size}")
             chosen = pop[np.sort(self.sampler.choice(n, size=size, replace=False))]
-            sampling = Sampling("fixed", n, rate=size / n, size=int(size), party=party)
+            sampling = _sampling("fixed", n, rate=size / n, size=int(size), party=party)
         elif scheme == "none":
             chosen = pop
-            sampling = Sampling("none", n, rate=1.0, size=n, party=party)
+            sampling = _sampling("none", n, rate=1.0, size=n, party=party)
         else:
             raise ValueError(f"unknown sampling scheme {scheme!r}; choose {SCHEMES}")
         return self.ledger.open(Batch(chosen, sampling))
@@ -279,7 +278,7 @@ class Mechanism:
         """
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
-        release = _gaussian_release(tag, float(sigma), float(sensitivity))
+        release = _release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
         batches = batch if isinstance(batch, list) else [batch]
         for b in batches:
             self._attach(release, b)
