@@ -136,11 +136,12 @@ def _batch_row(xp: Any, norms: Any, bound: float, scale: float | None = None
     if scale is not None:
         norms = norms / scale
     b = norms.shape[0]
-    # NaN sorts last; numpy only partitions around the three picks (O(b), not a sort)
-    ordered = np.partition(norms, [(b - 1) // 2, b // 2, b - 1]) \
-        if isinstance(norms, np.ndarray) else xp.sort(norms)
-    picks = xp.stack([ordered[(b - 1) // 2], ordered[b // 2], ordered[b - 1]])
-    return picks, xp.sum(norms > bound)
+    at = [(b - 1) // 2, b // 2, b - 1]
+    if isinstance(norms, np.ndarray):
+        # NaN sorts last; numpy only partitions around the three picks (O(b), not a sort)
+        return np.partition(norms, at)[at], np.count_nonzero(norms > bound)
+    ordered = xp.sort(norms)
+    return xp.stack([ordered[i] for i in at]), xp.sum(norms > bound)
 
 
 _JAX_ROW: Any = None

@@ -151,22 +151,23 @@ class CanaryOracle(Oracle):
         return self._rows(x, self.base.per_sample_grads(x[: self.base.d], idx), idx,
                           np.flatnonzero(self._slots(idx)))
 
-    def _others(self, idx: np.ndarray) -> np.ndarray:
+    def _split(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the slots among ``idx``, its other records)."""
         idx = np.asarray(idx)
-        return idx[~self._slots(idx)]
+        slots = self._slots(idx)
+        return idx[slots], idx[~slots]
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
-        idx, others = np.asarray(idx), self._others(idx)
+        slots, others = self._split(idx)
         base = self.base._loss_sum(x[: self.base.d], others) if len(others) else 0.0
-        return base + self._canary_loss(x, idx[self._slots(idx)])
+        return base + self._canary_loss(x, slots)
 
     def _grad_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self.per_sample_grads(x, idx).sum(axis=0)
 
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
-        idx = np.asarray(idx)
-        out = self._canary_hvp(np.asarray(v), idx[self._slots(idx)])
-        others = self._others(idx)
+        slots, others = self._split(idx)
+        out = self._canary_hvp(np.asarray(v), slots)
         if len(others):
             d = self.base.d
             out[:d] += self.base._hvp_sum(x[:d], v[:d], others)

@@ -17,8 +17,10 @@ def row_norms(xp: Any, rows: Any) -> Any:
 
 
 def clip_factors(xp: Any, norms: Any, clip: float) -> Any:
-    """1 / max(1, ‖g‖/C) for each row norm ‖g‖ (Abadi et al. 2016, Alg. 1 line 3)."""
-    return 1.0 / xp.clip(norms / clip, min=1.0)
+    """1 / max(1, ‖g‖/C) for each row norm ‖g‖ (Abadi et al. 2016, Alg. 1 line 3). A NaN
+    norm gives NaN. ``xp.maximum``, not ``xp.clip``: the same bits on numpy, torch and jax,
+    without array_api_compat's numpy ``clip`` wrapper (20 µs a call on the audit's rows)."""
+    return 1.0 / xp.maximum(norms / clip, 1.0)
 
 
 def _clip_rows_and_norms(xp: Any, rows: Any, clip: float) -> tuple[Any, Any]:

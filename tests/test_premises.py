@@ -17,7 +17,7 @@ from algorithms.premises import (
     unmeasured,
 )
 from problems.backend import Backend, BackendSpec, get_backend
-from problems.clipping import clip_rows, clip_rows_and_norms, row_norms
+from problems.clipping import clip_factors, clip_rows, clip_rows_and_norms, row_norms
 from problems.oracles import Oracle
 
 BACKENDS = ["numpy", "torch", "jax"]
@@ -99,6 +99,37 @@ def test_clip_rows_and_norms_is_clip_rows(name: str) -> None:
     clipped, norms = clip_rows_and_norms(be.xp, rows, 2.0)
     np.testing.assert_array_equal(to_numpy(clipped), to_numpy(clip_rows(be.xp, rows, 2.0)))
     np.testing.assert_array_equal(to_numpy(norms), to_numpy(row_norms(be.xp, rows)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", BACKENDS)
+def test_clip_factors_are_the_clip_formulas_bits(name: str, dtype: str) -> None:
+    """1 / max(1, ‖g‖/C) by ``xp.maximum`` gives the bits of ``xp.clip(…, min=1)`` (its
+    former formula, issue 24), NaN, ∞, 0 and norms on the bound included."""
+    if name != "numpy":
+        pytest.importorskip(name)
+    be = get_backend(BackendSpec(name=name, dtype=dtype))
+    norms = be.asarray(np.array([0.0, 1e-300, 0.5, 2.0, 2.0000000001, 3.7, 1e300, np.inf,
+                                 np.nan]))
+    for clip in (2.0, 0.3, 1.0):
+        np.testing.assert_array_equal(to_numpy(clip_factors(be.xp, norms, clip)),
+                                      to_numpy(1.0 / be.xp.clip(norms / clip, min=1.0)))
+
+
+@pytest.mark.parametrize("scale", [None, 0.5])
+def test_numpy_batch_row_is_the_sorted_row(scale: float | None) -> None:
+    """numpy's partition path of a batch row: the picks and count of the generic sort path,
+    NaN norms (sorted last) included."""
+    xp = backend("numpy").xp
+    rng = np.random.default_rng(3)
+    for b in (1, 2, 5, 8):
+        norms = rng.random(b) * 3
+        if b > 2:
+            norms[1] = np.nan
+        picks, over = premises._batch_row(xp, norms, 1.0, scale)
+        ordered = np.sort(norms if scale is None else norms / scale)
+        np.testing.assert_array_equal(picks, ordered[[(b - 1) // 2, b // 2, b - 1]])
+        assert over == int(np.sum((norms if scale is None else norms / scale) > 1.0))
 
 
 @pytest.mark.parametrize(("problem", "backend_name"), [("strict_saddle", "numpy"),

@@ -562,6 +562,30 @@ def test_sampler_is_reproducible() -> None:
     np.testing.assert_array_equal(a.indices, b.indices)
 
 
+def test_own_streams_are_the_samplers_first_two_children() -> None:
+    """A mechanism given no Laplace or public stream draws them from children 0 and 1 of the
+    sampler's seed sequence, spawned on first use: the streams of an eager spawn at
+    construction (issue 24), whatever was sampled before."""
+    mech = Mechanism(None, np.random.default_rng(9))
+    mech.sample(50, scheme="fixed", size=5)
+    laplace, public = np.random.default_rng(9).bit_generator.seed_seq.spawn(2)
+    assert mech.public.random() == np.random.default_rng(public).random()
+    assert mech.laplace_rng.laplace() == np.random.default_rng(laplace).laplace()
+    given = np.random.default_rng(1)
+    assert Mechanism(None, np.random.default_rng(9), public=given).public is given
+
+
+def test_gaussian_releases_record_their_parameters() -> None:
+    mech = Mechanism(get_backend("numpy").noise_source(0), np.random.default_rng(0))
+    batch = mech.sample(100, scheme="fixed", size=10)
+    for sigma in (1.5, 1.5, 2.0):
+        mech.gaussian(np.zeros(2), sensitivity=np.float64(0.2), sigma=sigma, tag="g",
+                      batch=batch)
+    assert batch.releases == [Release("gaussian", "g", sigma=1.5, sensitivity=0.2)] * 2 + [
+        Release("gaussian", "g", sigma=2.0, sensitivity=0.2)]
+    assert all(type(r.sensitivity) is float for r in batch.releases)
+
+
 # -- ledger ------------------------------------------------------------------------------------
 
 

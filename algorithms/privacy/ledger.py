@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -90,6 +91,12 @@ class Release:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown release kind {self.kind!r}; choose {KINDS}")
+
+
+#: the per-call records of :class:`Mechanism`, built once per distinct value (both are
+#: immutable; an audit draws millions of identical ones); ``typed``: 60 and 60.0 stay apart
+_sampling = lru_cache(maxsize=1024, typed=True)(Sampling)
+_release = lru_cache(maxsize=1024, typed=True)(Release)
 
 
 @dataclass(frozen=True)
@@ -197,8 +204,8 @@ class Pool:
         chosen = np.sort(self.order[self.cursor:self.cursor + size])
         self.cursor += size
         self.used += size
-        sampling = Sampling("disjoint", n, rate=size / n, size=size, party=self.party,
-                            epoch=self.epoch)
+        sampling = _sampling("disjoint", n, rate=size / n, size=size, party=self.party,
+                             epoch=self.epoch)
         return self.mech.ledger.open(Batch(chosen, sampling))
 
 
@@ -211,9 +218,25 @@ class Mechanism:
         self.noise = noise
         self.sampler = sampler
         self.ledger = ledger if ledger is not None else Ledger()
-        seeds = sampler.bit_generator.seed_seq.spawn(2)  # type: ignore[attr-defined]
-        self.laplace_rng = laplace or np.random.default_rng(seeds[0])
-        self.public = public or np.random.default_rng(seeds[1])
+        self._laplace, self._public = laplace, public
+
+    @cached_property
+    def _spawned(self) -> tuple[np.random.Generator, np.random.Generator]:
+        """Children 0 and 1 of the sampler's seed sequence: the Laplace and public streams
+        where the caller gave none, spawned on first use (an audit's thousands of runs
+        mostly draw from neither)."""
+        seeds = self.sampler.bit_generator.seed_seq.spawn(2)  # type: ignore[attr-defined]
+        return np.random.default_rng(seeds[0]), np.random.default_rng(seeds[1])
+
+    @property
+    def laplace_rng(self) -> np.random.Generator:
+        """The stream of AboveThreshold's Laplace noise."""
+        return self._laplace or self._spawned[0]
+
+    @property
+    def public(self) -> np.random.Generator:
+        """Randomness that touches no data (module docstring)."""
+        return self._public or self._spawned[1]
 
     def sample(self, population: int | np.ndarray, *, scheme: str,
                rate: float | None = None, size: int | None = None, party: int = 0) -> Batch:
@@ -226,15 +249,15 @@ class Mechanism:
             if rate is None or not 0.0 < rate <= 1.0:
                 raise ValueError(f"poisson sampling needs a rate in (0, 1], got {rate}")
             chosen = pop[self.sampler.random(n) < rate]
-            sampling = Sampling("poisson", n, rate=float(rate), party=party)
+            sampling = _sampling("poisson", n, rate=float(rate), party=party)
         elif scheme == "fixed":
             if size is None or not 0 < size <= n:
                 raise ValueError(f"fixed-size sampling needs 0 < size <= {n}, got {size}")
             chosen = pop[np.sort(self.sampler.choice(n, size=size, replace=False))]
-            sampling = Sampling("fixed", n, rate=size / n, size=int(size), party=party)
+            sampling = _sampling("fixed", n, rate=size / n, size=int(size), party=party)
         elif scheme == "none":
             chosen = pop
-            sampling = Sampling("none", n, rate=1.0, size=n, party=party)
+            sampling = _sampling("none", n, rate=1.0, size=n, party=party)
         else:
             raise ValueError(f"unknown sampling scheme {scheme!r}; choose {SCHEMES}")
         return self.ledger.open(Batch(chosen, sampling))
@@ -255,13 +278,14 @@ class Mechanism:
         """
         if sensitivity <= 0 or sigma <= 0:
             raise ValueError(f"gaussian release {tag!r} needs sensitivity > 0 and sigma > 0")
-        release = Release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
+        release = _release("gaussian", tag, sigma=float(sigma), sensitivity=float(sensitivity))
         batches = batch if isinstance(batch, list) else [batch]
         for b in batches:
             self._attach(release, b)
-        noisy = value + (sigma * sensitivity) * self.noise.normal(tuple(value.shape))
-        return self.emit(noisy, tag=tag, value=value, base=None, std=sigma * sensitivity,
-                         charges=[(b, float(sensitivity)) for b in batches],
+        std = sigma * sensitivity
+        noisy = value + std * self.noise.normal(tuple(value.shape))
+        return self.emit(noisy, tag=tag, value=value, base=None, std=std,
+                         charges=[(b, release.sensitivity) for b in batches],
                          rows=isinstance(batch, list))
 
     def charged(self, value: Any, *, std: float, tag: str,
