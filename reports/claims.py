@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from reports.rules import ALPHA, Decision, Rule, Sample, holm, noted
+from reports.rules import ALPHA, Decision, Rule, Sample, as_float, holm, noted
 
 if TYPE_CHECKING:
     from reports.paper import PaperResults, PaperSections
@@ -207,7 +207,7 @@ def final(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:
     column = f"final_{metric}"
 
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        values = runs[column].to_numpy(float) * scale if column in runs else []
+        values = runs[column].to_numpy(float) * scale if column in runs else np.array([])
         return Sample.of(values, unit=unit)
 
     return Statistic(f"final {metric.replace('_', ' ')}" + (f" ({unit})" if unit else ""),
@@ -232,7 +232,7 @@ def along(metric: str, axis: str, scale: float = 1.0, unit: str = "") -> Statist
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
         if column not in runs or axis not in runs:
             return Sample.along({})
-        return Sample.along({float(k): part[column].to_numpy(float) * scale
+        return Sample.along({as_float(k): part[column].to_numpy(float) * scale
                              for k, part in runs.groupby(axis)}, unit=unit)
 
     return Statistic(f"final {metric.replace('_', ' ')} by {_short(axis)}", compute)

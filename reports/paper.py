@@ -23,6 +23,7 @@ from algorithms import get_algorithm
 from bench.store import Store
 from reports.claims import DIVERGENCE_FACTOR, VERDICTS, ClaimResult, aggregate, study_path
 from reports.published import published_for
+from reports.rules import as_float
 from reports.scaling import ExponentCheck, ScalingFit, compare, declared_exponents, fit_exponents
 from reports.tables import Comparison
 
@@ -486,8 +487,8 @@ def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
     for (suite, label, cal, eps), part in paper.groupby(["suite", "label", "calibration",
                                                          "epsilon"]):
         spent = part["eps_pld"].astype(float)
-        ratio = float(spent.max()) / float(eps)
-        if ratio > overspend or float(spent.min()) / float(eps) < underspend:
+        ratio = float(spent.max()) / as_float(eps)
+        if ratio > overspend or float(spent.min()) / as_float(eps) < underspend:
             kind = "overspends" if ratio > overspend else "underspends"
             out.append({"kind": f"calibration {kind} its target",
                         "what": f"{suite}: {label}, calibration {cal}, target ε = {eps:g}",

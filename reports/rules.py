@@ -32,14 +32,20 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, SupportsFloat, cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 ALPHA = 0.025  # each one-sided test; together a 95 % two-sided interval
 POWER = 0.8
 DECISIONS = ("held", "contradicted", "inconclusive")
+
+
+def as_float(value: object) -> float:
+    """A pandas cell or group key (typed as any scalar) as the float it holds."""
+    return float(cast(SupportsFloat, value))
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,7 @@ class Sample:
     note: str = ""  # what else the evidence should say (e.g. the worst value seen)
 
     @classmethod
-    def of(cls, values: Sequence[float] | np.ndarray,
-           reference: Sequence[float] | np.ndarray | None = None, unit: str = "",
+    def of(cls, values: npt.ArrayLike, reference: npt.ArrayLike | None = None, unit: str = "",
            note: str = "") -> Sample:
         ref = None if reference is None else np.asarray(reference, dtype=float)
         return cls(np.asarray(values, dtype=float), ref, unit=unit, note=note)

@@ -46,7 +46,7 @@ from reports.paper import (
     deviations,
     settings,
 )
-from reports.rules import Always, AtMost, Fraction, Monotone, Sample
+from reports.rules import Always, AtMost, Fraction, Monotone, Sample, as_float
 
 KEY = "avdiukhin2024"
 PAPER_DELTA = 0.01  # §4: δ = 0.01
@@ -320,7 +320,7 @@ def _calibrated(runs: pd.DataFrame, _: PaperResults) -> Sample:
     formula = np.isclose(product, _theorem_3_3(runs), rtol=T1_RTOL, atol=0)
     planned, spent = numeric(runs, "eps_planned"), numeric(runs, "eps_pld")
     ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
-    return Sample.of((formula & ledger).to_numpy(float))
+    return Sample.of(formula & ledger.to_numpy())
 
 
 def _strict_defaults() -> Any:
@@ -577,7 +577,8 @@ def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
         ax.set_visible(False)
     for ax, (title, rows, bound) in zip(axes.flat, panels, strict=False):
         colours = epsilon_colours(rows["epsilon"].unique())
-        for (algorithm, eps), part in rows.groupby(["algorithm", "epsilon"], sort=True):
+        for (algorithm, key), part in rows.groupby(["algorithm", "epsilon"], sort=True):
+            eps = as_float(key)
             line = part.groupby("x")[metric].agg(["mean", "sem"]).fillna({"sem": 0.0})
             colour = colours[eps]
             dashed = algorithm == "dp_sgd"
@@ -619,8 +620,9 @@ def _norm_panels(results: PaperResults) -> list[Panel]:
     rows = pd.DataFrame([{"run_id": r["run_id"], "x": t, "norm": m, "epsilon": r["epsilon"],
                           "algorithm": "noisy_sgd", "problem": r["problem"],
                           "rule": _tag(str(r.get("p_alg_bound_rule") or "given")),
-                          "calibration": r["calibration"], "bound": bounds[i]}
-                         for i, r in runs.iterrows() for t, m in r["diag_max_norm_trace"]])
+                          "calibration": r["calibration"], "bound": bound}
+                         for (_, r), bound in zip(runs.iterrows(), bounds, strict=True)
+                         for t, m in r["diag_max_norm_trace"]])
     if rows.empty:
         return []
     groups = sorted(rows.groupby(["problem", "rule", "calibration"]),
@@ -658,7 +660,7 @@ def _accuracy_panels(results: PaperResults, metric: str, roles: tuple[str, ...]
                                                            "calibration"]):
         base = references[references["problem"] == problem] if len(references) else references
         rows = pd.concat([part, base]).dropna(subset=[metric])
-        panels.append((f"{problem}, {_tag(rule)}, calibration {cal}", rows, None))
+        panels.append((f"{problem}, {_tag(str(rule))}, calibration {cal}", rows, None))
     return panels
 
 

@@ -53,7 +53,7 @@ from reports.paper import (
     mean_se,
     settings,
 )
-from reports.rules import Always, AtLeast, AtMost, Monotone, Sample
+from reports.rules import Always, AtLeast, AtMost, Monotone, Sample, as_float
 
 METHODS = ("prisma", "dpsgd_gc")
 NAMES = {"prisma": "PriSMA", "dpsgd_gc": "DPSGD-GC", "sgd": "SGD (non-private)",
@@ -221,7 +221,8 @@ def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
 
 def slope_gap() -> Statistic:
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        return paired(*(_slopes(runs, m) for m in METHODS))
+        ours, baseline = (_slopes(runs, m) for m in METHODS)
+        return paired(ours, baseline)
 
     return Statistic("per-seed log-log slope of final ‖∇F‖ in N (each seed is one run per N: "
                      "a replicate of the curve), PriSMA − DPSGD-GC, paired by seed", compute)
@@ -232,7 +233,7 @@ def log_grad_by_n() -> Statistic:
         if "final_grad_norm" not in runs:
             return Sample.along({})
         frame = runs.assign(N=per_client_n(runs))
-        return Sample.along({float(n): np.log10(part["final_grad_norm"].to_numpy(float))
+        return Sample.along({as_float(n): np.log10(part["final_grad_norm"].to_numpy(float))
                              for n, part in frame.groupby("N")}, unit="log₁₀")
 
     return Statistic("mean log₁₀ final ‖∇F‖ by N (per client)", compute)
@@ -404,7 +405,7 @@ def clip_column(runs: pd.DataFrame, which: str) -> str | None:
              f"prem_clipped_fraction_{which}"]
     found = [c for c in names if c in runs and runs[c].notna().any()]
     if not found:
-        found = [c for c in runs if str(c).startswith("prem_clipped_fraction")
+        found = [str(c) for c in runs if str(c).startswith("prem_clipped_fraction")
                  and str(c).endswith(which) and runs[c].notna().any()]
     return found[0] if found else None
 
@@ -697,8 +698,9 @@ def _table1_row(runs: pd.DataFrame, eps: float) -> list[str]:
             row.append(format_mean_se(scale * float(s["mean"].iloc[0]),
                                       scale * float(s["se"].iloc[0])) if len(s) else "–")
     for metric, scale in (("test_acc", 100), ("test_loss", 1)):
-        sample = paired(*(_by_seed(finished(at), m, f"final_{metric}") * scale
-                          for m in METHODS))
+        ours, baseline = (_by_seed(finished(at), m, f"final_{metric}") * scale
+                          for m in METHODS)
+        sample = paired(ours, baseline)
         ref = 0.0 if sample.reference is None else float(np.nanmean(sample.reference))
         diff = float(np.nanmean(sample.values)) - ref if len(sample.values) else math.nan
         row.append("–" if math.isnan(diff) else f"{diff:+.3g}")
@@ -791,7 +793,8 @@ def _figure1_table(results: PaperResults) -> list[dict[str, Any]]:
         if runs.empty:
             continue
         rows = []
-        for n, part in runs.groupby("N"):
+        for key, part in runs.groupby("N"):
+            n = as_float(key)
             eps, delta = float(part["epsilon"].iloc[0]), float(part["delta"].iloc[0])
             copies = float(part["copies"].max())
             stats = [final_stats(part[part["label"] == m], "grad_norm", by="N") for m in METHODS]
@@ -888,9 +891,9 @@ def _table1_runs(results: PaperResults) -> pd.DataFrame:
 
 
 def _table1_dims(tab: pd.DataFrame) -> pd.Series:
-    return pd.Series([_model_dim(str(r.problem), int(r.p_prob_hidden))
-                      for r in tab[["problem", "p_prob_hidden"]].itertuples()],
-                     index=tab.index, dtype=float)
+    dims = np.array([_model_dim(str(r.problem), int(as_float(r.p_prob_hidden)))
+                     for r in tab[["problem", "p_prob_hidden"]].itertuples()], dtype=float)
+    return pd.Series(dims, index=tab.index)
 
 
 def _table1_noise(results: PaperResults) -> str:
@@ -919,7 +922,7 @@ REGIME = (
            lambda r: _span(_per_client(_fig1(r)), "{:.0f}")),
     Regime("Figure 1: copies of each record (group-privacy factor)",
            "1–6 (2,000 records copied N/2,000 times)",
-           lambda r: _span(_dup_factor(_fig1(r)), "{:g}")),
+           lambda r: "–" if (dup := _dup_factor(_fig1(r))) is None else _span(dup, "{:g}")),
     Regime("Table 1: per-step noise over the clip √d·σ̂·2/(b·√M) (the averaged message's noise "
            "norm in units of C₁)", _paper_table1_noise(), _table1_noise,
            "the stand-in is real data (sklearn digits, 8×8 images), not synthetic; it matches "

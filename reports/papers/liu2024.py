@@ -89,7 +89,7 @@ from reports.paper import (
     rates_table,
     settings,
 )
-from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, SlopeAtMost
+from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, SlopeAtMost, as_float
 
 SOSP_METHODS = ("spider_sosp", "spider_sosp_paper_tau")
 AT_SPENT = "dp_sgd_at_spent_eps"  # E2's control: DP-SGD at about spider_sosp's spent ε
@@ -192,8 +192,8 @@ T_THM = ("p_alg_c_steps", "p_alg_gap", "plan_c_M", "p_alg_alpha")
 
 def _t_thm(runs: pd.DataFrame) -> pd.Series:
     """Prop. 3.10's horizon T = ⌈c_T·B·M/α²⌉ (B = gap; §2.7), whatever ``steps`` was set."""
-    return np.ceil(runs["p_alg_c_steps"] * runs["p_alg_gap"] * runs["plan_c_M"]
-                   / runs["p_alg_alpha"] ** 2)
+    return pd.Series(np.ceil(runs["p_alg_c_steps"] * runs["p_alg_gap"] * runs["plan_c_M"]
+                             / runs["p_alg_alpha"] ** 2), index=runs.index)
 
 
 # -- premises -----------------------------------------------------------------------------------
@@ -267,7 +267,8 @@ def _horizon_binds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, st
     share = runs["diag_first_certificate_t"].astype(float) / horizon
     short = share.isna() | (share < HORIZON_SHARE)
     descent = _descent_steps(runs) / horizon
-    needed = np.ceil((HORIZON_SHARE - descent) * horizon / runs["diag_escape_horizon"])
+    needed = pd.Series(np.ceil((HORIZON_SHARE - descent) * horizon
+                               / runs["diag_escape_horizon"]), index=runs.index)
     return not bool(short.any()), (
         f"first certificate at {100 * share.min():.2g}–{100 * share.max():.2g} % of "
         f"T_thm = {horizon.min():g}–{horizon.max():g} steps "
@@ -393,7 +394,7 @@ def _samples_along(axis: str) -> Statistic:
         done = runs[_certified(runs)]
         if done.empty or axis not in done:
             return Sample.along({})
-        sample = Sample.along({float(k): _samples(part).to_numpy()
+        sample = Sample.along({as_float(k): _samples(part).to_numpy()
                                for k, part in done.groupby(axis)}, unit="samples")
         return replace(sample, note=_censoring_note(runs))
     return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')} "
@@ -756,7 +757,8 @@ def _spent_share(results: PaperResults) -> str:
 
 def _e2_ratio(results: PaperResults) -> str:
     runs = _spider(results, "e2")
-    ratio = runs["p_prob_lam"] / np.sqrt(_rho(runs) * runs["p_alg_alpha"])
+    ratio = runs["p_prob_lam"] / pd.Series(np.sqrt(_rho(runs) * runs["p_alg_alpha"]),
+                                           index=runs.index)
     return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
 
 

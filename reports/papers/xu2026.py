@@ -61,7 +61,7 @@ from reports.paper import (
     rates_table,
     settings,
 )
-from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost
+from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost, as_float
 from reports.scaling import fit_slope
 
 KEY = "xu2026"
@@ -124,7 +124,8 @@ def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     ids = runs["run_id"]
     extra = {f"last_{m}": ids.map(last[m]) for m, _ in METRICS if m in last}
     extra["last_step"] = ids.map(last["step"])
-    extra["phi0"] = ids.map(start["loss"]) if "loss" in start else np.nan
+    extra["phi0"] = ids.map(start["loss"]) if "loss" in start else \
+        pd.Series(np.nan, index=runs.index)
     extra["stopped_early"] = extra["last_step"] < runs["steps"].astype(float)
     return runs.assign(**extra)
 
@@ -185,7 +186,7 @@ def _by_eps_bar(runs: pd.DataFrame, results: PaperResults) -> Sample:
     if runs.empty:
         return Sample.along({})
     frame = runs.assign(eps_bar=_eps_bar(runs), best=best_iterate(runs, results))
-    return Sample.along({float(e): part["best"].to_numpy(float)
+    return Sample.along({as_float(e): part["best"].to_numpy(float)
                          for e, part in frame.groupby("eps_bar")})
 
 
@@ -1048,7 +1049,8 @@ def _noise_to_signal(results: PaperResults) -> str:
     d_x = (runs["p_prob_p"].fillna(20) + runs["p_prob_q"].fillna(20)) * \
         runs["p_prob_rank"].fillna(3) if "p_prob_p" in runs else pd.Series(120.0, runs.index)
     clip = runs["p_alg_clip"].astype(float) if "p_alg_clip" in runs else CLIP
-    return _range(np.sqrt(d_x.astype(float)) * runs["plan_std_refresh"].astype(float) / clip)
+    root_d = pd.Series(np.sqrt(d_x.astype(float)), index=runs.index)
+    return _range(root_d * runs["plan_std_refresh"].astype(float) / clip)
 
 
 def _param(runs: pd.DataFrame, name: str) -> pd.Series:
