@@ -61,11 +61,10 @@ def load(path: str | Path, stage: str | None = "final") -> Results:
     runs, curves = [], []
     for folder in folders:
         store = Store(folder)
-        frame = store.runs(stage)
+        frame, trajectories = store.runs_and_trajectories(stage)
         if frame.empty:
             continue
         runs.append(frame.assign(suite=folder.name))
-        trajectories = store.trajectories()
         if not trajectories.empty:
             curves.append(trajectories[trajectories["run_id"].isin(frame["run_id"])])
     return Results(pd.concat(runs, ignore_index=True) if runs else pd.DataFrame(),

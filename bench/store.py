@@ -363,7 +363,7 @@ class Store:
 
     def trajectories(self) -> pd.DataFrame:
         """All trajectory rows of all runs, with their run_id."""
-        return self.runs_and_trajectories()[1]
+        return _concat([pd.read_parquet(io.BytesIO(data)) for _, data in self._undamaged()])
 
     def runs_and_trajectories(self, stage: str | None = "final"
                               ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -374,7 +374,11 @@ class Store:
             rows.append(flatten(side))
             frames.append(pd.read_parquet(io.BytesIO(data)))
         runs = pd.DataFrame([r for r in rows if stage is None or r["stage"] == stage])
-        return runs, pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return runs, _concat(frames)
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _sidecar(run_id: str, path: Path) -> dict[str, Any]:

@@ -427,13 +427,9 @@ def _setting(claim: Claim, name: str, runs: pd.DataFrame, results: PaperResults
 
 def _controls(control: Control, results: PaperResults) -> list[ControlResult]:
     """One result per setting of the control's runs (one in all where it has no ``by``)."""
-    if not control.runs.by:
-        return [_control(control, control.name, control.runs.select(results), results)]
-    parts = control.runs.settings(results)
-    if not parts:
-        return [_control(control, control.name, pd.DataFrame(), results)]
-    return [_control(control, f"{control.name} ({name})", runs, results)
-            for name, runs in parts]
+    parts = control.runs.settings(results) or [("", pd.DataFrame())]
+    return [_control(control, f"{control.name} ({name})" if control.runs.by and name
+                     else control.name, runs, results) for name, runs in parts]
 
 
 def _control(control: Control, name: str, runs: pd.DataFrame, results: PaperResults

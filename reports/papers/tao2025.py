@@ -376,6 +376,7 @@ def _above_threshold(runs: pd.DataFrame) -> pd.Series:
     """Runs whose d exceeds Remark 4's threshold (T9's scope; the rest are its control)."""
     return numeric(runs, "p_prob_d") > remark4_threshold(runs)
 
+
 def tuned_lr(results: PaperResults) -> dict[str, tuple[float, str]]:
     """algorithm -> (lr chosen by the tuning suite, grid edge it sits on or "")."""
     found = {}
