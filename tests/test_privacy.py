@@ -761,3 +761,24 @@ def test_noisy_sgd_differs_from_dp_sgd_when_clipping_bites() -> None:
         finals.append(to_numpy(run_steps(alg, setup.oracle, plan,
                                          make_mech(setup.backend))[-1].x))
     assert not np.allclose(finals[0], finals[1])
+
+
+@pytest.mark.parametrize("sigma", [0.07, 1.3, 40.0])
+@pytest.mark.parametrize("sensitivity", [1.0, 0.37])
+@pytest.mark.parametrize("adjacency", ["ADD", "REMOVE"])
+def test_vectorised_unsampled_gaussian_is_dp_accountings_pointwise_loop(
+        sigma: float, sensitivity: float, adjacency: str) -> None:
+    """The unsampled Gaussian's δ(ε) grid, inverted on the whole array at once
+    (accounting._vectorise_unsampled_gaussian), has dp-accounting's own bits."""
+    mechanisms = accounting._dpa().pld.privacy_loss_mechanism
+    loss = mechanisms.GaussianPrivacyLoss(
+        sigma, sensitivity=sensitivity, adjacency_type=getattr(mechanisms.AdjacencyType,
+                                                               adjacency))
+    grid = np.concatenate([np.linspace(-30.0, 60.0, 20_001), [-np.inf, np.inf, 0.0]])
+    pointwise = mechanisms.AdditiveNoisePrivacyLoss.get_delta_for_epsilon
+    assert np.array_equal(loss.get_delta_for_epsilon(grid), pointwise(loss, grid),
+                          equal_nan=True)
+    assert loss.get_delta_for_epsilon(0.5) == pointwise(loss, 0.5)
+    sampled = mechanisms.GaussianPrivacyLoss(sigma, sampling_prob=0.1)
+    assert np.array_equal(sampled.get_delta_for_epsilon(grid[:-3]),
+                          pointwise(sampled, grid[:-3]))

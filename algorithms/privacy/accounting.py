@@ -46,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import numbers
 import os
 import pickle
 from collections import Counter
@@ -73,6 +74,7 @@ class _QuietRdpOrders(logging.Filter):
 logging.getLogger("absl").addFilter(_QuietRdpOrders())
 
 
+@lru_cache(maxsize=1)
 def _dpa() -> Any:
     try:
         import dp_accounting
@@ -80,7 +82,44 @@ def _dpa() -> Any:
         raise ImportError(
             "dp-accounting is missing; install it with: pip install --no-deps dp-accounting==0.6.0"
         ) from exc
+    _vectorise_unsampled_gaussian(dp_accounting.pld.privacy_loss_mechanism)
     return dp_accounting
+
+
+def _vectorise_unsampled_gaussian(mechanisms: Any) -> None:
+    """Evaluate the unsampled Gaussian's inverse privacy loss on the whole ε grid at once.
+
+    dp-accounting 0.6.0 builds a PLD from δ(ε) on a grid of up to 3e5 points
+    (``PLD_MAX_GRID``) and inverts the privacy loss point by point in Python: at small σ
+    (e.g. xu2026's ε = 128 runs) that loop was about half of a run's CPU. Without
+    subsampling the inverse is affine (−Δ/2 ∓ ε·s²/Δ), so the library's own inverse
+    applied to the array does the same float operations on every point: the same bits
+    (tests/test_privacy.py checks it). Subsampled and replace-one losses (logs and
+    exponentials, whose numpy kernels may round differently) keep the library's loop.
+    """
+    loss = mechanisms.GaussianPrivacyLoss
+    if getattr(loss, "_saddlebench_vectorised", False):
+        return
+    pointwise = loss.get_delta_for_epsilon
+    inverses = {mechanisms.AdjacencyType.ADD: "_inverse_privacy_loss_without_subsampling_add",
+                mechanisms.AdjacencyType.REMOVE:
+                    "_inverse_privacy_loss_without_subsampling_remove"}
+
+    def get_delta_for_epsilon(self: Any, epsilon: Any) -> Any:
+        if self.sampling_prob != 1.0 or self.adjacency_type not in inverses:
+            return pointwise(self, epsilon)
+        import numpy as np
+
+        is_scalar = isinstance(epsilon, numbers.Number)
+        epsilons = np.array([epsilon]) if is_scalar else np.asarray(epsilon)
+        x_cutoffs = np.asarray(getattr(self, inverses[self.adjacency_type])(epsilons),
+                               dtype=float)
+        deltas = np.clip(self.mu_upper_cdf(x_cutoffs)
+                         - np.exp(epsilons + self.mu_lower_log_cdf(x_cutoffs)), 0, 1)
+        return float(deltas[0]) if is_scalar else deltas
+
+    loss.get_delta_for_epsilon = get_delta_for_epsilon
+    loss._saddlebench_vectorised = True
 
 
 @dataclass(frozen=True)
