@@ -73,6 +73,19 @@ MALLOC_VARIABLES = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20),
 # idle seconds before a local worker exits: long enough to outlast the pauses between an
 # experiment's batches (loky warns when an idle worker exits just as a run is submitted)
 IDLE_S = 300
+# growth past its size after the first run at which loky replaces a worker as leaking (its
+# default, 300 MB, is less than importing jax or torch on a later run plus their compiled
+# kernels: each replacement imports them again and recompiles)
+LEAK_BYTES = 4 * 2**30
+
+
+def _worker_init() -> None:
+    """In each local worker: ignore Ctrl-C (a terminal sends it to the workers too; the
+    submitting process stops them) and raise loky's leak threshold to ``LEAK_BYTES``."""
+    from joblib.externals.loky import process_executor
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    process_executor._MAX_MEMORY_LEAK_SIZE = LEAK_BYTES
 
 
 @dataclass
@@ -116,11 +129,8 @@ class LocalExecutor:
         flight: dict[Future[Outcome], RunSpec] = {}
         try:
             while queue or flight:
-                # workers ignore Ctrl-C (a terminal sends it to them too): this process
-                # stops them below
                 pool = get_reusable_executor(max_workers=self.jobs, env=env, timeout=IDLE_S,
-                                             initializer=signal.signal,
-                                             initargs=(signal.SIGINT, signal.SIG_IGN))
+                                             initializer=_worker_init)
                 while queue and len(flight) < self.jobs:
                     spec = queue.pop()
                     flight[pool.submit(run_and_store, spec, where)] = spec
