@@ -208,7 +208,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
     index = build_site(Path(args.out), [(paper, args.scale) for paper in papers],
-                       pdf=not args.no_pdf)
+                       pdf=not args.no_pdf, jobs=args.jobs)
     for paper in papers:
         console.print(f"{paper} ({args.scale}): {index.parent / paper / args.scale}/index.html")
     console.print(f"report: {index}")
@@ -324,6 +324,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     """A suite folder (``runs/`` inside): its report. A results root: the whole site."""
 
     root = Path(args.results)
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if (root / "runs").is_dir():
         out = build_report(root, Path(args.out) if args.out else None)
         console.print(f"report written: {out / 'index.html'}")
@@ -335,7 +337,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.out:
         raise UsageError("--out applies to a suite folder; a results root's site is written "
                          "to RESULTS/report")
-    index = build_site(root, pdf=not args.no_pdf)
+    index = build_site(root, pdf=not args.no_pdf, jobs=args.jobs)
     console.print(f"report written: {index}")
     if args.readme:
         update_readme(Path(args.readme), index.parent)
@@ -536,6 +538,7 @@ def parser() -> argparse.ArgumentParser:
                      "README's status-matrix block")
     rep.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
                      "pdflatex")
+    rep.add_argument("--jobs", type=int, default=1, help="pages built in parallel processes")
 
     sub.add_parser("schema", help="the JSON schema of experiment files, for editors: "
                                   "saddlebench schema > experiment.schema.json")

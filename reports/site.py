@@ -18,8 +18,10 @@ command that rebuilt one page refreshes the front page cheaply.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from reports.index import build_index
 from reports.latex import build_report_tex, compile_pdf, pdflatex_available
@@ -40,26 +42,44 @@ def paper_pages(root: Path) -> list[tuple[str, str]]:
 
 
 def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
-               pdf: bool = True) -> Path:
+               pdf: bool = True, jobs: int = 1) -> Path:
     """Rebuild ``root/report`` from the results stored under ``root``: the paper pages
     (``pages``, default every (paper, scale) found), the theory page per scale, the privacy
     and runtime pages where their inputs exist, ``report.tex`` (compiled to ``report.pdf``
-    when ``pdf`` and pdflatex is installed) and the index. Returns the index's path."""
+    when ``pdf`` and pdflatex is installed) and the index. The paper, suite and theory
+    pages read only stored results and write only their own folders: with ``jobs`` > 1
+    they are built in that many processes. Returns the index's path."""
     report = root / "report"
     found = paper_pages(root)
-    for paper, scale in found if pages is None else pages:
-        build_paper_page(paper, scale, root, report / paper / scale)
-    for meta, store in stored_suites(root):
-        if not meta.get("paper") and not store.runs().empty:
-            build_report(store.root, report / "suites" / store.root.name, site=report)
-    for scale in sorted({scale for _, scale in found}):
-        build_theory_page(root, report / "theory" / scale, scale)
+    tasks = [partial(build_paper_page, paper, scale, root, report / paper / scale)
+             for paper, scale in (found if pages is None else pages)]
+    tasks += [partial(build_report, store.root, report / "suites" / store.root.name,
+                      site=report)
+              for meta, store in stored_suites(root)
+              if not meta.get("paper") and not store.runs().empty]
+    tasks += [partial(build_theory_page, root, report / "theory" / scale, scale)
+              for scale in sorted({scale for _, scale in found})]
+    _run_all(tasks, jobs)
     if any((root / "audit").glob("*.json")):
         build_privacy_page(root / "audit", report / "privacy")
     if (root / "bench" / "micro.json").is_file():
         build_runtime_page(root / "bench" / "micro.json", report / "runtime",
                            root / "reproduce_times.jsonl")
     return finish_site(report, pdf)
+
+
+def _run_all(tasks: Sequence[Callable[[], Any]], jobs: int) -> None:
+    """Each task here (``jobs`` = 1), else in ``jobs`` loky processes (the pool the local
+    executor's runs use, so that both can run in one process); the first error is raised."""
+    if jobs == 1 or len(tasks) <= 1:
+        for task in tasks:
+            task()
+        return
+    from joblib.externals.loky import get_reusable_executor
+
+    pool = get_reusable_executor(max_workers=jobs)
+    for future in [pool.submit(task) for task in tasks]:
+        future.result()
 
 
 def finish_site(report: Path, pdf: bool = True) -> Path:

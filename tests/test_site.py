@@ -173,3 +173,15 @@ def test_report_of_an_empty_root_names_what_to_run(tmp_path: Path,
 
 def test_empty_report_says_what_to_run(tmp_path: Path) -> None:
     assert "saddlebench reproduce --all" in build_index(tmp_path / "report").read_text()
+
+
+def test_site_tasks_run_in_processes_and_raise_the_first_error(tmp_path: Path) -> None:
+    from functools import partial
+
+    from reports.site import _run_all
+
+    _run_all([partial(Path.write_text, tmp_path / name, name) for name in "ab"], jobs=2)
+    assert [(tmp_path / n).read_text() for n in "ab"] == ["a", "b"]
+    with pytest.raises(FileNotFoundError):
+        _run_all([partial(Path.read_text, tmp_path / "missing"),
+                  partial(Path.read_text, tmp_path / "a")], jobs=2)
