@@ -19,11 +19,11 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import yaml
 
@@ -36,6 +36,7 @@ from problems.backend import require
 from problems.registry import did_you_mean
 
 EXECUTORS = ("local", "dask", "slurm")
+T = TypeVar("T")
 Outcomes = Generator[Outcome, None, None]  # what submit_all yields, as runs finish
 
 
@@ -88,6 +89,30 @@ def _worker_init() -> None:
     process_executor._MAX_MEMORY_LEAK_SIZE = LEAK_BYTES
 
 
+def worker_pool(jobs: int) -> Any:
+    """The reusable loky pool of ``jobs`` local workers (kept between calls): numerical
+    thread pools capped so that jobs × threads ≤ cores, glibc malloc settings, this
+    process's import path (plugins found on it, see problems.registry) and
+    :func:`_worker_init`. A changed setting starts a fresh pool."""
+    from joblib.externals.loky import get_reusable_executor
+
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    env = {**{name: threads for name in THREAD_VARIABLES},
+           **{name: os.environ.get(name, value) for name, value in MALLOC_VARIABLES.items()},
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    return get_reusable_executor(max_workers=jobs, env=env, timeout=IDLE_S,
+                                 initializer=_worker_init)
+
+
+def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+    """Each call's result, in order: here (``jobs`` = 1) or in :func:`worker_pool`'s
+    workers (the runs' pool, reused warm); the first error is raised."""
+    if jobs == 1 or len(calls) <= 1:
+        return [call() for call in calls]
+    pool = worker_pool(jobs)
+    return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
 @dataclass
 class LocalExecutor:
     """In this process (``jobs=1``), else in ``jobs`` loky worker processes, with at most
@@ -116,21 +141,13 @@ class LocalExecutor:
     def _pool(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
         from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-        from joblib.externals.loky import get_reusable_executor
         from joblib.externals.loky.process_executor import BrokenProcessPool
 
-        threads = str(max(1, (os.cpu_count() or 1) // self.jobs))
-        # workers see this process's import path (plugins found on it, see
-        # problems.registry); a changed path starts a fresh pool
-        env = {**{name: threads for name in THREAD_VARIABLES},
-               **{name: os.environ.get(name, value) for name, value in MALLOC_VARIABLES.items()},
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
         try:
             while queue or flight:
-                pool = get_reusable_executor(max_workers=self.jobs, env=env, timeout=IDLE_S,
-                                             initializer=_worker_init)
+                pool = worker_pool(self.jobs)
                 while queue and len(flight) < self.jobs:
                     spec = queue.pop()
                     flight[pool.submit(run_and_store, spec, where)] = spec

@@ -18,11 +18,11 @@ command that rebuilt one page refreshes the front page cheaply.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
+from bench.executors import map_in_workers
 from reports.index import build_index
 from reports.latex import build_report_tex, compile_pdf, pdflatex_available
 from reports.page import build_paper_page
@@ -59,27 +59,13 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
               if not meta.get("paper") and not store.runs().empty]
     tasks += [partial(build_theory_page, root, report / "theory" / scale, scale)
               for scale in sorted({scale for _, scale in found})]
-    _run_all(tasks, jobs)
+    map_in_workers(tasks, jobs)
     if any((root / "audit").glob("*.json")):
         build_privacy_page(root / "audit", report / "privacy")
     if (root / "bench" / "micro.json").is_file():
         build_runtime_page(root / "bench" / "micro.json", report / "runtime",
                            root / "reproduce_times.jsonl")
     return finish_site(report, pdf)
-
-
-def _run_all(tasks: Sequence[Callable[[], Any]], jobs: int) -> None:
-    """Each task here (``jobs`` = 1), else in ``jobs`` loky processes (the pool the local
-    executor's runs use, so that both can run in one process); the first error is raised."""
-    if jobs == 1 or len(tasks) <= 1:
-        for task in tasks:
-            task()
-        return
-    from joblib.externals.loky import get_reusable_executor
-
-    pool = get_reusable_executor(max_workers=jobs)
-    for future in [pool.submit(task) for task in tasks]:
-        future.result()
 
 
 def finish_site(report: Path, pdf: bool = True) -> Path:

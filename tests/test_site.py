@@ -178,10 +178,10 @@ def test_empty_report_says_what_to_run(tmp_path: Path) -> None:
 def test_site_tasks_run_in_processes_and_raise_the_first_error(tmp_path: Path) -> None:
     from functools import partial
 
-    from reports.site import _run_all
+    from bench.executors import map_in_workers
 
-    _run_all([partial(Path.write_text, tmp_path / name, name) for name in "ab"], jobs=2)
+    assert map_in_workers([partial(Path.write_text, tmp_path / n, n) for n in "ab"], 2) == [1, 1]
     assert [(tmp_path / n).read_text() for n in "ab"] == ["a", "b"]
     with pytest.raises(FileNotFoundError):
-        _run_all([partial(Path.read_text, tmp_path / "missing"),
-                  partial(Path.read_text, tmp_path / "a")], jobs=2)
+        map_in_workers([partial(Path.read_text, tmp_path / "missing"),
+                        partial(Path.read_text, tmp_path / "a")], jobs=2)
