@@ -22,15 +22,19 @@ from problems.oracles import Oracle
 DENSE_MAX = 64
 
 
+def _on_backend(oracle: Oracle, v: np.ndarray) -> Any:
+    return oracle.backend.asarray(np.asarray(v, dtype=np.float64).ravel())
+
+
 def _hvp_numpy(oracle: Oracle, x: Any, v: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
-    backend = oracle.backend
-    hv = oracle.hvp(x, backend.asarray(np.asarray(v, dtype=np.float64).ravel()), idx)
-    return backend.to_numpy(hv).astype(np.float64)
+    hv = oracle.hvp(x, _on_backend(oracle, v), idx)
+    return oracle.backend.to_numpy(hv).astype(np.float64)
 
 
 def hessian(oracle: Oracle, x: Any, idx: np.ndarray | None = None) -> np.ndarray:
     """The (symmetrised) d × d Hessian of the mean loss over ``idx``, from d HVPs."""
-    h = np.stack([_hvp_numpy(oracle, x, e, idx) for e in np.eye(oracle.d)], axis=1)
+    hvs = oracle.hvps(x, [_on_backend(oracle, e) for e in np.eye(oracle.d)], idx)
+    h = np.stack([oracle.backend.to_numpy(hv).astype(np.float64) for hv in hvs], axis=1)
     return 0.5 * (h + h.T)
 
 

@@ -129,6 +129,11 @@ class Oracle:
         """Mean Hessian-vector product ∇²F(x) v over ``idx``."""
         return self._mean(self._hvp_sum, idx, x, v)
 
+    def hvps(self, x: Any, vectors: Sequence[Any], idx: np.ndarray | None = None) -> list[Any]:
+        """:meth:`hvp` of each of ``vectors`` (the same numbers); an oracle whose HVPs share
+        per-sample work across vectors (a dense Hessian from d HVPs) overrides it."""
+        return [self.hvp(x, v, idx) for v in vectors]
+
     def _chunks(self, idx: np.ndarray | None) -> Iterator[np.ndarray]:
         idx = np.arange(self.n) if idx is None else np.asarray(idx)
         for start in range(0, len(idx), self.eval_chunk):

@@ -162,3 +162,31 @@ def test_an_output_that_is_the_last_iterate_is_measured_once(monkeypatch: pytest
         k: v for k, v in iterate.items() if k not in ("point", "time_s")}
     assert "lambda_min" in output
     assert len(calls) == len(record.rows) - 1
+
+
+@pytest.mark.parametrize("sigma2", [0.0, 0.7])
+def test_strict_saddle_hvps_share_work_and_keep_every_bit(sigma2: float) -> None:
+    """hvps (the d HVPs of a dense Hessian, the samples' parts computed once) gives each
+    HVP's numbers bit for bit: against the per-vector formula, over several chunks."""
+    setup = make_setup("strict_saddle", "numpy", d=7, sigma2=sigma2)
+    oracle, inst = setup.oracle, setup.instance
+    oracle.eval_chunk = 5
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(7)
+    idx = rng.choice(inst.n, size=13, replace=False)
+    vectors = list(np.eye(7)) + [rng.standard_normal(7)]
+
+    def one(vec: np.ndarray) -> np.ndarray:  # the formula before hvps existed
+        total = 0.0
+        for chunk in (idx[:5], idx[5:10], idx[10:]):
+            v = inst.v[chunk]
+            sech2 = 1.0 / np.cosh(v @ x) ** 2
+            per = inst.p.sigma2 * (inst.s[chunk] * sech2 * (v @ vec))[:, None] * v
+            total = total + (len(chunk) * oracle._common_hvp(x, vec) + per.sum(axis=0))
+        return total / len(idx)
+
+    for got, vec in zip(oracle.hvps(x, vectors, idx), vectors, strict=True):
+        assert np.array_equal(got, one(vec))
+        assert np.array_equal(got, oracle.hvp(x, vec, idx))
+    assert all(np.array_equal(a, oracle.hvp(x, v)) for a, v in
+               zip(oracle.hvps(x, vectors), vectors, strict=True))

@@ -21,6 +21,7 @@ per-sample gradient still carries noise of size up to σ₁ + σ₂. Hence, exac
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Annotated, Any, Self
@@ -152,15 +153,27 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
         noise = p.sigma1 * i.xi[idx] + p.sigma2 * (i.s[idx] * np.tanh(v @ x))[:, None] * v
         return common[None, :] + noise
 
+    def hvps(self, x: np.ndarray, vectors: Sequence[np.ndarray],
+             idx: np.ndarray | None = None) -> list[np.ndarray]:
+        if idx is None:
+            return [self._common_hvp(x, vec) for vec in vectors]
+        return list(self._mean(self._hvp_sums, idx, x, vectors))
+
     def _hvp_sum(self, x: np.ndarray, vec: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        return self._hvp_sums(x, [vec], idx)[0]
+
+    def _hvp_sums(self, x: np.ndarray, vectors: Sequence[np.ndarray], idx: np.ndarray
+                  ) -> np.ndarray:
+        """Σ_{i ∈ idx} ∇²f_i(x)·vec for each of ``vectors``, stacked; the samples' parts that
+        depend on x and idx only (the gathered v_i, s_i·sech²⟨v_i, x⟩) are computed once."""
         i, p = self.inst, self.inst.p
-        common = self._common_hvp(x, vec)
+        commons = [len(idx) * self._common_hvp(x, vec) for vec in vectors]
         if p.sigma2 == 0.0:  # no per-sample curvature: skip gathering the v_i (an exact zero)
-            return len(idx) * common
+            return np.stack(commons)
         v = i.v[idx]
-        sech2 = 1.0 / np.cosh(v @ x) ** 2
-        per = p.sigma2 * (i.s[idx] * sech2 * (v @ vec))[:, None] * v
-        return len(idx) * common + per.sum(axis=0)
+        weights = i.s[idx] * (1.0 / np.cosh(v @ x) ** 2)
+        return np.stack([common + (p.sigma2 * (weights * (v @ vec))[:, None] * v).sum(axis=0)
+                         for common, vec in zip(commons, vectors, strict=True)])
 
 
 @register_problem
