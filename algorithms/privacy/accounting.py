@@ -226,13 +226,17 @@ def _epsilon_uncached(rounds: tuple[tuple[Round, int], ...], delta: float, metho
     return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
 
 
-def _parties(rounds: tuple[tuple[Round, int], ...]) -> set[tuple[tuple[Round, int], ...]]:
-    """The distinct parties' ledgers (rounds with the party number cleared)."""
+@lru_cache(maxsize=64)
+def _parties(rounds: tuple[tuple[Round, int], ...]
+             ) -> frozenset[tuple[tuple[Round, int], ...]]:
+    """The distinct parties' ledgers (rounds with the party number cleared); memoised, as
+    every accountant of :func:`epsilons` asks for the same ledger's (sorting thousands of
+    rounds by their repr cost a spider_sosp run more than hashing them)."""
     parties: dict[int, list[tuple[Round, int]]] = {}
     for rnd, count in rounds:
         anonymous = replace(rnd, sampling=replace(rnd.sampling, party=0))
         parties.setdefault(rnd.sampling.party, []).append((anonymous, count))
-    return {tuple(sorted(p, key=repr)) for p in parties.values()}
+    return frozenset(tuple(sorted(p, key=repr)) for p in parties.values())
 
 
 def _split_kinds(rounds: tuple[tuple[Round, int], ...]
