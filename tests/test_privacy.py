@@ -766,19 +766,22 @@ def test_noisy_sgd_differs_from_dp_sgd_when_clipping_bites() -> None:
 @pytest.mark.parametrize("sigma", [0.07, 1.3, 40.0])
 @pytest.mark.parametrize("sensitivity", [1.0, 0.37])
 @pytest.mark.parametrize("adjacency", ["ADD", "REMOVE"])
-def test_vectorised_unsampled_gaussian_is_dp_accountings_pointwise_loop(
-        sigma: float, sensitivity: float, adjacency: str) -> None:
-    """The unsampled Gaussian's δ(ε) grid, inverted on the whole array at once
-    (accounting._vectorise_unsampled_gaussian), has dp-accounting's own bits."""
+@pytest.mark.parametrize("q", [1.0, 0.3, 0.004])
+def test_vectorised_gaussian_loss_is_dp_accountings_pointwise_loop(
+        sigma: float, sensitivity: float, adjacency: str, q: float) -> None:
+    """The Gaussian's δ(ε) grid, its privacy loss inverted on the whole array at once
+    (accounting._vectorise_gaussian_loss), has dp-accounting's own bits, with and without
+    subsampling; on the grid the library builds a PLD from, and on a wide one."""
     mechanisms = accounting._dpa().pld.privacy_loss_mechanism
     loss = mechanisms.GaussianPrivacyLoss(
-        sigma, sensitivity=sensitivity, adjacency_type=getattr(mechanisms.AdjacencyType,
-                                                               adjacency))
-    grid = np.concatenate([np.linspace(-30.0, 60.0, 20_001), [-np.inf, np.inf, 0.0]])
+        sigma, sensitivity=sensitivity, sampling_prob=q,
+        adjacency_type=getattr(mechanisms.AdjacencyType, adjacency))
+    bounds = loss.connect_dots_bounds()
+    lower, upper = (bounds.epsilon_lower, bounds.epsilon_upper)
+    used = np.arange(math.ceil(lower / 1e-3), math.floor(upper / 1e-3) + 1) * 1e-3
+    wide = np.concatenate([np.linspace(-30.0, 60.0, 20_001), [0.0, -math.log1p(-min(q, 0.99))]])
     pointwise = mechanisms.AdditiveNoisePrivacyLoss.get_delta_for_epsilon
-    assert np.array_equal(loss.get_delta_for_epsilon(grid), pointwise(loss, grid),
-                          equal_nan=True)
+    for grid in (used, wide):
+        assert np.array_equal(loss.get_delta_for_epsilon(grid), pointwise(loss, grid),
+                              equal_nan=True)
     assert loss.get_delta_for_epsilon(0.5) == pointwise(loss, 0.5)
-    sampled = mechanisms.GaussianPrivacyLoss(sigma, sampling_prob=0.1)
-    assert np.array_equal(sampled.get_delta_for_epsilon(grid[:-3]),
-                          pointwise(sampled, grid[:-3]))

@@ -82,44 +82,82 @@ def _dpa() -> Any:
         raise ImportError(
             "dp-accounting is missing; install it with: pip install --no-deps dp-accounting==0.6.0"
         ) from exc
-    _vectorise_unsampled_gaussian(dp_accounting.pld.privacy_loss_mechanism)
+    _vectorise_gaussian_loss(dp_accounting.pld.privacy_loss_mechanism)
     return dp_accounting
 
 
-def _vectorise_unsampled_gaussian(mechanisms: Any) -> None:
-    """Evaluate the unsampled Gaussian's inverse privacy loss on the whole ε grid at once.
+def _vectorise_gaussian_loss(mechanisms: Any) -> None:
+    """Evaluate the Gaussian's inverse privacy loss on the whole ε grid at once.
 
     dp-accounting 0.6.0 builds a PLD from δ(ε) on a grid of up to 3e5 points
-    (``PLD_MAX_GRID``) and inverts the privacy loss point by point in Python: at small σ
-    (e.g. xu2026's ε = 128 runs) that loop was about half of a run's CPU. Without
-    subsampling the inverse is affine (−Δ/2 ∓ ε·s²/Δ), so the library's own inverse
-    applied to the array does the same float operations on every point: the same bits
-    (tests/test_privacy.py checks it). Subsampled and replace-one losses (logs and
-    exponentials, whose numpy kernels may round differently) keep the library's loop.
+    (``PLD_MAX_GRID``) and inverts the privacy loss point by point in Python: the largest
+    single cost of the main job's accounting (half of a run's CPU at xu2026's ε = 128).
+    Here the library's own steps (:func:`_inverse_losses`) run on the array: affine without
+    subsampling, and with it the same numpy log/exp/log1p the library applies to each
+    point's scalar, so every δ keeps its bits (tests/test_privacy.py checks it against the
+    library's loop). Replace-one losses, and grids where the library would raise, keep its
+    loop.
     """
     loss = mechanisms.GaussianPrivacyLoss
     if getattr(loss, "_saddlebench_vectorised", False):
         return
     pointwise = loss.get_delta_for_epsilon
-    inverses = {mechanisms.AdjacencyType.ADD: "_inverse_privacy_loss_without_subsampling_add",
-                mechanisms.AdjacencyType.REMOVE:
-                    "_inverse_privacy_loss_without_subsampling_remove"}
+    add, remove = mechanisms.AdjacencyType.ADD, mechanisms.AdjacencyType.REMOVE
 
     def get_delta_for_epsilon(self: Any, epsilon: Any) -> Any:
-        if self.sampling_prob != 1.0 or self.adjacency_type not in inverses:
+        if self.adjacency_type not in (add, remove):
             return pointwise(self, epsilon)
         import numpy as np
 
         is_scalar = isinstance(epsilon, numbers.Number)
         epsilons = np.array([epsilon]) if is_scalar else np.asarray(epsilon)
-        x_cutoffs = np.asarray(getattr(self, inverses[self.adjacency_type])(epsilons),
-                               dtype=float)
-        deltas = np.clip(self.mu_upper_cdf(x_cutoffs)
-                         - np.exp(epsilons + self.mu_lower_log_cdf(x_cutoffs)), 0, 1)
+        deltas = np.zeros_like(epsilons, dtype=float)
+        q = self.sampling_prob
+        if q == 1.0:
+            inverse = np.full_like(epsilons, True, dtype=bool)
+        elif self.adjacency_type is add:
+            inverse = epsilons < -math.log1p(-q)
+        else:
+            inverse = epsilons > math.log1p(-q)
+            deltas[~inverse] = -np.expm1(epsilons[~inverse])
+        x_cutoffs = _inverse_losses(self, epsilons[inverse], self.adjacency_type is add)
+        if x_cutoffs is None:
+            return pointwise(self, epsilon)
+        deltas[inverse] = (self.mu_upper_cdf(x_cutoffs)
+                           - np.exp(epsilons[inverse] + self.mu_lower_log_cdf(x_cutoffs)))
+        deltas = np.clip(deltas, 0, 1)
         return float(deltas[0]) if is_scalar else deltas
 
     loss.get_delta_for_epsilon = get_delta_for_epsilon
     loss._saddlebench_vectorised = True
+
+
+def _inverse_losses(loss: Any, losses: Any, add: bool) -> Any:
+    """dp-accounting's ``inverse_privacy_loss`` of a Gaussian at every privacy loss of
+    ``losses`` (ADD or REMOVE adjacency), step for step as its scalar code; None where that
+    code would raise (the caller then runs it)."""
+    import numpy as np
+
+    without = (loss._inverse_privacy_loss_without_subsampling_add if add
+               else loss._inverse_privacy_loss_without_subsampling_remove)
+    q = loss.sampling_prob
+    if q == 1.0:
+        return np.asarray(without(losses), dtype=float)
+    # the privacy loss without subsampling, ∓log(a·e^(∓loss) + c) with a = 1/q, c = 1 − 1/q
+    # (common.log_a_times_exp_b_plus_c: a > 0 > c, so log(e^d − e^log(−c)), d = b + log a)
+    limit = -math.log(1 - q) if add else math.log(1 - q)
+    close = np.fromiter((math.isclose(v, limit) for v in losses.tolist()), bool, len(losses))
+    b = -losses if add else losses
+    a, c = 1 / q, 1 - 1 / q
+    d, log_minus_c = b + np.log(a), np.log(-c)
+    if np.any(~close & ((losses > limit) if add else (losses <= limit))) or np.any(
+            ~close & (b != 0) & (log_minus_c >= d)):
+        return None
+    with np.errstate(all="ignore"):  # the close points' values are replaced below
+        logs = np.where(b == 0, np.log(a + c), d + np.log1p(-np.exp(log_minus_c - d)))
+    x_cutoffs = np.asarray(without(-logs if add else logs), dtype=float)
+    x_cutoffs[close] = without(math.inf if add else -math.inf)
+    return x_cutoffs
 
 
 @dataclass(frozen=True)
