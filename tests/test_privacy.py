@@ -785,3 +785,17 @@ def test_vectorised_gaussian_loss_is_dp_accountings_pointwise_loop(
         assert np.array_equal(loss.get_delta_for_epsilon(grid), pointwise(loss, grid),
                               equal_nan=True)
     assert loss.get_delta_for_epsilon(0.5) == pointwise(loss, 0.5)
+
+
+def test_contiguous_dictionary_to_list_is_dp_accountings() -> None:
+    """A PMF dict holding exactly its index range in order is listed by its values; any other
+    dict by dp-accounting's own lookup (accounting._contiguous_dictionary_to_list)."""
+    common = accounting._dpa().pld.common
+    dense = dict(zip(range(-40, 60), np.linspace(0.0, 1.0, 100), strict=True))
+    for d in ({-2: 0.1, -1: 0.2, 0: 0.3, 1: 0.4}, {3: 0.5, 5: 0.25}, {1: 0.5, 0: 0.5},
+              {7: 1.0}, dense):
+        offset, values = common.dictionary_to_list(d)
+        assert offset == min(d)
+        assert values == [d.get(i, 0) for i in range(min(d), max(d) + 1)]  # the library's
+    assert all(a is b for a, b in zip(common.dictionary_to_list(dense)[1], dense.values(),
+                                      strict=True))

@@ -83,7 +83,27 @@ def _dpa() -> Any:
             "dp-accounting is missing; install it with: pip install --no-deps dp-accounting==0.6.0"
         ) from exc
     _vectorise_gaussian_loss(dp_accounting.pld.privacy_loss_mechanism)
+    _contiguous_dictionary_to_list(dp_accounting.pld.common)
     return dp_accounting
+
+
+def _contiguous_dictionary_to_list(common: Any) -> None:
+    """dp-accounting's ``common.dictionary_to_list`` (a PMF's {loss index: mass} as an offset
+    and a list) looks every index of the range up in the dict. A dense PMF's dict holds
+    exactly the range, in order (the connect-the-dots PLD is built that way): then its
+    values are that list, the same objects, without a lookup each (tested)."""
+    general = common.dictionary_to_list
+    if getattr(general, "_saddlebench", False):
+        return
+
+    def dictionary_to_list(input_dictionary: Any) -> tuple[int, list[Any]]:
+        keys = list(input_dictionary)
+        if keys and keys == list(range(keys[0], keys[0] + len(keys))):
+            return keys[0], list(input_dictionary.values())
+        return general(input_dictionary)  # type: ignore[no-any-return]
+
+    dictionary_to_list._saddlebench = True  # type: ignore[attr-defined]
+    common.dictionary_to_list = dictionary_to_list
 
 
 def _vectorise_gaussian_loss(mechanisms: Any) -> None:
