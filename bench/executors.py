@@ -109,7 +109,7 @@ def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
     workers (the runs' pool, reused warm); the first error is raised."""
     if jobs == 1 or len(calls) <= 1:
         return [call() for call in calls]
-    pool = worker_pool(jobs)
+    pool = worker_pool(min(jobs, len(calls)))
     return [future.result() for future in [pool.submit(call) for call in calls]]
 
 
