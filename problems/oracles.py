@@ -19,9 +19,11 @@ sample (inside ``vmap``).
 
 from __future__ import annotations
 
+import functools
 import os
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -256,48 +258,87 @@ def _bucket(b: int) -> int:
     return max(8, 1 << max(0, (b - 1).bit_length()))
 
 
+@dataclass(frozen=True)
+class _JaxKernels:
+    """The jitted kernels of one per-sample loss: each a function of (x, …, padded indices,
+    real size b, data), so one trace serves every data set of the same shapes."""
+
+    rows: Any
+    clipped_sum: Any
+    loss_sum: Any
+    grad_sum: Any
+    hvp_sum: Any
+
+
+def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int) -> _JaxKernels:
+    psg = jax.vmap(jax.grad(losses), in_axes=(None,) + (0,) * n_data)
+
+    def gathered(idx: Any, data: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(a[idx] for a in data)
+
+    def weights(idx: Any, b: Any, dtype: Any) -> Any:
+        return (jnp.arange(len(idx)) < b).astype(dtype)
+
+    def rows(x: Any, x_prev: Any, idx: Any, data: tuple[Any, ...]) -> Any:
+        """∇f_i(x) for the padded batch, minus ∇f_i(x_prev) unless x_prev is None."""
+        batch = gathered(idx, data)
+        g = psg(x, *batch)
+        return g if x_prev is None else g - psg(x_prev, *batch)
+
+    def clipped_sum(x: Any, x_prev: Any, clip: Any, b: Any, idx: Any,
+                    data: tuple[Any, ...]) -> tuple[Any, Any]:
+        """(Σ_{i<b} rows_i · min(1, C/‖rows_i‖), (‖rows_i‖)_i) of the padded batch."""
+        r = rows(x, x_prev, idx, data)
+        norms = row_norms(jnp, r)
+        return (weights(idx, b, r.dtype) * clip_factors(jnp, norms, clip)) @ r, norms
+
+    def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
+        return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
+
+    return _JaxKernels(
+        rows=jax.jit(rows),
+        clipped_sum=jax.jit(clipped_sum),
+        loss_sum=jax.jit(masked_sum),
+        grad_sum=jax.jit(jax.grad(masked_sum)),
+        hvp_sum=jax.jit(lambda x, v, *args: jax.jvp(
+            lambda y: jax.grad(masked_sum)(y, *args), (x,), (v,))[1]),
+    )
+
+
+#: kernels shared by every oracle built with the same ``kernel_key`` (and data arity)
+_SHARED_JAX_KERNELS: dict[Hashable, _JaxKernels] = {}
+
+
 class JaxOracle(_AutodiffOracle):
     """jax oracle: every kernel one jitted function of (x, …, padded indices, real size b,
     data), so the batch gather, per-sample gradients, norms, clipping and sum run in one
     dispatch with no host round trip; batches are padded to power-of-two buckets (few
-    recompiles) and the padding rows get weight 0."""
+    recompiles) and the padding rows get weight 0.
 
-    def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray],
-                 **kw: Any) -> None:
+    ``kernel_key``: a hashable value that determines ``losses`` entirely (e.g. a frozen
+    model description). Oracles with the same key share one set of jitted kernels, so a
+    new run on new data of the same shapes neither traces nor lowers them again; without
+    a key every oracle jits its own.
+    """
+
+    def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray], *,
+                 kernel_key: Hashable | None = None, **kw: Any) -> None:
         assert isinstance(backend, JaxBackend)
         kw.pop("chunk_size", None)
         super().__init__(backend, losses, data, **kw)
-        jax, jnp = backend.jax, backend.jnp
-        psg = jax.vmap(jax.grad(losses), in_axes=(None,) + (0,) * len(self.data))
-
-        def gathered(idx: Any, data: tuple[Any, ...]) -> tuple[Any, ...]:
-            return tuple(a[idx] for a in data)
-
-        def weights(idx: Any, b: Any, dtype: Any) -> Any:
-            return (jnp.arange(len(idx)) < b).astype(dtype)
-
-        def rows(x: Any, x_prev: Any, idx: Any, data: tuple[Any, ...]) -> Any:
-            """∇f_i(x) for the padded batch, minus ∇f_i(x_prev) unless x_prev is None."""
-            batch = gathered(idx, data)
-            g = psg(x, *batch)
-            return g if x_prev is None else g - psg(x_prev, *batch)
-
-        def clipped_sum(x: Any, x_prev: Any, clip: Any, b: Any, idx: Any,
-                        data: tuple[Any, ...]) -> tuple[Any, Any]:
-            """(Σ_{i<b} rows_i · min(1, C/‖rows_i‖), (‖rows_i‖)_i) of the padded batch."""
-            r = rows(x, x_prev, idx, data)
-            norms = row_norms(jnp, r)
-            return (weights(idx, b, r.dtype) * clip_factors(jnp, norms, clip)) @ r, norms
-
-        def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
-            return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
-
-        self._rows = jax.jit(rows)
-        self._clipped_sum = jax.jit(clipped_sum)
-        self._loss_sum_j = jax.jit(masked_sum)
-        self._grad_sum_j = jax.jit(jax.grad(masked_sum))
-        self._hvp_sum_j = jax.jit(
-            lambda x, v, *args: jax.jvp(lambda y: jax.grad(masked_sum)(y, *args), (x,), (v,))[1])
+        build = functools.partial(_build_jax_kernels, backend.jax, backend.jnp, losses,
+                                  len(self.data))
+        key = None if kernel_key is None else (kernel_key, len(self.data))
+        kernels = _SHARED_JAX_KERNELS.get(key) if key is not None else None
+        if kernels is None:
+            kernels = build()
+            if key is not None:
+                _SHARED_JAX_KERNELS[key] = kernels
+        self._rows = kernels.rows
+        self._clipped_sum = kernels.clipped_sum
+        self._loss_sum_j = kernels.loss_sum
+        self._grad_sum_j = kernels.grad_sum
+        self._hvp_sum_j = kernels.hvp_sum
 
     def _padded(self, idx: np.ndarray) -> tuple[int, np.ndarray]:
         """(b = len(idx), idx padded to its bucket with copies of its first index)."""
@@ -353,11 +394,16 @@ def autodiff_oracle(
     backend: Backend,
     losses: BatchLoss,
     data: Sequence[np.ndarray],
+    *,
+    kernel_key: Hashable | None = None,
     **kw: Any,
 ) -> Oracle:
-    """The torch or jax oracle for a per-sample loss written once in ``backend.xp``."""
+    """The torch or jax oracle for a per-sample loss written once in ``backend.xp``.
+
+    ``kernel_key`` (jax only): a hashable value that determines ``losses`` entirely, under
+    which oracles share their jitted kernels (:class:`JaxOracle`)."""
     if isinstance(backend, TorchBackend):
         return TorchOracle(backend, losses, data, **kw)
     if isinstance(backend, JaxBackend):
-        return JaxOracle(backend, losses, data, **kw)
+        return JaxOracle(backend, losses, data, kernel_key=kernel_key, **kw)
     raise ValueError(f"autodiff oracles need torch or jax, not {backend.name!r}")

@@ -10,7 +10,7 @@ run on torch and jax (autodiff); there is no closed form. The model is anything 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Protocol, Self
 
@@ -112,7 +112,16 @@ class ClassificationInstance(Instance):
             if trace is not None:  # clipped sums by book-keeping (an L2 term is per sample)
                 return BookkeepingOracle(backend, losses, data, trace=trace, x0=self.x0,
                                          **self.oracle_kw, **kw)
-        return autodiff_oracle(backend, losses, data, x0=self.x0, **self.oracle_kw, **kw)
+        return autodiff_oracle(backend, losses, data, x0=self.x0, kernel_key=self._loss_key(),
+                               **self.oracle_kw, **kw)
+
+    def _loss_key(self) -> Hashable | None:
+        """What determines :meth:`losses_fn` (its kernels may be shared by every instance
+        with the same key): the model when it is a frozen dataclass, compared by value."""
+        params = getattr(type(self.model), "__dataclass_params__", None)
+        if params is None or not params.frozen:
+            return None
+        return (type(self).__qualname__, self.model, self.l2)
 
     def oracle(self, backend: Backend) -> Oracle:
         assert self.split is not None

@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import make_setup, to_numpy
+from conftest import make_instance, make_setup, to_numpy
 
-from problems.backend import BLOCK_BYTES, BLOCK_ROWS, BackendSpec
+from problems.backend import BLOCK_BYTES, BLOCK_ROWS, BackendSpec, get_backend
 from problems.clipping import clip_rows, clip_rows_and_norms, row_norms
+from problems.oracles import autodiff_oracle
 
 pytest.importorskip("jax")
 pytest.importorskip("torch")
@@ -159,3 +160,27 @@ def test_threefry_stream_is_jax_own() -> None:
     got = np.asarray(jax.random.normal(jax.random.PRNGKey(3), (5,), dtype=np.float32))
     np.testing.assert_array_equal(
         got, np.array([-1.446257, 1.539381, 0.38250625, 1.9707018, -0.5876674], np.float32))
+
+
+def test_instances_of_one_model_share_kernels_and_results() -> None:
+    """Two data sets of one MLP (seeds 0, 1) share one set of jitted kernels (a new run
+    neither traces nor lowers them again), and each oracle's results equal those of an
+    oracle that jits its own; a different model gets kernels of its own."""
+    spec = BackendSpec(name="jax", dtype="float64", noise="replay")
+    backend = get_backend(spec)
+    first, second = (make_instance("digits_mlp", seed) for seed in (0, 1))
+    wider = make_instance("digits_mlp", 0, hidden=9)
+    a, b, c = (inst.oracle(backend) for inst in (first, second, wider))
+    assert a._clipped_sum is b._clipped_sum and a._rows is b._rows
+    assert c._clipped_sum is not a._clipped_sum
+    for inst, shared in ((first, a), (second, b)):
+        own = autodiff_oracle(backend, inst.losses_fn(backend),
+                              (inst.split.x_train, inst._onehot(inst.split.y_train)),
+                              x0=inst.x0)
+        assert own._clipped_sum is not shared._clipped_sum
+        x = shared.x0 + 0.1
+        for size in SIZES:
+            idx = np.arange(size)
+            close(shared.clipped_grad_diff_sum(x, shared.x0, idx, 0.05),
+                  own.clipped_grad_diff_sum(x, own.x0, idx, 0.05), "shared diff sum")
+            close(shared.loss(x, idx), own.loss(x, idx), "shared loss")

@@ -174,7 +174,7 @@ def test_strict_saddle_hvps_share_work_and_keep_every_bit(sigma2: float) -> None
     rng = np.random.default_rng(3)
     x = rng.standard_normal(7)
     idx = rng.choice(inst.n, size=13, replace=False)
-    vectors = list(np.eye(7)) + [rng.standard_normal(7)]
+    vectors = [*np.eye(7), rng.standard_normal(7)]
 
     def one(vec: np.ndarray) -> np.ndarray:  # the formula before hvps existed
         total = 0.0

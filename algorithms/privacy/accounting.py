@@ -100,7 +100,8 @@ def _contiguous_dictionary_to_list(common: Any) -> None:
         keys = list(input_dictionary)
         if keys and keys == list(range(keys[0], keys[0] + len(keys))):
             return keys[0], list(input_dictionary.values())
-        return general(input_dictionary)  # type: ignore[no-any-return]
+        listed: tuple[int, list[Any]] = general(input_dictionary)
+        return listed
 
     dictionary_to_list._saddlebench = True  # type: ignore[attr-defined]
     common.dictionary_to_list = dictionary_to_list
