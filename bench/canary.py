@@ -166,11 +166,20 @@ class CanaryOracle(Oracle):
         return self.per_sample_grads(x, idx).sum(axis=0)
 
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
+        return self._hvp_sums(x, [v], idx)[0]
+
+    def hvps(self, x: Any, vectors: Sequence[Any], idx: np.ndarray | None = None
+             ) -> list[Any]:
+        """:meth:`hvp` of each of ``vectors``, the base's share computed together (a dense
+        Hessian's d HVPs share the base's per-sample work, :meth:`Oracle._hvp_sums`)."""
+        return list(self._mean(self._hvp_sums, idx, x, vectors))
+
+    def _hvp_sums(self, x: Any, vectors: Sequence[Any], idx: np.ndarray) -> Any:
         slots, others = self._split(idx)
-        out = self._canary_hvp(np.asarray(v), slots)
+        out = np.stack([self._canary_hvp(np.asarray(v), slots) for v in vectors])
         if len(others):
             d = self.base.d
-            out[:d] += self.base._hvp_sum(x[:d], v[:d], others)
+            out[:, :d] += self.base._hvp_sums(x[:d], [v[:d] for v in vectors], others)
         return out
 
 

@@ -136,6 +136,12 @@ class Oracle:
         per-sample work across vectors (a dense Hessian from d HVPs) overrides it."""
         return [self.hvp(x, v, idx) for v in vectors]
 
+    def _hvp_sums(self, x: Any, vectors: Sequence[Any], idx: np.ndarray) -> Any:
+        """Σ_{i ∈ idx} ∇²f_i(x)·v for each of ``vectors``, stacked (the same numbers as
+        :meth:`_hvp_sum`); an oracle that shares per-sample work across vectors overrides
+        it, and a wrapper's :meth:`hvps` can reach that sharing through it."""
+        return self.xp.stack([self._hvp_sum(x, v, idx) for v in vectors])
+
     def _chunks(self, idx: np.ndarray | None) -> Iterator[np.ndarray]:
         idx = np.arange(self.n) if idx is None else np.asarray(idx)
         for start in range(0, len(idx), self.eval_chunk):

@@ -77,6 +77,33 @@ def test_canary_oracle_isolates_the_canary_coordinate(problem: str) -> None:
     assert float(oracle.loss(x + e, idx) - oracle.loss(x, idx)) == pytest.approx(7.0 / 3)
 
 
+@pytest.mark.parametrize("kind", ["dirac", "curvature"])
+def test_canary_hvps_share_the_base_work_and_keep_every_bit(kind: str) -> None:
+    """A canary oracle's hvps (a dense Hessian's d HVPs: the base's share computed together)
+    gives each HVP bit for bit as one vector at a time did, over chunks with the slot."""
+    base = audit_problem("spider_sosp").oracle(get_backend(BackendSpec(name="numpy")))
+    oracle = canary_oracle(base, 2.5, kind)
+    oracle.eval_chunk = 4
+    rng = np.random.default_rng(5)
+    x = oracle.x0 + 0.3 * rng.standard_normal(oracle.d)
+    idx = np.array([7, SLOT, 3, 11, 2, 9, 14])
+    vectors = [*np.eye(oracle.d), rng.standard_normal(oracle.d)]
+    d = base.d
+
+    def one(vec: np.ndarray) -> np.ndarray:  # the per-vector formula before hvps existed
+        total = 0.0
+        for chunk in (idx[:4], idx[4:]):
+            slots, others = chunk[chunk == SLOT], chunk[chunk != SLOT]
+            out = oracle._canary_hvp(vec, slots)
+            out[:d] += base._hvp_sum(x[:d], vec[:d], others)
+            total = total + out
+        return total / len(idx)
+
+    for got, vec in zip(oracle.hvps(x, vectors, idx), vectors, strict=True):
+        assert np.array_equal(got, one(vec))
+        assert np.array_equal(got, oracle.hvp(x, vec, idx))
+
+
 def test_replay_refuses_a_diverging_transcript() -> None:
     alg = ALGORITHMS["dp_sgd"](audit_params("dp_sgd"))
     setup = make_audit(alg, audit_problem("dp_sgd"), PrivacyTarget(epsilon=2.0, sigma=1.0))
