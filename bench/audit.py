@@ -608,13 +608,110 @@ def _poisson(ledger: Ledger) -> bool:
                for r, _ in ledger.summary())
 
 
-def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAULT_RUNS,
-                    epsilon: float = DEFAULT_EPSILON, delta: float = DEFAULT_DELTA,
-                    alpha: float = 1e-3, exact_runs: int = 20, seed: int = 0,
-                    algorithm: Callable[[Any], Algorithm] | None = None,
-                    setting: str = "power", subsampled: bool = True, one_run: bool = True,
-                    training: bool = True,
-                    above_bound: Sequence[float] = ABOVE_BOUND) -> AlgorithmAudit:
+#: the independent parts of one algorithm's audit: L0 and L1 in its setting; L1 in the
+#: subsampled setting; the assumption audits; the one-run audit; in real training
+PARTS = ("main", "subsampled", "assumptions", "one_run", "training")
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """One algorithm's audit (:func:`audit_algorithm`'s arguments). Its :data:`PARTS` are
+    independent: :meth:`part` computes one (``saddlebench audit --jobs`` spreads them over
+    processes, so one slow algorithm is not a tail), :meth:`assemble` joins them."""
+
+    name: str
+    problem: str | None = None
+    runs: int = DEFAULT_RUNS
+    epsilon: float = DEFAULT_EPSILON
+    delta: float = DEFAULT_DELTA
+    alpha: float = 1e-3
+    exact_runs: int = 20
+    seed: int = 0
+    algorithm: Callable[[Any], Algorithm] | None = None
+    setting: str = "power"
+    subsampled: bool = True
+    one_run: bool = True
+    training: bool = True
+    above_bound: Sequence[float] = ABOVE_BOUND
+
+    def __post_init__(self) -> None:
+        if self.setting not in SETTINGS:
+            raise ValueError(f"unknown audit setting {self.setting!r}; choose one of {SETTINGS}")
+
+    @property
+    def make(self) -> Callable[[Any], Algorithm]:
+        return self.algorithm if self.algorithm is not None else ALGORITHMS.lookup(self.name)
+
+    def _setups(self) -> tuple[Instance, AuditSetup, AuditSetup]:
+        """(the problem, the subsampled setup of L0, the setup of L1's ``setting``)."""
+        instance = audit_problem(self.name, self.problem)
+        target = (self.epsilon, self.delta)
+        exact = make_audit(self.make(audit_params(self.name)), instance, target)
+        if self.setting != "power":
+            return instance, exact, exact
+        return instance, exact, make_audit(self.make(power_params(self.name, instance.n)),
+                                           instance, target)
+
+    def part(self, part: str) -> tuple[Any, float]:
+        """(part ``part`` of the audit, the CPU seconds it took)."""
+        started = time.process_time()
+        value = getattr(self, f"_{part}")()
+        return value, time.process_time() - started
+
+    def _main(self) -> dict[str, Any]:
+        """L0 in the subsampled setting, L0 and L1 in ``setting``, and the plan's figures."""
+        instance, exact_setup, setup = self._setups()
+        exact = exact_checks(exact_setup, runs=self.exact_runs, seed=self.seed)
+        exact_l1 = (exact_checks(setup, runs=self.exact_runs, seed=self.seed)
+                    if setup is not exact_setup else None)
+        result = canary_audit(setup, (exact_l1 or exact).directions, self.runs,
+                              alpha=self.alpha, seed=self.seed + 10**6)
+        alg = setup.algorithm
+        return {"algorithm": alg.name, "paper": alg.paper, "problem": instance.name,
+                "target": {"epsilon": self.epsilon, "delta": self.delta},
+                "setting": self.setting, "params": dataclasses.asdict(alg.params),
+                "sigma": setup.plan.sigma, "calibration": setup.plan.calibration,
+                "eps_claimed": setup.plan.eps.to_dict(), "eps_paper": setup.plan.eps_paper,
+                "paper_calibration": paper_calibration(alg, instance, self.epsilon,
+                                                       self.delta),
+                "exact": exact, "exact_l1": exact_l1, "canary": result}
+
+    def _subsampled(self) -> AuditResult | None:
+        """L1 in the subsampled setting too, where the claim rests on a Poisson rate (its L0
+        directions recomputed: the same seeds give the same ones)."""
+        if not (self.subsampled and self.setting == "power"):
+            return None
+        _, exact_setup, _ = self._setups()
+        if not _poisson(exact_setup.plan.ledger):
+            return None
+        exact = exact_checks(exact_setup, runs=self.exact_runs, seed=self.seed)
+        return canary_audit(exact_setup, exact.directions, self.runs, alpha=self.alpha,
+                            seed=self.seed + 10**6)
+
+    def _assumptions(self) -> list[AssumptionAudit]:
+        instance, _, setup = self._setups()
+        return assumption_audits(self.name, self.make, instance, setup, self.runs,
+                                 alpha=self.alpha, seed=self.seed + 2 * 10**6,
+                                 above_bound=self.above_bound)
+
+    def _one_run(self) -> OneRunAudit | None:
+        return one_run_audit(self.name, epsilon=self.epsilon, delta=self.delta,
+                             seed=self.seed, algorithm=self.make) if self.one_run else None
+
+    def _training(self) -> OneRunAudit | None:
+        return training_one_run(self.name, epsilon=self.epsilon, delta=self.delta,
+                                seed=self.seed, algorithm=self.make) if self.training else None
+
+    def assemble(self, parts: Sequence[tuple[Any, float]]) -> AlgorithmAudit:
+        """The audit from its :data:`PARTS`' results, in that order."""
+        values = dict(zip(PARTS, (value for value, _ in parts), strict=True))
+        return AlgorithmAudit(**values["main"], canary_subsampled=values["subsampled"],
+                              assumptions=values["assumptions"], one_run=values["one_run"],
+                              one_run_training=values["training"],
+                              cpu_seconds=sum(cpu for _, cpu in parts))
+
+
+def audit_algorithm(name: str, problem: str | None = None, **options: Any) -> AlgorithmAudit:
     """Audit algorithm ``name`` (or ``algorithm``, a class or factory taking its params, e.g.
     a mutant) with ``runs`` canary runs per side, at σ calibrated for (``epsilon``,
     ``delta``): L0 in the subsampled setting, L0 and L1 in ``setting`` (and with
@@ -622,38 +719,6 @@ def audit_algorithm(name: str, problem: str | None = None, *, runs: int = DEFAUL
     audits of the assumptions it declares (:func:`assumption_audits`; a bound C with
     canaries of norm ``above_bound`` × C); with ``one_run``, the one-run audit
     (:mod:`bench.one_run_audit`) beside them, with ``training`` also in real training where
-    it has one."""
-    if setting not in SETTINGS:
-        raise ValueError(f"unknown audit setting {setting!r}; choose one of {SETTINGS}")
-    started = time.process_time()
-    make = algorithm if algorithm is not None else ALGORITHMS.lookup(name)
-    instance = audit_problem(name, problem)
-    exact_setup = make_audit(make(audit_params(name)), instance, (epsilon, delta))
-    exact = exact_checks(exact_setup, runs=exact_runs, seed=seed)
-    setup, exact_l1 = exact_setup, None
-    if setting == "power":
-        setup = make_audit(make(power_params(name, instance.n)), instance, (epsilon, delta))
-        exact_l1 = exact_checks(setup, runs=exact_runs, seed=seed)
-    directions = (exact_l1 or exact).directions
-    result = canary_audit(setup, directions, runs, alpha=alpha, seed=seed + 10**6)
-    second = None
-    if subsampled and setting == "power" and _poisson(exact_setup.plan.ledger):
-        second = canary_audit(exact_setup, exact.directions, runs, alpha=alpha,
-                                  seed=seed + 10**6)
-    alg = setup.algorithm
-    assumptions = assumption_audits(name, make, instance, setup, runs, alpha=alpha,
-                                    seed=seed + 2 * 10**6, above_bound=above_bound)
-    return AlgorithmAudit(
-        algorithm=alg.name, paper=alg.paper, problem=instance.name,
-        target={"epsilon": epsilon, "delta": delta}, setting=setting,
-        params=dataclasses.asdict(alg.params), sigma=setup.plan.sigma,
-        calibration=setup.plan.calibration, eps_claimed=setup.plan.eps.to_dict(),
-        eps_paper=setup.plan.eps_paper,
-        paper_calibration=paper_calibration(alg, instance, epsilon, delta),
-        exact=exact, exact_l1=exact_l1, canary=result, canary_subsampled=second,
-        assumptions=assumptions,
-        one_run=one_run_audit(name, epsilon=epsilon, delta=delta, seed=seed, algorithm=make)
-        if one_run else None,
-        one_run_training=training_one_run(name, epsilon=epsilon, delta=delta, seed=seed,
-                                          algorithm=make) if training else None,
-        cpu_seconds=time.process_time() - started)
+    it has one. ``options``: :class:`AuditRequest`'s fields; the parts run here, in turn."""
+    request = AuditRequest(name, problem, **options)
+    return request.assemble([request.part(part) for part in PARTS])

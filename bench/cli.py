@@ -9,6 +9,7 @@ problem, and exit status 2. Any other exception is a bug and shows its traceback
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import math
 import sys
@@ -26,7 +27,7 @@ import bench.experiment
 from algorithms import ALGORITHMS
 from algorithms.base import CALIBRATIONS
 from algorithms.noisy_sgd import lemma_3_2_bound
-from bench.audit import ABOVE_BOUND, DEFAULT_RUNS, SETTINGS, audit_algorithm
+from bench.audit import ABOVE_BOUND, DEFAULT_RUNS, PARTS, SETTINGS, AuditRequest
 from bench.env import git_sha
 from bench.errors import UsageError
 from bench.executors import (
@@ -36,6 +37,7 @@ from bench.executors import (
     LocalExecutor,
     SlurmExecutor,
     load_resources,
+    map_in_workers,
 )
 from bench.experiment import GridTooLarge, grid_limit, load_experiment
 from bench.model import json_schema, privacy_target
@@ -350,9 +352,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     import json
 
-    from joblib import Parallel, delayed
-
-
     private = sorted(name for name, cls in ALGORITHMS.plugins().items() if cls.private)
     names = private if args.all else args.algorithms
     if not names:
@@ -364,11 +363,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise UsageError("--runs must be >= 4 and --jobs >= 1")
     folder = Path(args.out) / "audit"
     folder.mkdir(parents=True, exist_ok=True)
-    results = Parallel(n_jobs=args.jobs)(
-        delayed(audit_algorithm)(name, args.problem, runs=args.runs, epsilon=args.epsilon,
-                                 delta=args.delta, setting=args.setting,
-                                 above_bound=args.above_bound or ABOVE_BOUND)
-        for name in names)
+    requests = [AuditRequest(name, args.problem, runs=args.runs, epsilon=args.epsilon,
+                             delta=args.delta, setting=args.setting,
+                             above_bound=tuple(args.above_bound or ABOVE_BOUND))
+                for name in names]
+    # every algorithm's parts as tasks of their own, the long L1 parts of all first
+    parts = map_in_workers([functools.partial(request.part, part)
+                            for part in PARTS for request in requests], args.jobs)
+    results = [request.assemble(parts[i::len(requests)]) for i, request in enumerate(requests)]
     table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
                         "setting)")
     for col in ("algorithm", "ε claimed", "L0", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",

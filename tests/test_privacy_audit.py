@@ -9,7 +9,9 @@ fixed, so every outcome here is deterministic; the audits' false-alarm rate is Î
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,9 +24,11 @@ from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch, Mechanism
 from bench.audit import (
     DEFAULT_RUNS,
+    PARTS,
     SMOOTHNESS,
     AlgorithmAudit,
     AssumptionAudit,
+    AuditRequest,
     assumption_audits,
     audit_algorithm,
     gdp_mu,
@@ -102,6 +106,21 @@ def test_canary_hvps_share_the_base_work_and_keep_every_bit(kind: str) -> None:
     for got, vec in zip(oracle.hvps(x, vectors, idx), vectors, strict=True):
         assert np.array_equal(got, one(vec))
         assert np.array_equal(got, oracle.hvp(x, vec, idx))
+
+
+def test_audit_parts_run_apart_give_the_whole_audit() -> None:
+    """``saddlebench audit --jobs`` runs each part of an algorithm's audit as a task of its
+    own, in another process and order: assembled, they are the audit run in one piece
+    (noisy_sgd: an assumption audit; prisma: a Poisson rate and a declared smoothness)."""
+    for name in ("noisy_sgd", "prisma"):
+        request = AuditRequest(name, runs=40, training=False)
+        parts = {part: pickle.loads(pickle.dumps(request)).part(part)
+                 for part in reversed(PARTS)}
+        apart = request.assemble([parts[part] for part in PARTS]).to_dict()
+        whole = audit_algorithm(name, runs=40, training=False).to_dict()
+        assert apart.pop("cpu_seconds") > 0
+        whole.pop("cpu_seconds")
+        assert json.dumps(apart, sort_keys=True) == json.dumps(whole, sort_keys=True)
 
 
 def test_replay_refuses_a_diverging_transcript() -> None:
