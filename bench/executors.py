@@ -116,13 +116,16 @@ def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
 @dataclass
 class LocalExecutor:
     """In this process (``jobs=1``), else in ``jobs`` loky worker processes, with at most
-    ``jobs`` runs in flight. A killed worker breaks the pool: the runs then in flight that
-    did not reach the store are reported failed, and the rest go on in a fresh pool."""
+    ``jobs`` runs of each :meth:`submit_all` in flight (several threads may submit at once:
+    the pool runs ``jobs`` at a time). A killed worker breaks the pool: the runs then in
+    flight that did not reach the store are reported failed, and the rest go on in a fresh
+    pool. :meth:`cancel` stops every submission."""
 
     name: ClassVar[str] = "local"
 
     jobs: int = 1
     running: int = 0
+    cancelled: bool = False
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -134,9 +137,16 @@ class LocalExecutor:
             for spec in specs:
                 self.running = 1
                 yield run_and_store(spec, where)
+            self.running = 0
         else:
             yield from self._pool(specs, where)
-        self.running = 0
+
+    def cancel(self) -> None:
+        """Submit nothing more (in any thread) and kill the workers: the runs in flight are
+        lost, the finished ones stay stored."""
+        self.cancelled = True
+        if self.jobs > 1:
+            worker_pool(self.jobs).shutdown(wait=False, kill_workers=True)
 
     def _pool(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
         from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -146,15 +156,16 @@ class LocalExecutor:
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
         try:
-            while queue or flight:
+            while (queue or flight) and not self.cancelled:
                 pool = worker_pool(self.jobs)
                 while queue and len(flight) < self.jobs:
                     spec = queue.pop()
                     flight[pool.submit(run_and_store, spec, where)] = spec
-                self.running = len(flight)
+                    self.running += 1
                 done, _ = wait(flight, return_when=FIRST_COMPLETED)
                 for future in done:
                     spec = flight.pop(future)
+                    self.running -= 1
                     try:
                         yield future.result()
                     except BrokenProcessPool as exc:  # a worker died: its run (or a
@@ -162,6 +173,7 @@ class LocalExecutor:
                         yield kept if kept is not None and kept.status != "error" \
                             else failed(spec, exc)
         finally:
+            self.running -= len(flight)
             if flight:  # stopped early: the runs in flight would finish unwatched
                 pool.shutdown(wait=False, kill_workers=True)
 

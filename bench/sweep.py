@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -58,18 +59,20 @@ def plain_table(table: Table) -> Text:
 
 
 console = LogConsole()
+T = TypeVar("T")
 
 
 def run_experiment(experiment: Experiment, store: Store, executor: Executor, *,
-                   force: bool = False, collect: bool = False, progress: bool = True
+                   force: bool = False, collect: bool = False, bar: Progress | None = None
                    ) -> list[Outcome]:
     """Run an experiment into ``store`` on ``executor``: its runs, then for tuned entries the
     tuning runs, the choice (bench/tuning.py) and the chosen runs; the failed outcomes.
     ``force`` reruns finished runs; ``collect`` submits nothing and reports what the store
-    holds. Backends and devices this machine lacks are refused first (local executor)."""
+    holds; ``bar``: the progress display its batches add their lines to (none: hidden).
+    Backends and devices this machine lacks are refused first (local executor)."""
     if isinstance(executor, LocalExecutor) and not collect:
         check_backends(experiment)
-    batch = Batch(store, executor, force, collect, progress)
+    batch = Batch(store, executor, force, collect, bar)
     store.write_suite(experiment)
     for note in experiment.skipped:
         console.print(f"  [yellow]skipped[/]: {note}")
@@ -93,18 +96,51 @@ class Interrupted(KeyboardInterrupt):
     """Sweeps stopped by Ctrl-C; the message says what is stored and how to run the rest."""
 
 
+#: experiments run at once on a local executor with several workers (threads sharing its
+#: pool): while one chooses its tuned runs or finishes its last ones, the other's runs keep
+#: the workers busy. Every run's result is the same in any order (its seeds are its own).
+OVERLAP = 2
+
+
 def run_experiments(runs: Sequence[tuple[Experiment, Store]], executor: Executor, *,
                     force: bool = False, collect: bool = False, progress: bool = True
                     ) -> list[Outcome]:
-    """:func:`run_experiment` for each (experiment, store), one after another; the failed
-    outcomes. Ctrl-C stops them (the executor cancels what is not finished) with
+    """:func:`run_experiment` for each (experiment, store); the failed outcomes. On a local
+    executor with several workers :data:`OVERLAP` experiments run at once, elsewhere one
+    after another. Ctrl-C stops them (the executor cancels what is not finished) with
     :class:`Interrupted`."""
+    shared = (executor if isinstance(executor, LocalExecutor) and executor.jobs > 1
+              and not collect and len(runs) > 1 else None)
     try:
-        return [failure for experiment, store in runs
-                for failure in run_experiment(experiment, store, executor, force=force,
-                                              collect=collect, progress=progress)]
+        with progress_bar(executor, progress) as bar:
+            def one(pair: tuple[Experiment, Store]) -> list[Outcome]:
+                return run_experiment(*pair, executor, force=force, collect=collect, bar=bar)
+
+            done = (map(one, runs) if shared is None
+                    else overlapped(one, runs, OVERLAP, shared))
+            return [failure for failures in done for failure in failures]
     except KeyboardInterrupt:
         raise Interrupted(interruption(runs, force)) from None
+
+
+def overlapped(one: Callable[[T], list[Outcome]], items: Sequence[T], together: int,
+               executor: LocalExecutor) -> list[list[Outcome]]:
+    """``one`` of each item, ``together`` at a time in threads, results in order. Any
+    exception (Ctrl-C in this thread) cancels the executor's runs, so the other threads end
+    soon, and is raised once they have."""
+    with ThreadPoolExecutor(max_workers=together) as threads:
+        futures = [threads.submit(one, item) for item in items]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:
+                if future.done() and future.exception() is not None:
+                    future.result()  # raises it here
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            executor.cancel()
+            raise
 
 
 def interruption(runs: Sequence[tuple[Experiment, Store]], force: bool) -> str:
@@ -150,7 +186,7 @@ class Batch:
     executor: Executor
     force: bool = False
     collect: bool = False
-    progress: bool = True
+    bar: Progress | None = None
 
     def __call__(self, specs: list[RunSpec], title: str) -> list[Outcome]:
         if self.collect:
@@ -160,39 +196,42 @@ class Batch:
                       f"{len(todo)} to run) -> {self.store.root}")
         counts: Counter[str] = Counter()
         failures: list[Outcome] = []
+        bar = self.bar or Progress(disable=True)
         if todo:
-            with progress_bar(self.executor, counts, self.progress) as bar, \
-                    closing(self.executor.submit_all(todo, self.store.root)) as outcomes:
-                task = bar.add_task(f"running ({self.executor.name})",
-                                    total=len(todo))
+            task = bar.add_task(f"{Text.from_markup(title).plain} ({self.executor.name})",
+                                total=len(todo), counts=counts)
+            with closing(self.executor.submit_all(todo, self.store.root)) as outcomes:
                 for outcome in outcomes:
                     counts[outcome.status] += 1
                     failures += [outcome] if outcome.status == "error" else []
                     bar.advance(task)
+            bar.remove_task(task)
         summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to run"
         console.print(f"finished: {summary}; results in {self.store.root}")
         print_failures(failures, self.store)
         return failures
 
 
-def progress_bar(executor: Executor, counts: Counter[str], show: bool = True) -> Progress:
-    """One line on a terminal, never wrapped: the bar takes the width the text leaves.
-    Hidden elsewhere (a log has the summary lines) and when not ``show``."""
+def progress_bar(executor: Executor, show: bool = True) -> Progress:
+    """One line per batch running on a terminal, never wrapped: the bar takes the width the
+    text leaves. Hidden elsewhere (a log has the summary lines) and when not ``show``."""
     return Progress(TextColumn("{task.description}", table_column=Column(no_wrap=True)),
-                    BarColumn(bar_width=None), MofNCompleteColumn(), Tally(executor, counts),
+                    BarColumn(bar_width=None), MofNCompleteColumn(), Tally(executor),
                     TimeRemainingColumn(), console=console,
                     disable=not (show and console.is_terminal))
 
 
 class Tally(ProgressColumn):
-    """Runs in flight (as far as the executor can tell), then finished runs by status."""
+    """Runs in flight (as far as the executor can tell), then the task's finished runs by
+    status (its ``counts`` field)."""
 
-    def __init__(self, executor: Executor, counts: Counter[str]) -> None:
+    def __init__(self, executor: Executor) -> None:
         super().__init__(table_column=Column(no_wrap=True))
-        self.executor, self.counts = executor, counts
+        self.executor = executor
 
     def render(self, task: Task) -> Text:
-        shown = {"running": self.executor.running, **self.counts, "failed": self.counts["error"]}
+        counts: Counter[str] = task.fields.get("counts", Counter())
+        shown = {"running": self.executor.running, **counts, "failed": counts["error"]}
         return Text(" ".join(f"{k}={v}" for k, v in shown.items() if k != "error"))
 
 

@@ -187,8 +187,9 @@ def test_progress_line_fits_the_terminal(monkeypatch: pytest.MonkeyPatch, width:
     console = bench.sweep.LogConsole(force_terminal=True, width=width, file=io.StringIO(),
                                      record=True)
     monkeypatch.setattr(bench.sweep, "console", console)
-    bar = bench.sweep.progress_bar(LocalExecutor(2), Counter(done=1234, error=5))
-    bar.advance(bar.add_task("running (local)", total=10_000), 1239)
+    bar = bench.sweep.progress_bar(LocalExecutor(2))
+    bar.advance(bar.add_task("a_suite tuned (local)", total=10_000,
+                             counts=Counter(done=1234, error=5)), 1239)
     console.print(bar.get_renderable())
     (line,) = console.export_text().splitlines()
     assert len(line) <= width and "running=0 done=1234 failed=5" in line

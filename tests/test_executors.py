@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from rich.progress import Task
 
 from bench import env, executors, fingerprint
 from bench.cli import main
@@ -234,11 +235,52 @@ def test_collect_reports_without_running(tmp_path: Path,
     assert "1 cached, 3 to run" in text  # the missing run and the failed ones
 
 
+def test_experiments_overlap_on_local_workers_with_the_same_results(tmp_path: Path) -> None:
+    """Several experiments on a local executor with two workers run two at a time (threads
+    sharing the pool): every run's result is the one a sequential sweep stores."""
+    from bench.sweep import run_experiments
+
+    files = [experiment(tmp_path, name, seeds=3) for name in ("one", "two", "three")]
+    results = {}
+    for jobs in (1, 2):
+        root = tmp_path / f"jobs{jobs}"
+        pairs = [(load_experiment(f), Store(root / f.stem)) for f in files]
+        assert run_experiments(pairs, LocalExecutor(jobs), progress=False) == []
+        results[jobs] = [finals(store) for _, store in pairs]
+    assert results[1] == results[2] and all(len(r) == 6 for r in results[2])
+
+
+def test_ctrl_c_in_overlapped_experiments_cancels_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interruption in one overlapped experiment cancels the executor: the slow one
+    beside it stops early (its finished runs stored) and the sweep says what is stored."""
+    import bench.sweep
+
+    real = bench.sweep.run_experiment
+
+    def run_experiment(experiment: Any, store: Store, executor: Any, **kw: Any) -> Any:
+        if experiment.suite == "tiny":
+            time.sleep(1.0)  # the slow experiment's first runs are in flight
+            raise KeyboardInterrupt
+        return real(experiment, store, executor, **kw)
+
+    monkeypatch.setattr(bench.sweep, "run_experiment", run_experiment)
+    slow, tiny = load_experiment(slow_experiment(tmp_path, 12)), load_experiment(
+        experiment(tmp_path))
+    executor = LocalExecutor(2)
+    slow_store = Store(tmp_path / "out" / "slow")
+    with pytest.raises(bench.sweep.Interrupted, match=r"interrupted: .* runs done"):
+        bench.sweep.run_experiments([(slow, slow_store), (tiny, Store(tmp_path / "out" / "t"))],
+                                    executor, progress=False)
+    assert executor.cancelled and len(stored(slow_store)) < 12
+
+
 def test_tally_shows_running_and_failed() -> None:
     executor = LocalExecutor(jobs=2)
     executor.running = 2
     counts = Counter({"done": 3, "error": 1})
-    assert str(Tally(executor, counts).render(None)) == "running=2 done=3 failed=1"
+    task = Task(0, "tiny (local)", 10, 4, _get_time=time.monotonic, fields={"counts": counts})
+    assert str(Tally(executor).render(task)) == "running=2 done=3 failed=1"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
