@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ from problems.backend import (
 from problems.data.common import DataMissingError
 from problems.registry import did_you_mean
 from problems.statistics import start_statistics
-from reports.claims import run_studies
+from reports.claims import run_study
 from reports.index import update_readme
 from reports.papers import get_paper, paper_keys
 from reports.privacy import build_privacy_page
@@ -205,9 +206,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
     executor = make_executor(args)
-    failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor)
+    studies = [] if args.collect else [
+        functools.partial(paper_study, paper, name, args.scale, Path(args.out))
+        for paper in papers if paper in paper_keys() for name in get_paper(paper).studies]
+    with ThreadPoolExecutor(max_workers=1) as beside:
+        # the studies need no run: in the local workers, queued before the runs
+        studied = beside.submit(map_in_workers, studies, args.jobs, shared=True)
+        failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor)
+        for path in studied.result():
+            console.print(f"study: {path}")
     if not args.collect:
-        run_paper_studies(papers, args.scale, Path(args.out))
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
     index = build_site(Path(args.out), [(paper, args.scale) for paper in papers],
                        pdf=not args.no_pdf, jobs=args.jobs)
@@ -217,14 +225,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def run_paper_studies(papers: Sequence[str], scale: str, out: Path) -> None:
-    """The simulations each paper's page needs beyond the run grid, stored under
-    OUT/studies/ (pages only read them)."""
-
-    for paper in papers:
-        if paper in paper_keys():
-            for path in run_studies(get_paper(paper), scale, out):
-                console.print(f"study: {path}")
+def paper_study(paper: str, name: str, scale: str, out: Path) -> Path:
+    """A simulation paper ``paper``'s page needs beyond the run grid (study ``name``),
+    stored under OUT/studies/ (pages only read them); a task for a worker."""
+    return run_study(get_paper(paper), name, scale, out)
 
 
 def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],

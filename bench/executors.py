@@ -20,12 +20,18 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import yaml
+
+# imported here, before any thread can: sweeps and the studies beside them submit to the
+# pool from threads, and two threads importing loky at once can deadlock on its modules
+from joblib.externals.loky import get_reusable_executor, process_executor
+from joblib.externals.loky.process_executor import BrokenProcessPool
 
 from algorithms import ALGORITHMS
 from bench.errors import UsageError
@@ -83,8 +89,6 @@ LEAK_BYTES = 4 * 2**30
 def _worker_init() -> None:
     """In each local worker: ignore Ctrl-C (a terminal sends it to the workers too; the
     submitting process stops them) and raise loky's leak threshold to ``LEAK_BYTES``."""
-    from joblib.externals.loky import process_executor
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     process_executor._MAX_MEMORY_LEAK_SIZE = LEAK_BYTES
 
@@ -94,8 +98,6 @@ def worker_pool(jobs: int) -> Any:
     thread pools capped so that jobs × threads ≤ cores, glibc malloc settings, this
     process's import path (plugins found on it, see problems.registry) and
     :func:`_worker_init`. A changed setting starts a fresh pool."""
-    from joblib.externals.loky import get_reusable_executor
-
     threads = str(max(1, (os.cpu_count() or 1) // jobs))
     env = {**{name: threads for name in THREAD_VARIABLES},
            **{name: os.environ.get(name, value) for name, value in MALLOC_VARIABLES.items()},
@@ -104,12 +106,15 @@ def worker_pool(jobs: int) -> Any:
                                  initializer=_worker_init)
 
 
-def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int) -> list[T]:
+def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int, *, shared: bool = False
+                   ) -> list[T]:
     """Each call's result, in order: here (``jobs`` = 1) or in :func:`worker_pool`'s
-    workers (the runs' pool, reused warm); the first error is raised."""
+    workers (the runs' pool, reused warm), no more of them than calls unless ``shared``
+    (a sweep's pool of ``jobs`` in use beside them: the same pool, not a resized one); the
+    first error is raised."""
     if jobs == 1 or len(calls) <= 1:
         return [call() for call in calls]
-    pool = worker_pool(min(jobs, len(calls)))
+    pool = worker_pool(jobs if shared else min(jobs, len(calls)))
     return [future.result() for future in [pool.submit(call) for call in calls]]
 
 
@@ -149,10 +154,6 @@ class LocalExecutor:
             worker_pool(self.jobs).shutdown(wait=False, kill_workers=True)
 
     def _pool(self, specs: Sequence[RunSpec], where: str) -> Iterator[Outcome]:
-        from concurrent.futures import FIRST_COMPLETED, Future, wait
-
-        from joblib.externals.loky.process_executor import BrokenProcessPool
-
         queue = list(reversed(specs))
         flight: dict[Future[Outcome], RunSpec] = {}
         try:

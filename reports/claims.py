@@ -597,12 +597,10 @@ def study_path(root: Path, paper: str, scale: str, name: str) -> Path:
     return root / "studies" / paper / scale / f"{name}.parquet"
 
 
-def run_studies(paper: Paper, scale: str, root: Path) -> list[Path]:
-    """Run and store every study of ``paper`` at ``scale`` (called by ``reproduce``)."""
-    written = []
-    for name, study in paper.studies.items():
-        path = study_path(root, paper.key, scale, name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        study(scale).to_parquet(path, index=False)
-        written.append(path)
-    return written
+def run_study(paper: Paper, name: str, scale: str, root: Path) -> Path:
+    """Run and store study ``name`` of ``paper`` at ``scale`` (``reproduce`` runs each as a
+    task of its own); its path."""
+    path = study_path(root, paper.key, scale, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    paper.studies[name](scale).to_parquet(path, index=False)
+    return path
