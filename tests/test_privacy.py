@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,7 @@ from algorithms import PrivacyTarget
 from algorithms.noisy_sgd import NoisySGD, NoisySGDParams
 from algorithms.privacy import accounting
 from algorithms.privacy.accounting import calibrate, epsilon, epsilons, sigma_eff
-from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Round, Sampling
 from problems import DataSize
 from problems.backend import BACKENDS, BackendSpec, get_backend
 from problems.clipping import clip_rows, row_norms
@@ -799,3 +800,51 @@ def test_contiguous_dictionary_to_list_is_dp_accountings() -> None:
         assert values == [d.get(i, 0) for i in range(min(d), max(d) + 1)]  # the library's
     assert all(a is b for a, b in zip(common.dictionary_to_list(dense)[1], dense.values(),
                                       strict=True))
+
+
+def reference_key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:
+    """The accountants' view of a ledger as first written (grouped by dataclass value,
+    sorted by repr): what the faster accounting._key must give, object for object."""
+    stripped: dict[Release, tuple[str, Release]] = {}
+
+    def strip(r: Release) -> tuple[str, Release]:
+        if r not in stripped:
+            bare = Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
+            stripped[r] = (repr(bare), bare)
+        return stripped[r]
+
+    counts: Counter[Round] = Counter()
+    for rnd, count in ledger.summary():
+        releases = tuple(bare for _, bare in sorted(map(strip, rnd.releases),
+                                                    key=lambda pair: pair[0]))
+        counts[Round(rnd.sampling, releases)] += count
+    return tuple(sorted(counts.items(), key=repr))
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("spider_sosp", "strict_saddle"), ("dp_sgd", "strict_saddle"),
+    ("prisma", "nc_least_squares"), ("gauss_psgd", "strict_saddle"),
+    ("dp_rgda", "ncsc_double_well"), ("private_diff", "ncsc_double_well")])
+def test_accounting_key_groups_by_value_in_repr_order(name: str, problem: str) -> None:
+    """accounting._key (ungrouped rounds, releases stripped once per object, reprs composed
+    from the parts') equals the grouping by value sorted by repr, in value and order, on
+    planned and realised ledgers of several algorithms and on a hand-made one with equal
+    samplings of distinct objects, a one-release round, counted and open rounds."""
+    setup = make_setup(problem)
+    algorithm = make_algorithm(name, setup.instance)
+    plan = algorithm.plan(setup.instance, PrivacyTarget(epsilon=2.0, delta=DELTA))
+    mech = make_mech(setup.backend)
+    run_steps(algorithm, setup.oracle, plan, mech)
+    made = Ledger()
+    made.record(Sampling("poisson", 100, 0.1), [Release("gaussian", "a", 2.0, 1.0)], 3)
+    made.record(Sampling("poisson", 100, 0.1), [Release("gaussian", "b", 2.0, 5.0)], 2)
+    made.record(Sampling("fixed", 100, size=7), [Release("gaussian", "z", 3.0, 1.0),
+                                                 Release("pure", "y", epsilon=0.5)])
+    made.open(Batch(np.arange(3), Sampling("fixed", 100, size=7),
+                    [Release("pure", "x", epsilon=0.5), Release("gaussian", "w", 3.0, 2.0)]))
+    made.open(Batch(np.arange(3), Sampling("none", 100)))
+    for ledger in (plan.ledger, mech.ledger, made):
+        got, want = accounting._key(ledger), reference_key(ledger)
+        assert got == want and list(map(repr, got)) == list(map(repr, want))
+        assert all(accounting._round_repr(r.sampling, tuple(map(repr, r.releases)), c)
+                   == repr((r, c)) for r, c in got)

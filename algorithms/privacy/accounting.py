@@ -52,7 +52,7 @@ import pickle
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -253,16 +253,33 @@ def _disk() -> Any:
     return joblib.Memory(location=cache_dir(), verbose=0)
 
 
+class Rounds(tuple[tuple[Round, int], ...]):
+    """A ledger's rounds as the accountants see them (:func:`_key`), whose hash and digest
+    are computed once: the in-memory caches hash their key on every call, and a tuple of a
+    few thousand frozen dataclasses rehashes every field each time."""
+
+    def __hash__(self) -> int:
+        if "_hash" not in self.__dict__:
+            self.__dict__["_hash"] = tuple.__hash__(self)
+        return int(self.__dict__["_hash"])
+
+    def __reduce__(self) -> tuple[type[Rounds], tuple[tuple[tuple[Round, int], ...]]]:
+        return Rounds, (tuple(self),)
+
+    @cached_property
+    def digest(self) -> str:
+        """The disk cache's key: sha256 of the rounds' C pickle (joblib's own pure-Python
+        hashing of a ledger of many distinct rounds cost more than the accountant)."""
+        return hashlib.sha256(pickle.dumps(tuple(self), protocol=4)).hexdigest()
+
+
 @lru_cache(maxsize=4096)
-def _epsilon(rounds: tuple[tuple[Round, int], ...], delta: float, method: str,
+def _epsilon(rounds: Rounds, delta: float, method: str,
              discretization: float) -> float | None:
     """ε of a ledger summary, memoised in memory and (see :func:`cache_dir`) on disk."""
     if cache_dir() is None:
         return _epsilon_uncached(rounds, delta, method, discretization)
-    # the disk cache keys on a digest of the C pickle: joblib's own pure-Python hashing of a
-    # ledger of many distinct rounds cost more than the accountant (0.4 s per call)
-    digest = hashlib.sha256(pickle.dumps(rounds, protocol=4)).hexdigest()
-    return _disk_epsilon()(digest, rounds, delta, method, discretization)
+    return _disk_epsilon()(rounds.digest, rounds, delta, method, discretization)
 
 
 @lru_cache(maxsize=1)
@@ -439,25 +456,60 @@ def advanced_composition(rounds: list[tuple[float, int]], delta: float) -> float
     return float(min(basic, advanced))
 
 
-def _key(ledger: Ledger) -> tuple[tuple[Round, int], ...]:
+def _key(ledger: Ledger) -> Rounds:
     """The ledger as accountants see it: releases without tags and sensitivities (σ is
     already relative to Δ), so rounds that differ only there (e.g. SPIDER differences
-    whose clip scales with the step) merge into one self-composed event. Releases are
-    stripped once per distinct release (runs repeat a few thousand times)."""
-    stripped: dict[Release, tuple[str, Release]] = {}
+    whose clip scales with the step) merge into one self-composed event; each round's
+    releases, and the rounds, in the order of their repr.
+
+    Built without hashing a dataclass per release (a run records a few thousand): each
+    release object is stripped once (by identity, its bare form shared by value) and the
+    rounds are grouped by their sampling object and their releases' reprs, then merged by
+    value; the sort key is the repr of (round, count), composed of the parts' cached reprs.
+    """
+    bare_of_value: dict[tuple[str, float, float], tuple[str, Release]] = {}
+    bare_of_id: dict[int, tuple[str, Release]] = {}
 
     def strip(r: Release) -> tuple[str, Release]:
-        if r not in stripped:
-            bare = Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
-            stripped[r] = (repr(bare), bare)
-        return stripped[r]
+        entry = bare_of_id.get(id(r))
+        if entry is None:
+            value = (r.kind, r.sigma, r.epsilon)
+            entry = bare_of_value.get(value)
+            if entry is None:
+                bare = Release(r.kind, "", sigma=r.sigma, epsilon=r.epsilon)
+                entry = bare_of_value[value] = (repr(bare), bare)
+            bare_of_id[id(r)] = entry
+        return entry
 
-    counts: Counter[Round] = Counter()
-    for rnd, count in ledger.summary():
-        releases = tuple(bare for _, bare in sorted(map(strip, rnd.releases),
-                                                    key=lambda pair: pair[0]))
-        counts[Round(rnd.sampling, releases)] += count
-    return tuple(sorted(counts.items(), key=repr))
+    grouped: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
+    for sampling, releases, count in ledger.rounds():
+        pairs = sorted(map(strip, releases), key=_first)
+        reprs = tuple(text for text, _ in pairs)
+        entry = grouped.get((id(sampling), reprs))
+        if entry is None:
+            grouped[id(sampling), reprs] = [sampling, reprs, tuple(b for _, b in pairs), count]
+        else:
+            entry[3] += count
+    merged: dict[Round, list[Any]] = {}  # equal rounds of distinct sampling objects
+    for sampling, reprs, releases, count in grouped.values():
+        rnd = Round(sampling, releases)
+        if rnd in merged:
+            merged[rnd][2] += count
+        else:
+            merged[rnd] = [sampling, reprs, count]
+    keyed = [(_round_repr(sampling, reprs, count), (rnd, count))
+             for rnd, (sampling, reprs, count) in merged.items() if count > 0]
+    return Rounds(item for _, item in sorted(keyed, key=_first))
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
+def _round_repr(sampling: Sampling, releases: tuple[str, ...], count: int) -> str:
+    """``repr((Round(sampling, bare releases), count))`` from the releases' reprs."""
+    inner = ", ".join(releases) + ("," if len(releases) == 1 else "")
+    return f"(Round(sampling={sampling!r}, releases=({inner})), {count!r})"
 
 
 def ledger_rounds(ledger: Ledger) -> list[tuple[Round, int]]:

@@ -39,7 +39,7 @@ Releases that share a round are accounted as one Gaussian of the concatenated ve
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Literal
@@ -132,6 +132,16 @@ class Ledger:
     def record(self, sampling: Sampling, releases: list[Release], count: int = 1) -> None:
         """Record ``count`` identical rounds."""
         self._counted[Round(sampling, tuple(releases))] += count
+
+    def rounds(self) -> Iterator[tuple[Sampling, Sequence[Release], int]]:
+        """Every recorded round with releases as (sampling, releases, count), ungrouped and
+        unhashed (what :meth:`summary` groups)."""
+        for rnd, count in self._counted.items():
+            if rnd.releases:
+                yield rnd.sampling, rnd.releases, count
+        for sampling, releases in self._open:
+            if releases:
+                yield sampling, releases, 1
 
     def summary(self) -> list[tuple[Round, int]]:
         """Distinct rounds with how often each occurred (rounds without releases dropped)."""
