@@ -642,15 +642,10 @@ class AuditRequest:
     def make(self) -> Callable[[Any], Algorithm]:
         return self.algorithm if self.algorithm is not None else ALGORITHMS.lookup(self.name)
 
-    def _setups(self) -> tuple[Instance, AuditSetup, AuditSetup]:
-        """(the problem, the subsampled setup of L0, the setup of L1's ``setting``)."""
-        instance = audit_problem(self.name, self.problem)
-        target = (self.epsilon, self.delta)
-        exact = make_audit(self.make(audit_params(self.name)), instance, target)
-        if self.setting != "power":
-            return instance, exact, exact
-        return instance, exact, make_audit(self.make(power_params(self.name, instance.n)),
-                                           instance, target)
+    def _setup(self, instance: Instance, power: bool) -> AuditSetup:
+        """The power setting's setup (full batches, few steps), else the subsampled one."""
+        params = power_params(self.name, instance.n) if power else audit_params(self.name)
+        return make_audit(self.make(params), instance, (self.epsilon, self.delta))
 
     def part(self, part: str) -> tuple[Any, float]:
         """(part ``part`` of the audit, the CPU seconds it took)."""
@@ -660,7 +655,9 @@ class AuditRequest:
 
     def _main(self) -> dict[str, Any]:
         """L0 in the subsampled setting, L0 and L1 in ``setting``, and the plan's figures."""
-        instance, exact_setup, setup = self._setups()
+        instance = audit_problem(self.name, self.problem)
+        exact_setup = self._setup(instance, power=False)
+        setup = self._setup(instance, power=True) if self.setting == "power" else exact_setup
         exact = exact_checks(exact_setup, runs=self.exact_runs, seed=self.seed)
         exact_l1 = (exact_checks(setup, runs=self.exact_runs, seed=self.seed)
                     if setup is not exact_setup else None)
@@ -681,7 +678,7 @@ class AuditRequest:
         directions recomputed: the same seeds give the same ones)."""
         if not (self.subsampled and self.setting == "power"):
             return None
-        _, exact_setup, _ = self._setups()
+        exact_setup = self._setup(audit_problem(self.name, self.problem), power=False)
         if not _poisson(exact_setup.plan.ledger):
             return None
         exact = exact_checks(exact_setup, runs=self.exact_runs, seed=self.seed)
@@ -689,7 +686,8 @@ class AuditRequest:
                             seed=self.seed + 10**6)
 
     def _assumptions(self) -> list[AssumptionAudit]:
-        instance, _, setup = self._setups()
+        instance = audit_problem(self.name, self.problem)
+        setup = self._setup(instance, power=self.setting == "power")
         return assumption_audits(self.name, self.make, instance, setup, self.runs,
                                  alpha=self.alpha, seed=self.seed + 2 * 10**6,
                                  above_bound=self.above_bound)

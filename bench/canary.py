@@ -168,13 +168,8 @@ class CanaryOracle(Oracle):
     def _hvp_sum(self, x: Any, v: Any, idx: np.ndarray) -> Any:
         return self._hvp_sums(x, [v], idx)[0]
 
-    def hvps(self, x: Any, vectors: Sequence[Any], idx: np.ndarray | None = None
-             ) -> list[Any]:
-        """:meth:`hvp` of each of ``vectors``, the base's share computed together (a dense
-        Hessian's d HVPs share the base's per-sample work, :meth:`Oracle._hvp_sums`)."""
-        return list(self._mean(self._hvp_sums, idx, x, vectors))
-
     def _hvp_sums(self, x: Any, vectors: Sequence[Any], idx: np.ndarray) -> Any:
+        """The base's share of every vector computed together (:meth:`Oracle.hvps`)."""
         slots, others = self._split(idx)
         out = np.stack([self._canary_hvp(np.asarray(v), slots) for v in vectors])
         if len(others):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -131,10 +131,8 @@ def overlapped(one: Callable[[T], list[Outcome]], items: Sequence[T], together: 
     with ThreadPoolExecutor(max_workers=together) as threads:
         futures = [threads.submit(one, item) for item in items]
         try:
-            wait(futures, return_when=FIRST_EXCEPTION)
-            for future in futures:
-                if future.done() and future.exception() is not None:
-                    future.result()  # raises it here
+            for future in as_completed(futures):
+                future.result()  # the first exception is raised as it happens
             return [future.result() for future in futures]
         except BaseException:
             for future in futures:

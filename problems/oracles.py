@@ -132,14 +132,17 @@ class Oracle:
         return self._mean(self._hvp_sum, idx, x, v)
 
     def hvps(self, x: Any, vectors: Sequence[Any], idx: np.ndarray | None = None) -> list[Any]:
-        """:meth:`hvp` of each of ``vectors`` (the same numbers); an oracle whose HVPs share
-        per-sample work across vectors (a dense Hessian from d HVPs) overrides it."""
-        return [self.hvp(x, v, idx) for v in vectors]
+        """:meth:`hvp` of each of ``vectors`` (the same numbers): one at a time, or, where
+        the oracle overrides :meth:`_hvp_sums` to share per-sample work across vectors (a
+        dense Hessian from d HVPs), all of them per chunk."""
+        if type(self)._hvp_sums is Oracle._hvp_sums:
+            return [self.hvp(x, v, idx) for v in vectors]
+        return list(self._mean(self._hvp_sums, idx, x, vectors))
 
     def _hvp_sums(self, x: Any, vectors: Sequence[Any], idx: np.ndarray) -> Any:
         """Σ_{i ∈ idx} ∇²f_i(x)·v for each of ``vectors``, stacked (the same numbers as
         :meth:`_hvp_sum`); an oracle that shares per-sample work across vectors overrides
-        it, and a wrapper's :meth:`hvps` can reach that sharing through it."""
+        it, and a wrapper's reaches that sharing through it."""
         return self.xp.stack([self._hvp_sum(x, v, idx) for v in vectors])
 
     def _chunks(self, idx: np.ndarray | None) -> Iterator[np.ndarray]:
@@ -334,12 +337,13 @@ class JaxOracle(_AutodiffOracle):
         super().__init__(backend, losses, data, **kw)
         build = functools.partial(_build_jax_kernels, backend.jax, backend.jnp, losses,
                                   len(self.data))
-        key = None if kernel_key is None else (kernel_key, len(self.data))
-        kernels = _SHARED_JAX_KERNELS.get(key) if key is not None else None
-        if kernels is None:
+        if kernel_key is None:
             kernels = build()
-            if key is not None:
-                _SHARED_JAX_KERNELS[key] = kernels
+        else:
+            key = (kernel_key, len(self.data))
+            if key not in _SHARED_JAX_KERNELS:
+                _SHARED_JAX_KERNELS[key] = build()
+            kernels = _SHARED_JAX_KERNELS[key]
         self._rows = kernels.rows
         self._clipped_sum = kernels.clipped_sum
         self._loss_sum_j = kernels.loss_sum

@@ -53,6 +53,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property, lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -483,7 +484,7 @@ def _key(ledger: Ledger) -> Rounds:
 
     grouped: dict[tuple[int, tuple[str, ...]], list[Any]] = {}
     for sampling, releases, count in ledger.rounds():
-        pairs = sorted(map(strip, releases), key=_first)
+        pairs = sorted(map(strip, releases), key=itemgetter(0))
         reprs = tuple(text for text, _ in pairs)
         entry = grouped.get((id(sampling), reprs))
         if entry is None:
@@ -499,11 +500,7 @@ def _key(ledger: Ledger) -> Rounds:
             merged[rnd] = [sampling, reprs, count]
     keyed = [(_round_repr(sampling, reprs, count), (rnd, count))
              for rnd, (sampling, reprs, count) in merged.items() if count > 0]
-    return Rounds(item for _, item in sorted(keyed, key=_first))
-
-
-def _first(pair: tuple[str, Any]) -> str:
-    return pair[0]
+    return Rounds(item for _, item in sorted(keyed, key=itemgetter(0)))
 
 
 def _round_repr(sampling: Sampling, releases: tuple[str, ...], count: int) -> str:

@@ -145,9 +145,10 @@ class Ledger:
 
     def summary(self) -> list[tuple[Round, int]]:
         """Distinct rounds with how often each occurred (rounds without releases dropped)."""
-        counts = Counter(self._counted)
-        counts.update(Round(smp, tuple(rel)) for smp, rel in self._open if rel)
-        return [(r, c) for r, c in counts.items() if r.releases and c > 0]
+        counts: Counter[Round] = Counter()
+        for sampling, releases, count in self.rounds():
+            counts[Round(sampling, tuple(releases))] += count
+        return [(r, c) for r, c in counts.items() if c > 0]
 
     def to_json(self) -> list[dict[str, Any]]:
         """The rounds as plain dicts (what ``dataclasses.asdict`` gives, built once per

@@ -157,7 +157,7 @@ class StrictSaddleNumpyOracle(ClosedFormOracle):
              idx: np.ndarray | None = None) -> list[np.ndarray]:
         if idx is None:
             return [self._common_hvp(x, vec) for vec in vectors]
-        return list(self._mean(self._hvp_sums, idx, x, vectors))
+        return super().hvps(x, vectors, idx)
 
     def _hvp_sum(self, x: np.ndarray, vec: np.ndarray, idx: np.ndarray) -> np.ndarray:
         return self._hvp_sums(x, [vec], idx)[0]
