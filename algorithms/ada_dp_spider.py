@@ -60,8 +60,8 @@ from algorithms.base import (
     Trace,
     register_algorithm,
 )
-from algorithms.distributed import per_client_mean
-from algorithms.premises import NormTracker, clip_keys, clip_tracked
+from algorithms.distributed import clipped_client_means
+from algorithms.premises import NormTracker, clip_keys
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
 from problems.oracles import Oracle
@@ -176,14 +176,13 @@ class SpiderOracle:
         self.drift += self.oracle.norm(x_new - x_old) ** 2
 
     def _refresh(self, x: Any) -> bool:
-        p, oracle, xp = self.p, self.oracle, self.oracle.xp
+        p, oracle = self.p, self.oracle
         batches = [pool.take(p.batch_refresh) for pool in self.pools]  # line 4
         if any(b is None for b in batches):
             self.exhausted = True
             return False
         taken = [b for b in batches if b is not None]
-        means = per_client_mean(oracle, taken, lambda idx: clip_tracked(
-            xp, oracle.per_sample_grads(x, idx), p.grad_clip, self.norms[""]))
+        means = clipped_client_means(oracle, taken, x, None, p.grad_clip, self.norms[""])
         self.g = self.mech.gaussian(means, sensitivity=2 * p.grad_clip / p.batch_refresh,
                                     sigma=self.plan.sigma, tag="O1", batch=taken)  # lines 5-6
         self.drift, self.since = 0.0, 1  # line 7
@@ -191,7 +190,7 @@ class SpiderOracle:
         return True
 
     def _difference(self, x: Any, x_prev: Any) -> bool:
-        p, oracle, xp = self.p, self.oracle, self.oracle.xp
+        p, oracle = self.p, self.oracle
         step = self.oracle.norm(x - x_prev)
         if step == 0.0:
             return True  # the difference query is exactly zero: nothing to release
@@ -201,9 +200,8 @@ class SpiderOracle:
             return False
         taken = [b for b in batches if b is not None]
         bound = p.diff_clip * step
-        means = per_client_mean(oracle, taken, lambda idx: clip_tracked(
-            xp, oracle.per_sample_grads(x, idx) - oracle.per_sample_grads(x_prev, idx), bound,
-            self.norms["diff"], scale=step))
+        means = clipped_client_means(oracle, taken, x, x_prev, bound, self.norms["diff"],
+                                     scale=step)
         self.g = self.g + self.mech.gaussian(means, sensitivity=2 * bound / p.batch_diff,
                                              sigma=self.plan.sigma, tag="O2",
                                              batch=taken)  # lines 10-11

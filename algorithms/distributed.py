@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch
 from problems.oracles import Oracle
 
@@ -27,3 +28,20 @@ def per_client_mean(oracle: Oracle, batches: list[Batch],
         values = rows(np.concatenate([b.indices for b in chunk]))
         means.append(xp.mean(xp.reshape(values, (len(chunk), size, oracle.d)), axis=1))
     return xp.concat(means)
+
+
+def clipped_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: Any | None,
+                         clip: float, tracker: NormTracker | None, scale: float = 1.0) -> Any:
+    """(m, d): each client's mean over its batch of ∇f_i(x) − ∇f_i(x_prev) (∇f_i(x) when
+    ``x_prev`` is None), each row clipped at ``clip``, the row norms going to ``tracker``
+    (``scale`` as in :meth:`NormTracker.add`); clients in groups of ``GROUP_FLOATS``
+    entries, each group one :meth:`Oracle.clipped_group_means` call."""
+    group = max(1, GROUP_FLOATS // (len(batches[0]) * oracle.d))
+    means = []
+    for start in range(0, len(batches), group):
+        chunk = [b.indices for b in batches[start:start + group]]
+        values, norms = oracle.clipped_group_means(x, x_prev, chunk, clip)
+        if tracker is not None:
+            tracker.add(norms, scale=scale)
+        means.append(values)
+    return oracle.xp.concat(means)

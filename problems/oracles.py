@@ -119,6 +119,19 @@ class Oracle:
                                           clip)
         return self.xp.sum(rows, axis=0), norms
 
+    def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],
+                            clip: float) -> tuple[Any, Any]:
+        """((len(groups), d): the mean over each group of ∇f_i(x) − ∇f_i(x_prev) (of ∇f_i(x)
+        when ``x_prev`` is None), each row clipped at C; the rows' norms, groups in order).
+        The groups (clients' batches) have one size; jax computes them in one kernel."""
+        idx = np.concatenate(groups)
+        rows = self.per_sample_grads(x, idx)
+        if x_prev is not None:
+            rows = rows - self.per_sample_grads(x_prev, idx)
+        clipped, norms = clip_rows_and_norms(self.xp, rows, clip)
+        shape = (len(groups), len(groups[0]), self.d)
+        return self.xp.mean(self.xp.reshape(clipped, shape), axis=1), norms
+
     def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
         """Mean loss over ``idx`` (all samples if None)."""
         return self._mean(self._loss_sum, idx, x)
@@ -274,6 +287,7 @@ class _JaxKernels:
 
     rows: Any
     clipped_sum: Any
+    group_clipped_sums: Any
     loss_sum: Any
     grad_sum: Any
     hvp_sum: Any
@@ -307,6 +321,7 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int) -> _J
     return _JaxKernels(
         rows=jax.jit(rows),
         clipped_sum=jax.jit(clipped_sum),
+        group_clipped_sums=jax.jit(jax.vmap(clipped_sum, in_axes=(None,) * 4 + (0, None))),
         loss_sum=jax.jit(masked_sum),
         grad_sum=jax.jit(jax.grad(masked_sum)),
         hvp_sum=jax.jit(lambda x, v, *args: jax.jvp(
@@ -346,6 +361,7 @@ class JaxOracle(_AutodiffOracle):
             kernels = _SHARED_JAX_KERNELS[key]
         self._rows = kernels.rows
         self._clipped_sum = kernels.clipped_sum
+        self._group_clipped_sums = kernels.group_clipped_sums
         self._loss_sum_j = kernels.loss_sum
         self._grad_sum_j = kernels.grad_sum
         self._hvp_sum_j = kernels.hvp_sum
@@ -389,6 +405,14 @@ class JaxOracle(_AutodiffOracle):
     def clipped_grad_diff_sum_and_norms(self, x: Any, x_prev: Any, idx: np.ndarray,
                                         clip: float) -> tuple[Any, Any]:
         return self._clipped(x, x_prev, idx, clip)
+
+    def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],
+                            clip: float) -> tuple[Any, Any]:
+        padded = [self._padded(group) for group in groups]
+        b = padded[0][0]
+        sums, norms = self._group_clipped_sums(x, x_prev, clip, b,
+                                               np.stack([p for _, p in padded]), self.data)
+        return sums / b, self.xp.reshape(norms[:, :b], (-1,))
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self._loss_sum_j(x, *self._padded(idx), self.data)

@@ -74,6 +74,29 @@ def test_clipped_sums_equal_torch_and_materialised(size: int, clip: float) -> No
         assert to_numpy(fused[1]).shape == (size,)
 
 
+@pytest.mark.parametrize("clip", CLIPS)
+@pytest.mark.parametrize("size", SIZES)
+def test_clipped_group_means_equal_torch_and_materialised(size: int, clip: float) -> None:
+    """Three clients' batches in one jax kernel (vmapped clipped sums) equal torch's generic
+    path and each group's clipped rows averaged in numpy; norms in the groups' order."""
+    (jx, tc), (x, x_prev, _) = setups(), point(size)
+    groups = list(np.random.default_rng(size).permutation(jx.instance.n)[:3 * size]
+                  .reshape(3, size))
+    for prev in (None, x_prev):
+        pair = (x, prev)
+        j_args = tuple(None if a is None else jx.backend.asarray(a) for a in pair)
+        t_args = tuple(None if a is None else tc.backend.asarray(a) for a in pair)
+        rows = [to_numpy(tc.oracle.per_sample_grads(t_args[0], g) if prev is None
+                         else tc.oracle.per_sample_grad_diffs(*t_args, g)) for g in groups]
+        want = np.stack([clip_rows(np, r, clip).mean(axis=0) for r in rows])
+        where = f"{'grad' if prev is None else 'diff'} means, batch {size}, clip {clip}"
+        means, norms = jx.oracle.clipped_group_means(*j_args, groups, clip)
+        close(means, want, f"jax {where}")
+        close(norms, np.concatenate([np.linalg.norm(r, axis=1) for r in rows]),
+              f"jax {where} norms")
+        close(tc.oracle.clipped_group_means(*t_args, groups, clip)[0], want, f"torch {where}")
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_unclipped_sum_rows_and_means_equal_torch(size: int) -> None:
     (jx, tc), (x, x_prev, idx) = setups(), point(size, seed=1)

@@ -361,7 +361,7 @@ def test_saddle_hvp_without_curvature_noise_is_the_common_one() -> None:
 
 def test_experiment_files_are_valid() -> None:
     roles = get_paper("tao2025").roles
-    for scale, count in (("quick", 8), ("paper", 2)):
+    for scale, count in (("quick", 10), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -369,6 +369,26 @@ def test_experiment_files_are_valid() -> None:
             assert exp.paper == "tao2025" and exp.scale == scale
             assert exp.specs or exp.groups
             assert exp.roles and set(exp.roles) <= set(roles), path.name
+
+
+def test_horizon_check_is_the_figures_stand_in_at_20_passes_and_its_tuned_lr() -> None:
+    """The horizon files change only the passes (and the lr the regime then allows, tuned
+    alike on a grid that ends at the cap) and keep m = 1 and 10 of the Figures' m."""
+    def shape(name: str) -> dict[str, Any]:
+        exp = load_experiment(EXPERIMENTS / "quick" / name)
+        return {(s.algorithm.name, s.problem.params["clients"], s.privacy.epsilon, s.seed):
+                dict(s.algorithm.params) for s in exp.specs}
+
+    judged, long = shape("fig1_synthetic_mlp.yaml"), shape("fig1_long_horizon.yaml")
+    assert set(long) == {k for k in judged if k[1] in (1, 10)}
+    for key, params in long.items():
+        assert params == {**judged[key], "epochs": 20, "lr": 0.045}
+    tuning = load_experiment(EXPERIMENTS / "quick" / "tune_lr_long_horizon.yaml")
+    assert tuning.roles == ("horizon_tuning",)
+    for group in tuning.groups:
+        lrs = sorted({s.algorithm.params["lr"] for s in group.candidates})
+        assert lrs == [0.01, 0.02, 0.045]  # the regime cap at 20 passes ends the grid
+        assert {s.algorithm.params["epochs"] for s in group.candidates} == {20}
 
 
 def test_t9_and_t10_files_carry_the_runs_their_rules_need() -> None:
@@ -720,3 +740,30 @@ def test_regime_rows_measure_the_figures_runs() -> None:
     assert rows["oracle calls per O1 refresh"][2].startswith("5 ")  # (20 + 80)/20
     assert rows["per-client n"][2].startswith("750 ")
     assert 0.04 < PAPER_GAIN < 0.06  # 2 · 4.84 · 1e-3 · √101,770 / 64
+
+
+def test_horizon_table_sets_the_longer_horizon_beside_the_judged_one() -> None:
+    """The horizon check (role horizon) is shown per (ε, m, passes) beside the judged
+    Figures cells with the gap's interval and the SOSP exits, and is no claim's setting."""
+    from reports.papers.tao2025 import _horizon_table
+
+    def runs(role: str, passes: int, gap: float, m: int, stopped: bool = False
+             ) -> list[dict[str, Any]]:
+        out = figure_runs(gap, seeds=4, m=m, p_alg_epochs=passes, p_alg_lr=0.1)
+        for row in out:
+            row["role"] = role
+            if row["label"] == OURS:
+                row["diag_termination"] = "sosp" if stopped else "budget"
+        return out
+
+    rows = (runs("figures", 2, -0.05, 1) + runs("figures", 2, -0.05, 5)
+            + runs("horizon", 20, 0.0, 1, stopped=True))
+    results = synthetic_results("tao2025", rows)
+    table = _horizon_table(results)
+    assert table is not None
+    got = {(r[1], r[2]): r for r in table["rows"]}
+    assert set(got) == {("1", "2"), ("1", "20")}  # only the m the horizon check ran
+    assert got[("1", "2")][6].startswith("-5.") and got[("1", "2")][7] == "0/4"
+    assert got[("1", "20")][7] == "4/4"
+    assert verdict("E1", rows).settings[0].runs == 8  # horizon runs are not judged
+    assert _horizon_table(synthetic_results("tao2025", rows[:16])) is None

@@ -6,7 +6,9 @@ selection in high dimension (T9), declared once as :data:`PAPER`.
 Roles (``role:`` in the experiment files): ``figures`` (classification over clients and ε),
 ``references`` (SGD and DP-SGD on the same data), ``tuning`` (the figures' learning rate),
 ``chi_sweep`` (the escape threshold χ), ``saddle`` (single machine, started at a strict
-saddle), ``selection`` (Algorithm 4 vs the direct output over d).
+saddle), ``selection`` (Algorithm 4 vs the direct output over d), ``horizon`` and
+``horizon_tuning`` (the figures at a longer horizon and its learning rate: a sensitivity
+check set beside E1 and E2, not a claim's setting).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from reports.claims import (
     Claim,
@@ -39,13 +42,14 @@ from reports.paper import (
     deviations,
     settings,
 )
-from reports.rules import AtLeast, AtMost, Fraction, Monotone, Sample
+from reports.rules import ALPHA, AtLeast, AtMost, Fraction, Monotone, Sample, mean_difference
 
 OURS, BASELINE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"
 EXTRA = "gauss_psgd+escape_noise"  # T10: Gauss-PSGD with [29]'s extra escape noise
 FIGURES, SADDLE, SELECTION = "figures", "saddle", "selection"
 REFERENCES, TUNING, CHI_SWEEP = "references", "tuning", "chi_sweep"
 PRACTICE = "tuning_practice"  # the lr tuned without the regime restriction (reported beside)
+HORIZON, HORIZON_TUNING = "horizon", "horizon_tuning"  # E1/E2's sensitivity to the passes
 # The claims' regime (declared): the paper's MNIST setting runs the SPIDER recursion with an
 # O2 gain 2σMη√(d/m)/b₂ ≈ 0.05 (REGIME below); we require ≤ O2_GAIN_MAX ("well below 1") in
 # every Figures cell, which on the quick stand-in caps η at LR_REGIME_CAP (ε = 0.5, m = 1).
@@ -377,11 +381,11 @@ def _above_threshold(runs: pd.DataFrame) -> pd.Series:
     return numeric(runs, "p_prob_d") > remark4_threshold(runs)
 
 
-def tuned_lr(results: PaperResults) -> dict[str, tuple[float, str]]:
-    """algorithm -> (lr chosen by the tuning suite, grid edge it sits on or "")."""
+def tuned_lr(results: PaperResults, role: str = TUNING) -> dict[str, tuple[float, str]]:
+    """algorithm -> (lr chosen by the ``role`` tuning suite, grid edge it sits on or "")."""
     found = {}
     for meta in results.suites:
-        if TUNING not in (meta.get("roles") or ()):
+        if role not in (meta.get("roles") or ()):
             continue
         for entry in meta.get("tuning") or ():
             lr = (entry.get("chosen") or {}).get("lr")
@@ -660,6 +664,54 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
                    + ".", results.provenance(every))]
 
 
+def _gap(ours: pd.DataFrame, baseline: pd.DataFrame) -> str:
+    """Gauss-PSGD − baseline final test accuracy in pp, with a two-sided 95 % interval."""
+    est, se, df, _ = mean_difference(100 * ours["final_test_acc"].to_numpy(float),
+                                     100 * baseline["final_test_acc"].to_numpy(float))
+    if not math.isfinite(se):
+        return f"{est:+.1f}"
+    q = float(stats.t.ppf(1 - ALPHA, df)) * se if se > 0 else 0.0
+    return f"{est:+.1f} [{est - q:+.1f}, {est + q:+.1f}]"
+
+
+def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
+    """E1's comparison at the declared horizon (Figures) and at the longer one (horizon):
+    each cell's mean final accuracies, the gap with its 95 % interval, and how many
+    Gauss-PSGD runs stopped at the SOSP exit."""
+    long = results.role_runs(HORIZON)
+    if long.empty or "final_test_acc" not in long:
+        return None
+    tuned = {FIGURES: tuned_lr(results), HORIZON: tuned_lr(results, HORIZON_TUNING)}
+    runs = pd.concat([results.role_runs(FIGURES).assign(judged=FIGURES),
+                      long.assign(judged=HORIZON)])
+    runs = runs[(runs["status"] == "done") & runs["p_prob_clients"].isin(
+        long["p_prob_clients"].unique())]
+    rows, ids = [], []
+    for (eps, m, passes, role), part in runs.groupby(["epsilon", "p_prob_clients",
+                                                       "p_alg_epochs", "judged"]):
+        ours, baseline = _of(part, OURS), _of(part, BASELINE)
+        stopped = (ours["diag_termination"] == "sosp").sum() if "diag_termination" in ours \
+            else 0
+        lr = float(ours["p_alg_lr"].iloc[0])
+        choice = tuned[str(role)].get(OURS)
+        rows.append([f"{eps:g}", f"{m:g}", f"{passes:g}",
+                     f"{lr:g}" + (f" (tuned {choice[0]:g})" if choice else " (not tuned)"),
+                     f"{100 * ours['final_test_acc'].mean():.1f} %",
+                     f"{100 * baseline['final_test_acc'].mean():.1f} %",
+                     _gap(ours, baseline), f"{stopped}/{len(ours)}"])
+        ids.append(sorted(part["run_id"].astype(str)))
+    return {"title": "Does E1's verdict depend on the horizon? 2 passes (judged) and 20",
+            "note": "The paper does not state its number of passes. The claims are judged "
+                    "at the declared 2-pass horizon; the same stand-in at 20 passes (its lr "
+                    "tuned alike in the regime, which the larger σ caps at 0.045) is set "
+                    "beside as a sensitivity check, not counted. Gap: mean final test "
+                    "accuracy of Gauss-PSGD − the baseline, 95 % Welch interval; stopped: "
+                    "Gauss-PSGD runs that ended at the SOSP exit (x̃ certified at α = 4χ).",
+            "columns": ["ε", "m", "passes", "lr", "Gauss-PSGD", "baseline", "gap (pp)",
+                        "stopped at the SOSP exit"],
+            "rows": rows, "row_runs": ids, "provenance": results.provenance(runs)}
+
+
 def _escape_table(results: PaperResults) -> dict[str, Any] | None:
     runs = results.runs
     if runs.empty or "diag_triggers" not in runs:
@@ -832,10 +884,10 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
     found = PaperSections(settings=settings(results))
     if results.runs.empty:
         return found
-    for suite in results.role_suites(FIGURES):
+    for suite in results.role_suites(FIGURES, HORIZON):
         found.figures += _figure_1_2(results, suite, out)
     found.figures += _dimension_figure(results, out)
-    for table in (_escape_table(results), _chi_table(results),
+    for table in (_horizon_table(results), _escape_table(results), _chi_table(results),
                   _saddle_table(results), calibration_table(
             results, "Calibration 'paper' is the paper's own formula: every oracle answer "
             "calibrated with Def. 8 (c = 8, ln(1.25/δ)) at the full (ε, δ), exact for one pass "
@@ -865,6 +917,10 @@ PAPER = Paper(
                    f"grid restricted to the claims' regime (η ≤ {LR_REGIME_CAP:g})",
            PRACTICE: "the same tuning without the regime restriction: what a practitioner "
                      "would pick (reported beside the claims, not a claim's setting)",
+           HORIZON: "Figures 1-2 at 20 passes (m = 1 and 10): how E1's comparison "
+                    "changes with the horizon (a sensitivity check, not a claim's setting)",
+           HORIZON_TUNING: "the horizon check's learning rate, tuned alike on the grid "
+                           "restricted to the regime at 20 passes (η ≤ 0.045)",
            CHI_SWEEP: "the escape threshold χ swept (paper χ = 0.01 and χ = s·ψ̂): trigger "
                       "rates and accuracy",
            SADDLE: "started at a strict saddle: Theorem 1 (T4), Corollary 1 (T5), the saddle "
