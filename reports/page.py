@@ -46,7 +46,7 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     comparisons = in_regime(compare(published, results.runs), verdicts) \
         if published and len(results.runs) else []
     status = artefacts(verdicts, comparisons)
-    found = findings(verdicts, results.runs, comparisons)
+    found = findings(verdicts, results.runs, comparisons) + sections.findings
     regime = out_of_regime(verdicts)
     setting_rows = [r.row(results) for r in spec.regime]
     setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),

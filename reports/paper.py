@@ -120,6 +120,9 @@ class PaperSections:
     # run of the page) and "row_runs" (the run ids behind each row, shown per row)
     tables: list[dict[str, Any]] = field(default_factory=list)
     deviations: list[tuple[str, str]] = field(default_factory=list)  # (algorithm, text)
+    # {kind, what, numbers}: findings beside the claims' (e.g. a sensitivity check that
+    # qualifies a verdict), listed after them at the top of the page
+    findings: list[dict[str, str]] = field(default_factory=list)
 
 
 def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:

@@ -745,7 +745,7 @@ def test_regime_rows_measure_the_figures_runs() -> None:
 def test_horizon_table_sets_the_longer_horizon_beside_the_judged_one() -> None:
     """The horizon check (role horizon) is shown per (ε, m, passes) beside the judged
     Figures cells with the gap's interval and the SOSP exits, and is no claim's setting."""
-    from reports.papers.tao2025 import _horizon_table
+    from reports.papers.tao2025 import _horizon_finding, _horizon_table
 
     def runs(role: str, passes: int, gap: float, m: int, stopped: bool = False
              ) -> list[dict[str, Any]]:
@@ -766,4 +766,7 @@ def test_horizon_table_sets_the_longer_horizon_beside_the_judged_one() -> None:
     assert got[("1", "2")][6].startswith("-5.") and got[("1", "2")][7] == "0/4"
     assert got[("1", "20")][7] == "4/4"
     assert verdict("E1", rows).settings[0].runs == 8  # horizon runs are not judged
+    (finding,) = _horizon_finding(results)
+    assert finding["numbers"].startswith("ε = 1, m = 1: +0.") and "4/4" in finding["numbers"]
+    assert "20 passes" in finding["what"]
     assert _horizon_table(synthetic_results("tao2025", rows[:16])) is None
