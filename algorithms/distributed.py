@@ -3,7 +3,7 @@ clients per oracle call (their batches concatenated) within a memory budget."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -15,16 +15,22 @@ from problems.oracles import Oracle
 GROUP_FLOATS = 2**25  # per-sample entries computed at once (128 MiB in float32)
 
 
+def _client_groups(oracle: Oracle, batches: list[Batch]) -> Iterator[list[Batch]]:
+    """The clients' batches (all of one size) in groups of at most ``GROUP_FLOATS``
+    per-sample entries."""
+    group = max(1, GROUP_FLOATS // (len(batches[0]) * oracle.d))
+    for start in range(0, len(batches), group):
+        yield batches[start:start + group]
+
+
 def per_client_mean(oracle: Oracle, batches: list[Batch],
                     rows: Callable[[np.ndarray], Any]) -> Any:
     """(m, d): the mean over each client's batch of ``rows(idx)``, a (len(idx), d) array of
     per-sample quantities. All batches have one size; clients go through ``rows`` together,
-    as many at once as fit in ``GROUP_FLOATS`` entries."""
+    a group (:func:`_client_groups`) at a time."""
     xp, size = oracle.xp, len(batches[0])
-    group = max(1, GROUP_FLOATS // (size * oracle.d))
     means = []
-    for start in range(0, len(batches), group):
-        chunk = batches[start:start + group]
+    for chunk in _client_groups(oracle, batches):
         values = rows(np.concatenate([b.indices for b in chunk]))
         means.append(xp.mean(xp.reshape(values, (len(chunk), size, oracle.d)), axis=1))
     return xp.concat(means)
@@ -34,13 +40,12 @@ def clipped_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: A
                          clip: float, tracker: NormTracker | None, scale: float = 1.0) -> Any:
     """(m, d): each client's mean over its batch of ∇f_i(x) − ∇f_i(x_prev) (∇f_i(x) when
     ``x_prev`` is None), each row clipped at ``clip``, the row norms going to ``tracker``
-    (``scale`` as in :meth:`NormTracker.add`); clients in groups of ``GROUP_FLOATS``
-    entries, each group one :meth:`Oracle.clipped_group_means` call."""
-    group = max(1, GROUP_FLOATS // (len(batches[0]) * oracle.d))
+    (``scale`` as in :meth:`NormTracker.add`); one :meth:`Oracle.clipped_group_means`
+    call per group of clients (:func:`_client_groups`)."""
     means = []
-    for start in range(0, len(batches), group):
-        chunk = [b.indices for b in batches[start:start + group]]
-        values, norms = oracle.clipped_group_means(x, x_prev, chunk, clip)
+    for chunk in _client_groups(oracle, batches):
+        values, norms = oracle.clipped_group_means(x, x_prev, [b.indices for b in chunk],
+                                                   clip)
         if tracker is not None:
             tracker.add(norms, scale=scale)
         means.append(values)

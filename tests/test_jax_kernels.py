@@ -207,3 +207,28 @@ def test_instances_of_one_model_share_kernels_and_results() -> None:
             close(shared.clipped_grad_diff_sum(x, shared.x0, idx, 0.05),
                   own.clipped_grad_diff_sum(x, own.x0, idx, 0.05), "shared diff sum")
             close(shared.loss(x, idx), own.loss(x, idx), "shared loss")
+
+
+def test_clipped_client_means_in_groups_equal_one_group(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """Clients split into groups by the memory budget give the means and tracked norms of
+    one group, on jax's kernel and on the generic path (torch)."""
+    from algorithms import distributed
+    from algorithms.premises import NormTracker
+    from algorithms.privacy.ledger import Batch, Sampling
+
+    (jx, tc), (x, x_prev, _) = setups(), point(8, seed=2)
+    order = np.random.default_rng(5).permutation(jx.instance.n)[:40]
+    batches = [Batch(order[8 * i:8 * i + 8], Sampling()) for i in range(5)]
+    for setup in (jx, tc):
+        xs = [setup.backend.asarray(a) for a in (x, x_prev)]
+
+        def means(floats: int, xs: list[Any] = xs, setup: Any = setup) -> tuple[Any, int]:
+            monkeypatch.setattr(distributed, "GROUP_FLOATS", floats)
+            tracker = NormTracker(setup.backend, 0.05)
+            got = distributed.clipped_client_means(setup.oracle, batches, *xs, 0.05, tracker)
+            return got, tracker.seen
+
+        (whole, seen_whole), (split, seen_split) = means(2**25), means(2 * 8 * jx.instance.d)
+        close(split, whole, f"{setup.backend.name}: 3 groups vs 1")
+        assert to_numpy(split).shape == (5, jx.instance.d) and seen_split == seen_whole == 40
