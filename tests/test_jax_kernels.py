@@ -226,7 +226,8 @@ def test_clipped_client_means_in_groups_equal_one_group(monkeypatch: pytest.Monk
         def means(floats: int, xs: list[Any] = xs, setup: Any = setup) -> tuple[Any, int]:
             monkeypatch.setattr(distributed, "GROUP_FLOATS", floats)
             tracker = NormTracker(setup.backend, 0.05)
-            got = distributed.clipped_client_means(setup.oracle, batches, *xs, 0.05, tracker)
+            got = distributed.clipped_client_means(setup.oracle, batches, xs[0], xs[1], 0.05,
+                                                   tracker)
             return got, tracker.seen
 
         (whole, seen_whole), (split, seen_split) = means(2**25), means(2 * 8 * jx.instance.d)
