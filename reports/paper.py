@@ -60,15 +60,16 @@ class PaperResults:
         """Where the numbers computed from ``runs`` (default: every run) come from."""
         return Provenance.of(self.runs if runs is None else runs, self.scale)
 
-    def curves(self, suite: str) -> pd.DataFrame:
-        """Trajectory rows (iterates only) of a suite, joined with their run's settings."""
+    def curves(self, suite: str, points: tuple[str, ...] = ("iterate",)) -> pd.DataFrame:
+        """Trajectory rows of a suite (iterates only, or those of ``points``), joined with
+        their run's settings."""
         runs = self.suite_runs(suite)
         if runs.empty or self.trajectories.empty:
             return pd.DataFrame()
         keep = ["run_id", "problem", "algorithm", "label", "epsilon", "calibration", "seed",
                 "status", "steps", "n", "batch_size",
                 *(c for c in runs if str(c).startswith("p_prob_"))]
-        traj = self.trajectories[self.trajectories["point"] == "iterate"]
+        traj = self.trajectories[self.trajectories["point"].isin(points)]
         return traj.merge(runs[[c for c in keep if c in runs]], on="run_id")
 
 

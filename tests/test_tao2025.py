@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from conftest import make_setup, traced
@@ -579,6 +580,38 @@ def test_e5_reads_the_loss_after_the_first_pass() -> None:
     assert verdict("E5", runs, curves=slower).verdict == "contradicted"
     idle = figure_runs(0.0, mode=IDLE)
     assert verdict("E5", idle, curves=faster).verdict == "out of regime"
+
+
+def test_a_run_that_returned_before_the_first_pass_counts_at_its_output() -> None:
+    """Gauss-PSGD runs that returned x̃ before one pass (the SOSP exit) are judged by E5 at
+    their output's loss, not dropped (which would keep only their better seeds)."""
+    runs = figure_runs(0.0)
+    rows = first_pass(runs, {OURS: 0.6, BASE: 0.9})
+    stopped = {f"r{i}" for i, r in enumerate(runs) if r["label"] == OURS}
+    returned = [row for row in rows if row["run_id"] not in stopped] + [
+        row for i in sorted(stopped) for row in (
+            {"run_id": i, "step": 1, "epoch": 0.1, "loss": 2.0, "test_loss": 2.0},
+            {"run_id": i, "step": 30, "epoch": 0.8, "loss": 2.3, "test_loss": 2.3,
+             "point": "output"})]
+    result = verdict("E5", runs, curves=returned)
+    assert result.verdict == "contradicted" and result.settings[0].runs == 10
+    assert "difference of means 1.4" in result.settings[0].evidence()
+
+
+def test_per_pass_carries_a_returned_output_to_the_last_pass() -> None:
+    from reports.papers.tao2025 import per_pass
+
+    rows = pd.DataFrame([
+        {"run_id": "a", "point": "iterate", "step": s, "epoch": e, "test_acc": 0.5 + e / 10}
+        for s, e in ((0, math.nan), (10, 1.01), (20, 2.01), (30, 2.99))] + [
+        {"run_id": "a", "point": "output", "step": 30, "epoch": 2.99, "test_acc": 0.8},
+        {"run_id": "b", "point": "iterate", "step": 1, "epoch": 0.1, "test_acc": 0.1},
+        {"run_id": "b", "point": "output", "step": 12, "epoch": 0.9, "test_acc": 0.2}])
+    got = per_pass(rows)
+    assert sorted(got.loc[got["run_id"] == "a", "epoch"]) == [1.0, 2.0, 3.0]  # as it ran
+    carried = got[got["run_id"] == "b"].set_index("epoch")["test_acc"]
+    assert carried.to_dict() == {0.0: 0.1, 1.0: 0.2, 2.0: 0.2, 3.0: 0.2}
+    assert set(got["point"]) == {"iterate"}
 
 
 @pytest.mark.known_answer("tao2025", "E6")

@@ -457,13 +457,31 @@ def _widening(runs: pd.DataFrame, results: PaperResults) -> Sample:
     return Sample.of(_gap_at(runs), _gap_at(ref).tolist(), unit="pp")
 
 
+def per_pass(rows: pd.DataFrame, upto: float | None = None) -> pd.DataFrame:
+    """Iterate rows at whole passes (epochs rounded: evaluations fall just after each pass).
+    A run that returned its output before pass ``upto`` (default: the last pass any run
+    reached), as Gauss-PSGD returns x̃ at the SOSP exit, is evaluated at that output at
+    every later pass (notes §6: the curve stays flat), so that no mean over runs drops it."""
+    rows = rows[rows["epoch"].notna()].assign(epoch=rows["epoch"].round())
+    iterates = rows[rows["point"] == "iterate"]
+    last = iterates["epoch"].max() if upto is None else upto
+    reached = iterates.groupby("run_id")["epoch"].max()
+    carried = [{**output, "point": "iterate", "epoch": float(epoch)}
+               for output in rows[rows["point"] == "output"].drop_duplicates(
+                   "run_id", keep="last").to_dict("records")
+               for epoch in np.arange(reached.get(output["run_id"], -1.0) + 1, last + 1)]
+    return pd.concat([iterates, pd.DataFrame(carried)], ignore_index=True) if carried \
+        else iterates
+
+
 def _first_pass_loss(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """Test loss at the first evaluation after one pass, Gauss-PSGD against the baseline."""
+    """Test loss at the first evaluation after one pass (a run that returned earlier: at
+    its output), Gauss-PSGD against the baseline."""
     traj = results.trajectories
     if traj.empty or "epoch" not in traj:
         return Sample.of([])
-    rows = traj[traj["run_id"].isin(runs["run_id"]) & (traj["point"] == "iterate")
-                & traj["epoch"].round().eq(1)]
+    rows = per_pass(traj[traj["run_id"].isin(runs["run_id"])], upto=1)
+    rows = rows[rows["epoch"].eq(1)]
     first = rows.sort_values("step").drop_duplicates("run_id").set_index("run_id")["test_loss"]
     label = runs.set_index("run_id")["label"]
     return Sample.of(first[label.reindex(first.index) == OURS].to_numpy(float),
@@ -573,12 +591,11 @@ CLAIMS = (
 # -- figures and tables -------------------------------------------------------------------
 
 def _epoch_curves(results: PaperResults, suite: str) -> pd.DataFrame:
-    curves = results.curves(suite)
+    curves = results.curves(suite, points=("iterate", "output"))
     if curves.empty or "epoch" not in curves:
         return pd.DataFrame()
-    curves = curves[(curves["status"] == "done") & curves["epoch"].notna()]
-    # evaluations fall just after each completed pass: align the runs on whole passes
-    return curves.assign(m=curves["p_prob_clients"], epoch=curves["epoch"].round())
+    curves = per_pass(curves[curves["status"] == "done"])
+    return curves.assign(m=curves["p_prob_clients"])
 
 
 def _curve_panel(ax: Any, rows: pd.DataFrame, metric: str, colour: dict[str, Any]) -> None:
