@@ -4,7 +4,14 @@ A paper module (``reports/papers/<paper>.py``) exports one :class:`Paper`: its c
 roles its experiment files play (``role:`` in the YAML), the studies ``reproduce`` runs
 for it and the builder of its figures and tables. Each :class:`Claim` is declared once:
 
+* its ``kind`` (:data:`KINDS`): ``paper`` — the paper states it, and ``where`` says where
+  (section, figure, equation, page); ``implementation`` — our code does what the paper's
+  formula says; ``design`` — a check of our own experiment. Only ``paper`` claims count as
+  the paper's verdicts (matrix, index, README); the others are checks of the reproduction;
 * the statement and the table, figure or theorem it checks;
+* for a claim about an artefact that ran on data (a table or figure), the paper's own
+  setting (:class:`PaperSetting`): runs on any other problem are a *stand-in*, whose
+  verdict is reported as such and never as the published artefact's;
 * its runs (:class:`Runs`: suites by role, a filter, the columns that split them into
   settings) and controls (:class:`Control`: runs whose expected outcome the paper predicts,
   reported apart and never counted as settings);
@@ -42,6 +49,7 @@ if TYPE_CHECKING:
     from reports.paper import PaperResults, PaperSections
 
 VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
+KINDS = ("paper", "implementation", "design")
 DIVERGENCE_FACTOR = 100.0
 
 
@@ -238,6 +246,42 @@ def along(metric: str, axis: str, scale: float = 1.0, unit: str = "") -> Statist
     return Statistic(f"final {metric.replace('_', ' ')} by {_short(axis)}", compute)
 
 
+def paired_or_welch(treatment: pd.Series, reference: pd.Series, unit: str = "",
+                    note: str = "") -> Sample:
+    """treatment − reference from two per-run series indexed by seed: paired by seed where
+    each side has each seed once and at least two seeds are shared (runs of one seed share
+    the data subset and the initialisation), else a Welch difference of means."""
+    treatment, reference = treatment.dropna(), reference.dropna()
+    shared = treatment.index.intersection(reference.index)
+    if treatment.index.is_unique and reference.index.is_unique and len(shared) >= 2:
+        return Sample.pairs(treatment.loc[shared].to_dict(), reference.loc[shared].to_dict(),
+                            unit=unit, note=note)
+    return Sample.of(treatment.to_numpy(float), reference.to_numpy(float), unit=unit,
+                     note=note)
+
+
+def difference(metric: str, treatment: str, reference: str, scale: float = 1.0,
+               unit: str = "", by: str = "label") -> Statistic:
+    """Final ``metric`` (× ``scale``) of the runs whose ``by`` is ``treatment`` minus those
+    whose ``by`` is ``reference``, paired by seed where the runs pair
+    (:func:`paired_or_welch`)."""
+    column = f"final_{metric}"
+
+    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
+        if column not in runs or by not in runs:
+            return Sample.of([])
+
+        def side(name: str) -> pd.Series:
+            part = runs[runs[by] == name]
+            return pd.Series(numeric(part, column).to_numpy(float) * scale,
+                             index=part["seed"] if "seed" in part else part.index)
+
+        return paired_or_welch(side(treatment), side(reference), unit)
+
+    return Statistic(f"final {metric.replace('_', ' ')}, {treatment} − {reference}"
+                     + (f" ({unit})" if unit else ""), compute)
+
+
 @dataclass(frozen=True)
 class Control:
     """Runs whose outcome the paper predicts (e.g. noise-free SGD stays at an exact
@@ -252,8 +296,34 @@ class Control:
 
 
 @dataclass(frozen=True)
+class PaperSetting:
+    """The data and model a published artefact ran on: ``problems`` are our problems that
+    are that data and model at the paper's dimension (none yet: every run is a stand-in);
+    ``text`` names it as the paper does, e.g. "MNIST, 784-128-10 MLP (d = 101,770)"."""
+
+    text: str
+    problems: tuple[str, ...] = ()
+
+    def stand_in(self, runs: pd.DataFrame) -> str:
+        """'' when every run is on the paper's setting, else what ran in its place."""
+        if "problem" not in runs or runs.empty:
+            return ""
+        other = runs[~runs["problem"].isin(self.problems)]
+        if other.empty:
+            return ""
+        names = []
+        for problem, part in other.groupby("problem"):
+            d = numeric(part, "p_prob_d").dropna()
+            names.append(f"{problem}" + (f" (d = {float(d.max()):,.0f})" if len(d) else ""))
+        return f"{', '.join(names)} in place of {self.text}"
+
+
+@dataclass(frozen=True)
 class Claim:
-    """A checkable claim of the paper, declared once (see the module docstring)."""
+    """A checkable claim, declared once (see the module docstring). ``kind`` and ``where``
+    are required (checked by :class:`Paper`); ``headline`` marks one of the paper's main
+    claims: it leads the page's bottom line, and when it is out of regime its artefact is
+    out of regime too; ``setting`` is the paper's data and model for an artefact's claim."""
 
     id: str
     statement: str
@@ -264,10 +334,24 @@ class Claim:
     premises: tuple[Premise, ...] = ()
     controls: tuple[Control, ...] = ()
     include_diverged: bool = False  # the statistic itself handles diverged runs
+    kind: str = ""  # paper | implementation | design (KINDS)
+    where: str = ""  # where the paper states it (section, figure, equation, page)
+    headline: bool = False
+    setting: PaperSetting | None = None
 
     def describe(self) -> str:
         return (f"{self.statistic.name}; {self.rule.describe()}; settings by "
                 f"{', '.join(_short(b) for b in self.runs.by) or '–'} (Holm over settings)")
+
+    def problems(self) -> list[str]:
+        """What is wrong with the declaration itself ([] when it is complete)."""
+        out = []
+        if self.kind not in KINDS:
+            out.append(f"kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if not self.where.strip():
+            out.append("no location (where the paper states it, or what of the paper it "
+                       "checks)")
+        return out
 
 
 # -- results ------------------------------------------------------------------------------
@@ -310,10 +394,16 @@ class ClaimResult:
     verdict: str
     settings: tuple[SettingResult, ...]
     controls: tuple[ControlResult, ...]
+    stand_in: str = ""  # what ran in place of the paper's setting ('' where it ran)
 
     @property
     def id(self) -> str:
         return self.claim.id
+
+    @property
+    def counts(self) -> bool:
+        """Whether the verdict is one of the paper's (a ``paper`` claim)."""
+        return self.claim.kind == "paper"
 
     def evidence(self) -> str:
         """One line: the deciding settings' evidence (or why none decides)."""
@@ -352,7 +442,8 @@ class ClaimResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "statement": self.claim.statement, "checks": self.claim.checks,
-            "verdict": self.verdict, "evidence": self.evidence(), "rule": self.claim.describe(),
+            "kind": self.claim.kind, "where": self.claim.where, "headline": self.claim.headline,
+            "stand_in": self.stand_in, "verdict": self.verdict, "evidence": self.evidence(), "rule": self.claim.describe(),
             "premises": [_premise_dict(p) for p in self.premise_summary()],
             "settings": [{"setting": s.setting, "verdict": s.verdict, "evidence": s.evidence(),
                           "runs": s.runs, "diverged": s.diverged,
@@ -483,7 +574,9 @@ def evaluate(claim: Claim, results: PaperResults) -> ClaimResult:
     settings = combine([_setting(claim, name, runs, results)
                         for name, runs in claim.runs.settings(results)])
     controls = tuple(r for c in claim.controls for r in _controls(c, results))
-    return ClaimResult(claim, aggregate([s.verdict for s in settings]), settings, controls)
+    stand_in = claim.setting.stand_in(claim.runs.select(results)) if claim.setting else ""
+    return ClaimResult(claim, aggregate([s.verdict for s in settings]), settings, controls,
+                       stand_in)
 
 
 # -- the paper ----------------------------------------------------------------------------
@@ -497,12 +590,13 @@ class Regime:
     ``quantity`` a claim's regime is about (e.g. noise-to-signal, steps per pass, passes,
     per-client n), the ``paper``'s value as text (with where it comes from; a function of
     the results where it needs a measured quantity of our instance) and ``ours``, measured
-    from the runs."""
+    from the runs; ``lead``: the row is quoted in the page's bottom line."""
 
     quantity: str
     paper: str | Callable[[PaperResults], str]
     ours: Callable[[PaperResults], str]
     note: str = ""
+    lead: bool = False
 
     def row(self, results: PaperResults) -> list[str]:
         """[quantity, paper, ours, note]; a value the runs do not record says so."""

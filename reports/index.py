@@ -12,6 +12,7 @@ from typing import Any
 
 from reports.claims import VERDICTS
 from reports.latex import export_page
+from reports.paper import artefact_verdict
 from reports.render import write_page
 
 README_START = "<!-- status-matrix:start -->"
@@ -28,12 +29,14 @@ def part_anchor(name: str) -> str:
 
 
 def paper_statuses(report: Path) -> list[dict[str, Any]]:
-    """One entry per paper page under ``report``: title, scale, runs, claims (with their
-    verdicts), artefacts (each part with the ``anchor`` of its row on the paper page) and
-    the number of claims with each verdict."""
+    """One entry per paper page under ``report``: title, scale, runs, bottom line, the
+    paper's claims (kind ``paper``, with their verdicts), artefacts (each part with the
+    ``anchor`` of its row on the paper page) and the number of the paper's claims with
+    each verdict; checks of the reproduction (implementation, design) are not counted."""
     pages = []
     for path in sorted(report.glob("*/*/status.json")):
         status = json.loads(path.read_text())
+        status["claims"] = [c for c in status["claims"] if c.get("kind") == "paper"]
         counts = [sum(c["verdict"] == v for c in status["claims"]) for v in VERDICTS]
         artefacts = [{**a, "parts": [{**part, "anchor": part_anchor(part["name"])}
                                      for part in a["parts"]]}
@@ -46,13 +49,14 @@ def paper_statuses(report: Path) -> list[dict[str, Any]]:
 def matrix_rows(pages: list[dict[str, Any]]) -> list[list[str]]:
     """The status matrix as rows of :data:`MATRIX_COLUMNS` (plain text)."""
     return [[p["paper"], p["scale"], a["target"],
-             a["verdict"] + (f" ({a['mixed']})" if a.get("mixed") else ""), a["delta"] or "–",
+             artefact_verdict(a) + (f" ({a['mixed']})" if a.get("mixed") else ""),
+             a["delta"] or "–",
              ", ".join(f"{part['name']}: {part['verdict']}" for part in a["parts"])]
             for p in pages for a in p["artefacts"]]
 
 
 def verdict_counts(pages: list[dict[str, Any]]) -> list[list[str]]:
-    """Per paper page: how many claims have each verdict."""
+    """Per paper page: how many of the paper's claims have each verdict."""
     return [[p["paper"], p["scale"], *(str(n) for n in p["counts"])] for p in pages]
 
 
@@ -72,6 +76,7 @@ def build_index(report: Path) -> Path:
     pages = paper_statuses(report)
     path = write_page(
         "site.html.j2", report, report, [], papers=pages, verdicts=VERDICTS, extra=extra,
+        artefact_verdict=artefact_verdict,
         suites=other_suites(report),
         latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
@@ -82,7 +87,9 @@ def build_index(report: Path) -> Path:
                 "inconclusive if a part could not decide; out of regime if a premise failed "
                 "in every part that ran; not run if nothing ran.",
         "columns": MATRIX_COLUMNS, "rows": matrix_rows(pages)}, {
-        "title": "Verdicts per paper", "note": "Declared claims of each paper by verdict.",
+        "title": "Verdicts per paper",
+        "note": "The claims each paper states, by verdict (checks of the reproduction not "
+                "counted).",
         "columns": ["paper", "scale", *VERDICTS], "rows": verdict_counts(pages)}], [])
     return path
 
@@ -100,8 +107,10 @@ def matrix_markdown(report: Path) -> str:
     pages = paper_statuses(report)
     if not pages:
         return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
+    lines = "\n\n".join(f"**{p['paper']}** ({p['scale']}). " + " ".join(p.get("bottom_line", []))
+                         for p in pages)
     return (_markdown(["paper", "scale", *VERDICTS], verdict_counts(pages)) + "\n\n"
-            + _markdown(MATRIX_COLUMNS, matrix_rows(pages)))
+            + lines + "\n\n" + _markdown(MATRIX_COLUMNS, matrix_rows(pages)))
 
 
 def update_readme(readme: Path, report: Path) -> None:

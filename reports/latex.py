@@ -348,12 +348,12 @@ def _column_spec(cells: Sequence[str]) -> str:
 
 
 def write_manifest(folder: Path, title: str, tables: Sequence[tuple[str, Mapping[str, Any]]],
-                   figures: Sequence[tuple[str, str]]) -> Path:
-    """Write ``folder/latex.json``: the page title, each table's fragment and standalone
-    document (by stem) with caption and note, each figure's PDF with caption; paths are
-    relative to ``folder``."""
+                   figures: Sequence[tuple[str, str]], summary: Sequence[str] = ()) -> Path:
+    """Write ``folder/latex.json``: the page title, its ``summary`` (the bottom line, a
+    paragraph per sentence), each table's fragment and standalone document (by stem) with
+    caption and note, each figure's PDF with caption; paths are relative to ``folder``."""
     manifest = {
-        "title": title,
+        "title": title, "summary": list(summary),
         "tables": [{"fragment": f"tables/{stem}_fragment.tex", "standalone": f"tables/{stem}.tex",
                     "caption": str(t.get("title", "")), "note": str(t.get("note", ""))}
                    for stem, t in tables],
@@ -366,14 +366,16 @@ def write_manifest(folder: Path, title: str, tables: Sequence[tuple[str, Mapping
 
 
 def export_page(folder: Path, title: str, tables: Sequence[Mapping[str, Any]],
-                figures: Sequence[tuple[str, str]]) -> Path:
+                figures: Sequence[tuple[str, str]], summary: Sequence[str] = ()) -> Path:
     """Write every table of a page (stems from their titles) and the page's manifest;
-    ``figures`` are (PDF path relative to ``folder``, caption). Returns the manifest."""
+    ``figures`` are (PDF path relative to ``folder``, caption); ``summary``: the page's
+    bottom line, set before its tables. Returns the manifest."""
     stems: list[str] = []
     for table in tables:
         stems.append(slug(str(table.get("title", "")), stems))
         write_table(folder, stems[-1], table)
-    return write_manifest(folder, title, list(zip(stems, tables, strict=True)), figures)
+    return write_manifest(folder, title, list(zip(stems, tables, strict=True)), figures,
+                          summary)
 
 
 # -- the whole report ---------------------------------------------------------------------

@@ -13,7 +13,9 @@ from reports.latex import export_page
 from reports.paper import (
     PREMISE_MARK,
     PaperSections,
+    artefact_verdict,
     artefacts,
+    bottom_line,
     claim_rows,
     collect,
     findings,
@@ -49,18 +51,24 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     found = findings(verdicts, results.runs, comparisons) + sections.findings
     regime = out_of_regime(verdicts)
     setting_rows = [r.row(results) for r in spec.regime]
+    summary = bottom_line(verdicts, status, comparisons,
+                          [row for r, row in zip(spec.regime, setting_rows, strict=True)
+                           if r.lead])
+    paper_claims = [r for r in verdicts if r.counts]
     setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),
                "note": "The quantities the claims' regimes are about: the paper's value (from "
                        "its stated setting) and ours (measured from the runs).",
                "columns": list(SETTING_COLUMNS), "rows": setting_rows}
     verdict_table = {
         "title": "Verdicts", "provenance": results.provenance(),
-        "note": "Each claim of the paper with its verdict under the declared rule, the evidence "
-                "and the premises it rests on.",
-        "columns": ["claim", "checks", "statement", "verdict", "evidence", "premises"],
-        "rows": [[r.id, r.claim.checks, r.claim.statement, r.verdict, r.evidence(),
+        "note": "Each claim the paper states, with where it states it, its verdict under the "
+                "declared rule (on a stand-in where marked), the evidence and the premises it "
+                "rests on. Checks of this reproduction are not listed here.",
+        "columns": ["claim", "where", "statement", "verdict", "evidence", "premises"],
+        "rows": [[r.id, r.claim.where, r.claim.statement,
+                  r.verdict + (" (stand-in)" if r.stand_in else ""), r.evidence(),
                   "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
-                            for p in r.premise_summary()) or "–"] for r in verdicts]}
+                            for p in r.premise_summary()) or "–"] for r in paper_claims]}
     write_page(
         "paper.html.j2", out, out.parents[1],
         [("Papers", "index.html#papers"), (paper, None), (scale, None)],
@@ -71,16 +79,17 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         diverged=int(results.runs["diverged"].sum()) if "diverged" in results.runs else 0,
         provenance=results.provenance(), artefacts=status, sections=sections,
         claims=claim_rows(verdicts, results), findings=found, regime=regime, setting=setting,
+        bottom_line=summary, artefact_verdict=artefact_verdict,
         comparisons=comparisons, resolutions=spec.resolutions,
         runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
     export_page(out, f"{spec.title} ({paper}, {scale})",
                 [verdict_table, *([setting] if setting_rows else []), *sections.tables],
                 [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
-                 for f in sections.figures])
+                 for f in sections.figures], summary=summary)
     (out / "status.json").write_text(json.dumps({
         "paper": paper, "title": spec.title, "scale": scale, "runs": len(results.runs),
-        "claims": [r.to_dict() for r in verdicts], "artefacts": status,
+        "bottom_line": summary, "claims": [r.to_dict() for r in verdicts], "artefacts": status,
         "findings": found, "out_of_regime": regime,
         "setting": [dict(zip(SETTING_COLUMNS, r, strict=True)) for r in setting_rows]},
         indent=1))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -384,18 +384,50 @@ NUMBER_VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not
 # (and calibrated, diverged: never counted)
 
 
+def _combine(parts: Sequence[tuple[str, str, bool]]) -> str:
+    """An artefact's verdict from its (name, verdict, headline) parts: as
+    :func:`reports.claims.aggregate`, except that an out-of-regime headline claim makes it
+    out of regime (never held) unless some part is contradicted."""
+    verdicts = [v for _, v, _ in parts]
+    verdict = aggregate(verdicts)
+    if verdict != "contradicted" and any(h and v == "out of regime" for _, v, h in parts):
+        return "out of regime"
+    return verdict
+
+
+def artefact_verdict(artefact: Mapping[str, Any]) -> str:
+    """How an artefact's verdict reads in a table: its verdict about the paper, and where
+    only a stand-in ran, "paper scale: not run · stand-in: <its verdict>"."""
+    if artefact.get("stand_in") and artefact["verdict"] == "not run":
+        return f"paper scale: not run · stand-in: {artefact['stand_in']}"
+    text = artefact["verdict"]
+    if artefact.get("stand_in"):
+        text += f" · stand-in: {artefact['stand_in']}"
+    return text
+
+
 def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
               ) -> list[dict[str, Any]]:
     """Each table, figure or theorem of the paper that our runs check, with its verdict
-    (:func:`reports.claims.aggregate` over its claims and its published numbers; calibrated
-    numbers and diverged runs never count), the verdict counts, and the Δ of its numbers."""
-    parts: dict[str, list[tuple[str, str]]] = {}
+    about the paper: :func:`_combine` over its ``paper`` claims that ran on the paper's own
+    setting and its published numbers (calibrated numbers and diverged runs never count).
+    Claims that ran on a stand-in give ``stand_in``, the stand-in's verdict, never the
+    artefact's: an artefact checked only on stand-ins is "not run" at paper scale.
+    Implementation and design claims are checks of the reproduction, not of an artefact."""
+    parts: dict[str, list[tuple[str, str, bool]]] = {}
+    stand_ins: dict[str, list[tuple[str, str, bool]]] = {}
     for result in claims:
+        if not result.counts:
+            continue
         decided = [s for s in result.settings if s.verdict != "not run"]
         name = f"claim {result.id}" + (
             f" ({sum(s.verdict == 'held' for s in decided)}/{len(decided)} settings held)"
             if len(decided) > 1 else "")
-        parts.setdefault(result.claim.checks, []).append((name, result.verdict))
+        into = stand_ins if result.stand_in else parts
+        into.setdefault(result.claim.checks, []).append(
+            (name + (" [stand-in]" if result.stand_in else ""), result.verdict,
+             result.claim.headline))
+        parts.setdefault(result.claim.checks, [])
     numbers: dict[str, list[Comparison]] = {}
     for c in comparisons:
         numbers.setdefault(c.entry.table or c.entry.figure or "published numbers", []).append(c)
@@ -404,7 +436,8 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
                            if (n := sum(c.status == s for c in group)))
         counted = [c.status for c in group if c.status in NUMBER_VERDICTS]
         parts.setdefault(target, []).append((f"{len(group)} published numbers ({counts})",
-                                             aggregate(counted) if counted else "not run"))
+                                             aggregate(counted) if counted else "not run",
+                                             False))
     out = []
     for target in sorted(parts):
         measured = [c for c in numbers.get(target, [])
@@ -424,13 +457,74 @@ def artefacts(claims: Sequence[ClaimResult], comparisons: Sequence[Comparison]
         if flagged:
             delta = "; ".join(t for t in (delta, ", ".join(
                 f"{c.entry.id} {c.status}" for c in flagged)) if t)
-        verdicts = [v for _, v in parts[target]]
+        every = [*parts[target], *stand_ins.get(target, [])]
+        verdicts = [v for _, v, _ in every]
         tally = {v: verdicts.count(v) for v in VERDICTS if v in verdicts}
-        verdict = aggregate(verdicts)
-        out.append({"target": target, "verdict": verdict, "delta": delta, "counts": tally,
+        verdict = _combine(parts[target])
+        stand_in = _combine(stand_ins[target]) if stand_ins.get(target) else ""
+        out.append({"target": target, "verdict": verdict, "stand_in": stand_in,
+                    "delta": delta, "counts": tally,
                     "mixed": "" if list(tally) == [verdict] else
                     ", ".join(f"{n} {v}" for v, n in tally.items()),
-                    "parts": [{"name": n, "verdict": v} for n, v in parts[target]]})
+                    "parts": [{"name": n, "verdict": v, "headline": h} for n, v, h in every]})
+    return out
+
+
+LEAD = {"contradicted": "Contradicted", "held": "Held", "inconclusive": "Undecided",
+        "out of regime": "Out of regime", "not run": "Not run"}
+
+
+def _lead(r: ClaimResult) -> str:
+    """One sentence on a headline claim: its verdict about the paper, where the paper
+    states it, and the deciding evidence (or the failed premise with its value)."""
+    on = " on a stand-in" if r.stand_in and r.verdict != "not run" else ""
+    head = f"{LEAD[r.verdict]}{on} — {r.id} ({r.claim.where}): {r.claim.statement}"
+    if r.verdict == "out of regime":
+        failed = next((p for p in r.premise_summary() if p.passed is False), None)
+        return head + (f". Failed premise: {failed.name} ({failed.measured})." if failed
+                       else ".")
+    if r.verdict == "contradicted":
+        return f"{head}. {_contradicting(r, shown=1)}."
+    return head + (f". {r.evidence()}." if r.verdict != "not run" else ".")
+
+
+def bottom_line(claims: Sequence[ClaimResult], artefact_rows: Sequence[Mapping[str, Any]],
+                comparisons: Sequence[Comparison], regime_rows: Sequence[Sequence[str]] = ()
+                ) -> list[str]:
+    """What a reader may conclude about the paper, in a few sentences built from the
+    declarations and the runs: each headline ``paper`` claim (contradictions first), the
+    tally of the paper's claims, where the evidence comes from (stand-ins beside the
+    paper's setting, with the regime quantities ``regime_rows`` side by side), which
+    verdicts transfer to the paper, and what has not run."""
+    paper = [r for r in claims if r.counts]
+    order = list(LEAD)
+    lead = sorted((r for r in paper if r.claim.headline), key=lambda r: order.index(r.verdict))
+    out = [_lead(r) for r in lead]
+    tally = ", ".join(f"{n} {v}" for v in VERDICTS if (n := sum(r.verdict == v for r in paper)))
+    checks = len(claims) - len(paper)
+    out.append(f"Of the paper's {len(paper)} claims checked here: {tally or 'none'}"
+               + (f"; {checks} checks of this reproduction (implementation, design) are "
+                  "listed apart and not counted." if checks else "."))
+    stand_ins = [r for r in paper if r.stand_in and r.verdict != "not run"]
+    if stand_ins:
+        what = "; ".join(dict.fromkeys(r.stand_in for r in stand_ins))
+        regime = "; ".join(f"{q}: paper {pv}, ours {ov}" for q, pv, ov, *_ in regime_rows)
+        out.append(f"Claims {', '.join(r.id for r in stand_ins)} ran on stand-ins ({what}): "
+                   "their verdicts describe the stand-in, not the published artefacts"
+                   + (f" (regime — {regime})" if regime else "") + ".")
+    transfer = [r.id for r in paper if not r.stand_in
+                and r.verdict in ("held", "contradicted", "inconclusive")]
+    outside = [r.id for r in paper if r.verdict == "out of regime"]
+    out.append(("Verdicts that transfer to the paper (its own setting, or an instance that "
+                f"meets a theorem's assumptions): {', '.join(transfer)}" if transfer else
+                "No verdict transfers to the paper's own setting yet")
+               + (f"; out of regime (a premise failed, named below): {', '.join(outside)}"
+                  if outside else "") + ".")
+    unrun = [a["target"] for a in artefact_rows if a["verdict"] == "not run"]
+    numbers = sum(c.status == "not run" for c in comparisons)
+    if unrun or numbers:
+        out.append("Not run at the paper's scale: " + "; ".join(t for t in (
+            ", ".join(unrun), numbers and f"{numbers} published numbers") if t) + ".")
     return out
 
 
@@ -441,7 +535,7 @@ def in_regime(comparisons: Sequence[Comparison], claims: Sequence[ClaimResult]
     the number is neither held nor contradicted."""
     by_target: dict[str, list[str]] = {}
     for r in claims:
-        if r.verdict != "not run":
+        if r.counts and r.verdict != "not run":
             by_target.setdefault(r.claim.checks, []).append(r.verdict)
     out = []
     for c in comparisons:
@@ -458,9 +552,16 @@ def findings(claims: Sequence[ClaimResult], runs: pd.DataFrame,
     """The genuine findings: every contradicted claim and published number, and every
     paper calibration whose accountant ε (PLD) is above ``overspend`` or below
     ``underspend`` times its target."""
-    out = [{"kind": "contradicted claim", "what": f"{r.id} ({r.claim.checks}): "
-            f"{r.claim.statement}", "numbers": _contradicting(r)}
-           for r in claims if r.verdict == "contradicted"]
+    def kind(r: ClaimResult) -> str:
+        if not r.counts:
+            return f"failed check of this reproduction ({r.claim.kind})"
+        return "contradicted on a stand-in" if r.stand_in else "contradicted claim"
+
+    out = [{"kind": kind(r), "what": f"{r.id} ({r.claim.checks}): {r.claim.statement}"
+            + (f" [stand-in: {r.stand_in}]" if r.stand_in else ""),
+            "numbers": _contradicting(r)}
+           for r in sorted(claims, key=lambda r: (not r.counts, bool(r.stand_in)))
+           if r.verdict == "contradicted"]
     out += [{"kind": "contradicted published number",
              "what": f"{c.entry.id} ({c.entry.where}, {c.entry.row}, {c.entry.column})",
              "numbers": f"published {c.entry.value:g}, ours {c.ours:.4g} "

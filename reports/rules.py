@@ -11,7 +11,11 @@ spread would need (power 0.8).
 Rules (a claim names one):
 
 * :class:`AtLeast` / :class:`AtMost` — the mean of a per-run number (or, with a reference
-  sample, the difference of two means, Welch) against a threshold; one-sided by nature;
+  sample, the difference of two means, Welch; or the mean of per-seed differences where
+  :meth:`Sample.paired` pairs the runs) against a threshold; one-sided by nature;
+* :class:`NonInferior` — "no worse" / "does not improve" / "comparable": the difference is
+  not beyond a margin declared with its source before the data (a bound shifted by the
+  margin, so it is one-sided like the others);
 * :class:`Fraction` — the share of runs where an event happened against a declared
   probability (exact binomial tests, Clopper–Pearson interval);
 * :class:`Always` — a deterministic property of every run (no statistics: one failing run
@@ -20,6 +24,9 @@ Rules (a claim names one):
   tolerance: held when every adjacent pair is shown within the tolerance (intersection-union,
   no correction needed), contradicted when some pair is shown to move the wrong way after a
   Holm correction over the pairs;
+* :class:`Trend` — "improves with ε / m / n": the OLS slope of the per-run value on
+  log₂ of the axis (change per doubling), one-sided against a declared margin (0: it rises);
+  one test over every axis value, so it has the power the adjacent pairs lack;
 * :class:`SlopeAtMost` — an upper bound O(x^a): the fitted log-log slope may be shallower than
   a (held when the interval lies below a) and is contradicted only when it is steeper.
 
@@ -59,12 +66,22 @@ class Sample:
     groups: Mapping[float, np.ndarray] = field(default_factory=dict)
     unit: str = ""  # how the estimate reads, e.g. "pp", "%"
     note: str = ""  # what else the evidence should say (e.g. the worst value seen)
+    paired: bool = False  # ``values`` are per-seed differences treatment − reference
 
     @classmethod
     def of(cls, values: npt.ArrayLike, reference: npt.ArrayLike | None = None, unit: str = "",
            note: str = "") -> Sample:
         ref = None if reference is None else np.asarray(reference, dtype=float)
         return cls(np.asarray(values, dtype=float), ref, unit=unit, note=note)
+
+    @classmethod
+    def pairs(cls, treatment: Mapping[object, float], reference: Mapping[object, float],
+              unit: str = "", note: str = "") -> Sample:
+        """The per-key differences treatment − reference over the keys both have (runs
+        paired by seed: same data subset and initialisation), tested as one sample."""
+        keys = [k for k in treatment if k in reference]
+        diffs = np.array([float(treatment[k]) - float(reference[k]) for k in keys], dtype=float)
+        return cls(diffs, unit=unit, note=note, paired=True)
 
     @classmethod
     def along(cls, groups: Mapping[float, Sequence[float] | np.ndarray] | Mapping[
@@ -191,10 +208,12 @@ class _Bound:
         verdict = _verdict(p_held, p_contra)
         sd = se * math.sqrt(max(len(sample.values), 1)) if math.isfinite(se) else math.nan
         needed = None if verdict != "inconclusive" else _needed(est - self.threshold, sd, runs)
-        what = "difference of means" if sample.reference is not None else self.what
+        what = ("paired difference (per seed)" if sample.paired else "difference of means"
+                if sample.reference is not None else self.what)
         unit = f" {sample.unit}" if sample.unit else ""
         text = (f"{what} {_fmt(est)}{unit}, 95 % CI [{_fmt(ci[0])}, {_fmt(ci[1])}] vs "
-                f"{'>' if self.above else '<'} {self.threshold:g}{unit} ({runs} runs"
+                f"{'>' if self.above else '<'} {self.threshold:g}{unit} ({runs} "
+                f"{'seed pairs' if sample.paired else 'runs'}"
                 f"{'' if math.isfinite(se) else '; too few for an interval'})")
         return Decision(verdict, est, ci, p_held, p_contra, runs, needed, text)
 
@@ -211,6 +230,91 @@ class AtMost(_Bound):
 
     def __init__(self, threshold: float, what: str = "mean") -> None:
         super().__init__(threshold, False, what)
+
+
+@dataclass(frozen=True)
+class NonInferior:
+    """The claim: the treatment is no worse than the reference by more than ``margin`` —
+    the mean (paired or Welch) difference treatment − reference is above −margin
+    (``higher_is_better``) or below +margin. The margin is part of the declaration, with
+    its ``source`` (the paper's text, or a constant declared a priori), never chosen from
+    the data. Held when the 95 % CI lies wholly on the claim's side of the margin,
+    contradicted when it lies wholly beyond it (worse by more than the margin)."""
+
+    margin: float
+    source: str
+    higher_is_better: bool = True
+    what: str = "difference"
+
+    @property
+    def _bound(self) -> _Bound:
+        sign = -1.0 if self.higher_is_better else 1.0
+        return _Bound(sign * self.margin, self.higher_is_better, self.what)
+
+    def describe(self) -> str:
+        side = "≥ −" if self.higher_is_better else "≤ +"
+        return (f"non-inferiority: {self.what} {side}{self.margin:g} (margin from "
+                f"{self.source}): one-sided t-test at 2.5 % each way (held if the 95 % CI "
+                "lies wholly within the margin's side, contradicted if wholly beyond it)")
+
+    def decide(self, sample: Sample) -> Decision:
+        decision = self._bound.decide(sample)
+        return replace(decision, text=f"{decision.text} (non-inferiority margin "
+                                      f"{self.margin:g}: {self.source})")
+
+
+def trend_slope(groups: Mapping[float, np.ndarray]) -> tuple[float, float, float, int]:
+    """(slope, s.e., degrees of freedom, runs) of OLS value on log₂(axis) over every finite
+    value at a positive axis value: the change per doubling of the axis."""
+    xs = [math.log2(x) for x, v in groups.items() for value in v
+          if x > 0 and np.isfinite(value)]
+    ys = [float(value) for x, v in groups.items() for value in v
+          if x > 0 and np.isfinite(value)]
+    n = len(xs)
+    if n < 3 or len(set(xs)) < 2:
+        return math.nan, math.nan, math.nan, n
+    fit = stats.linregress(xs, ys)
+    return float(fit.slope), float(fit.stderr), n - 2.0, n
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The claim: the mean rises (``increasing``; else falls) with the axis — the OLS slope
+    of the per-run value on log₂(axis), per doubling, is above −``margin`` (below
+    +``margin`` when falling). ``margin`` 0 tests "improves"; a positive margin, declared
+    with its ``source``, tests "does not get worse by more than the margin per doubling".
+    Held if the slope's 95 % CI lies wholly on the claim's side, contradicted if wholly on
+    the other."""
+
+    increasing: bool = True
+    axis: str = "ε"
+    margin: float = 0.0
+    source: str = ""
+
+    def describe(self) -> str:
+        way = "rises" if self.increasing else "falls"
+        bound = (f"slope {'>' if self.increasing else '<'} "
+                 f"{(-self.margin if self.increasing else self.margin) + 0.0:g}")
+        return (f"trend: the mean {way} with log₂ {self.axis} ({bound} per doubling"
+                f"{f', margin from {self.source}' if self.source else ''}): one-sided t-test "
+                "on the OLS slope over every run at 2.5 % each way")
+
+    def decide(self, sample: Sample) -> Decision:
+        slope, se, df, runs = trend_slope(sample.groups)
+        threshold = (-self.margin if self.increasing else self.margin) + 0.0  # no −0
+        p_held, p_contra, ci = _t_test(slope, se, df, threshold, self.increasing)
+        verdict = _verdict(p_held, p_contra)
+        needed = None
+        if verdict == "inconclusive" and math.isfinite(se):
+            factor = _needed(slope - threshold, se, 1)
+            needed = None if factor is None else runs * factor
+        unit = f" {sample.unit}" if sample.unit else ""
+        means = ", ".join(f"{self.axis}={k:g}: {_fmt(float(np.nanmean(sample.groups[k])))}"
+                          for k in sorted(sample.groups))
+        text = (f"{means}; slope {_fmt(slope)}{unit} per doubling of {self.axis}, 95 % CI "
+                f"[{_fmt(ci[0])}, {_fmt(ci[1])}] vs {'>' if self.increasing else '<'} "
+                f"{threshold:g} ({runs} runs)")
+        return Decision(verdict, slope, ci, p_held, p_contra, runs, needed, text)
 
 
 @dataclass(frozen=True)
