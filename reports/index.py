@@ -37,6 +37,7 @@ def paper_statuses(report: Path) -> list[dict[str, Any]]:
     for path in sorted(report.glob("*/*/status.json")):
         status = json.loads(path.read_text())
         status["claims"] = [c for c in status["claims"] if c.get("kind") == "paper"]
+        status.setdefault("bottom_line", [])
         counts = [sum(c["verdict"] == v for c in status["claims"]) for v in VERDICTS]
         artefacts = [{**a, "parts": [{**part, "anchor": part_anchor(part["name"])}
                                      for part in a["parts"]]}
@@ -107,7 +108,7 @@ def matrix_markdown(report: Path) -> str:
     pages = paper_statuses(report)
     if not pages:
         return "No paper pages yet: run `saddlebench reproduce --all --scale quick`."
-    lines = "\n\n".join(f"**{p['paper']}** ({p['scale']}). " + " ".join(p.get("bottom_line", []))
+    lines = "\n\n".join(f"**{p['paper']}** ({p['scale']}). " + " ".join(p["bottom_line"])
                          for p in pages)
     return (_markdown(["paper", "scale", *VERDICTS], verdict_counts(pages)) + "\n\n"
             + lines + "\n\n" + _markdown(MATRIX_COLUMNS, matrix_rows(pages)))

@@ -413,7 +413,7 @@ def _page(root: Path, manifest: Path) -> dict[str, Any]:
         table["fragment"] = _tex_path(root, folder / table["fragment"])
     for figure in page["figures"]:
         figure["pdf"] = _tex_path(root, folder / figure["pdf"])
-    return {**page, "folder": folder.as_posix()}
+    return {"summary": [], **page, "folder": folder.as_posix()}
 
 
 def _tex_path(root: Path, path: PurePosixPath) -> str:

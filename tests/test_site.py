@@ -30,14 +30,16 @@ def entry(id_: str, table: str, value: float) -> Entry:
     return Entry(id=id_, value=value, statistic="mean", match={"metric": "loss"}, table=table)
 
 
-def result(claim_id: str, checks: str, *verdicts: str) -> ClaimResult:
+def result(claim_id: str, checks: str, *verdicts: str, kind: str = "paper",
+           stand_in: str = "", headline: bool = False) -> ClaimResult:
     """A claim result whose settings have ``verdicts``, aggregated as the framework does."""
     from reports.claims import aggregate
 
-    claim = Claim(claim_id, f"claim {claim_id}", checks, Runs(), flag("x"), Always())
+    claim = Claim(claim_id, f"claim {claim_id}", checks, Runs(), flag("x"), Always(),
+                  kind=kind, where="§1", headline=headline)
     settings = tuple(SettingResult(f"s{i}", v, None, (), 3, 0, ()) for i, v in
                      enumerate(verdicts))
-    return ClaimResult(claim, aggregate(verdicts), settings, ())
+    return ClaimResult(claim, aggregate(verdicts), settings, (), stand_in)
 
 
 def test_artefact_verdict_combines_claims_and_published_numbers() -> None:
@@ -60,9 +62,9 @@ def test_artefact_verdict_combines_claims_and_published_numbers() -> None:
     assert [p["name"] for p in found["Table 1"]["parts"]] == [
         "claim 1", "4 published numbers (1 held, 1 inconclusive, 1 calibrated, 1 diverged)"]
     assert found["Figure 1"]["parts"] == [{"name": "claim 2 (1/2 settings held)",
-                                           "verdict": "contradicted"}]
+                                           "verdict": "contradicted", "headline": False}]
     assert found["Table 3"]["parts"] == [{"name": "1 published numbers (1 not run)",
-                                          "verdict": "not run"}]
+                                          "verdict": "not run", "headline": False}]
 
 
 def test_numbers_of_an_artefact_whose_claims_are_out_of_regime_are_out_of_regime() -> None:
