@@ -468,9 +468,13 @@ def _separation_claim(claim_id: str, role: str, output: str, *controls: Control)
                                     by=("label", "p_prob_lam")),
         Statistic("share of Õ(α)-SOSP outputs, Alg 3-R − FOSP method", _separation),
         AtLeast(0.0, "share of SOSPs, Alg 3-R − FOSP"),
-        premises=(REFERENCE_ESCAPES, SADDLE_HOLDS), controls=controls)
+        premises=(REFERENCE_ESCAPES, SADDLE_HOLDS), controls=controls, kind="design",
+        where="a check of our E2 design (notes §5 E2), not a claim of the paper: §1.2 says "
+              "FOSP methods' guarantees do not certify curvature, and states no comparison")
 
 
+RATE_WHERE = ("§3.2, Theorem 3.17 and Remark 3.18 (and the abstract): α = Õ((√d/(nε))^{1/2} "
+              "+ n^{−1/3}), i.e. N(α) = Õ(√d/(εα²)) samples where privacy dominates")
 SADDLES = Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one}, by=("d", "ratio"))
 E3_PREMISES = (PRIVACY_DOMINATES, HORIZON, CENSORING, *ASSUMPTION)
 
@@ -478,18 +482,26 @@ CLAIMS = (
     Claim("7", f"from a saddle with λ_min ≤ −√(ρα), Algorithm 2 moves Ξ within Γ steps with "
           f"probability ≥ 1 − ι (ι = {IOTA:g}), given a (γ, ϰ)-accurate pair",
           "Theorem 3.4", SADDLES, flag("escaped", "escape within Γ"),
-          Fraction(1 - IOTA, event="escape within Γ")),
+          Fraction(1 - IOTA, event="escape within Γ"), kind="paper",
+          where="§3.1, Theorem 3.4: from a saddle with ‖∇F‖ ≤ α, given a (γ, ϰ)-accurate pair, "
+                "Algorithm 2's output has F(y) − F(x₀) ≤ −Φ with probability ≥ 1 − ι"),
     Claim("8", "an escape that reaches Ξ decreased F by at least Φ = γ^{3/2}/√ρ (Theorem "
           "3.4's Φ without its log factor, so a stricter bar), with probability ≥ 1 − ι",
           "Lemma 3.8", Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one,
                                              "escaped": True}, by=("d", "ratio")),
           Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", _decrease_at_least_phi),
-          Fraction(1 - IOTA, event="decrease ≥ Φ")),
+          Fraction(1 - IOTA, event="decrease ≥ Φ"), kind="paper",
+          where="§3.1, Lemma 3.8: an escape that halts at ‖x_t − x₀‖ ≥ Ξ has "
+                "F(x_t) − F(x₀) ≤ −Φ"),
     Claim("S1", f"a failed escape certifies: from strict minima (λ > 0) Algorithm 2 moves Ξ "
           f"with probability ≤ ι = {IOTA:g} (at λ = 0 the anchor is flat and noise alone "
           "can carry it away, so those are left out)", "Theorem 3.4",
           Runs(study=E1, where={"anchor": "minimum", "ratio": _positive}, by=("d", "ratio")),
-          flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape")),
+          flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape"),
+          kind="design",
+          where="the certificate output rule of our Alg 3-R (notes §2.8 S1: the anchor of the "
+                "first failed escape; the paper returns every iterate, Alg. 3 l.25, and has "
+                "no selection rule), which rests on the contrapositive of Theorem 3.4"),
     Claim("4", f"tree noise does not grow with the phase length (its mean norm over the "
           f"last quarter of 256 leaves is < {GROWTH_LIMIT:g}× that over the first; per-step "
           "Gaussian noise at equal privacy grows like √k, 2.8× there)", "Theorem 2.2 (tree)",
@@ -497,14 +509,21 @@ CLAIMS = (
           controls=(Control("per-leaf Gaussian noise at equal privacy (σ/√L per leaf)",
                             Runs(study=E4I), f"grows: > {GROWTH_LIMIT:g}× between the "
                             "quarters (√k)", _growth("gaussian"),
-                            AtLeast(GROWTH_LIMIT, "mean growth")),)),
+                            AtLeast(GROWTH_LIMIT, "mean growth")),),
+          kind="paper",
+          where="§2.1, Theorem 2.2: for all t ∈ [Σ], ‖TREE(t)‖ ≲ √(d log(1/ι))·σ; §1.2: the "
+                "accumulated Gaussian noise Σg_t degrades the estimator, the tree mitigates "
+                "it"),
     Claim("E2a", f"Alg 3-R's outputs (the first certificate, else the last iterate) are "
           f"Õ(α)-SOSPs with probability ≥ 1 − ι (ι = {IOTA:g}; ‖∇F‖ ≤ {SOSP_GRADIENT:g}α, "
           "λ_min ≥ −√(ρα)) from the exact saddle", "§1.2 (SOSP vs FOSP)",
           Runs(roles=("e2",), where={"label": list(SOSP_METHODS)}, by=("label", "p_prob_lam")),
           Statistic("outputs that are Õ(α)-SOSPs", _sosp_share),
           Fraction(1 - IOTA, event="Õ(α)-SOSP output"),
-          premises=(ESCAPES, CERTIFICATE_OR_HORIZON, *ASSUMPTION)),
+          premises=(ESCAPES, CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="paper",
+          where="§3.2, Theorem 3.17: at least one output of Algorithm 3 is an Õ(α)-SOSP; §1.2 "
+                "'Fixing the Error': the Hessian-model escape works with single-pass "
+                "minibatches", headline=True),
     _separation_claim("E2b", "e2_uniform", "at their own output rule, a uniformly random "
                       "iterate (Ghadimi & Lan 2013; the rule their guarantees are stated "
                       "for)"),
@@ -520,11 +539,13 @@ CLAIMS = (
           "upper bound, so the samples to the first certificate grow at most like α⁻² as α "
           "falls (one slope per ε and d)", "Theorem 3.17 (rate)",
           Runs(roles=("e3",), by=("epsilon", "p_prob_d")), _samples_along("p_alg_alpha"),
-          SlopeAtMost(2.0, axis="α", axis_grows_bound=False), premises=E3_PREMISES),
+          SlopeAtMost(2.0, axis="α", axis_grows_bound=False), premises=E3_PREMISES,
+          kind="paper", where=RATE_WHERE, headline=True),
     Claim("E3ε", "N = Õ(√d/(εα²)) where privacy dominates: the samples grow at most like "
           "1/ε as ε falls (one slope per α and d)", "Theorem 3.17 (rate)",
           Runs(roles=("e3",), by=("p_alg_alpha", "p_prob_d")), _samples_along("epsilon"),
-          SlopeAtMost(1.0, axis="ε", axis_grows_bound=False), premises=E3_PREMISES),
+          SlopeAtMost(1.0, axis="ε", axis_grows_bound=False), premises=E3_PREMISES,
+          kind="paper", where=RATE_WHERE, headline=True),
     Claim("11", "adaptive batches need fewer samples to the first certified SOSP than fixed "
           "worst-case batches b_t(G) at equal privacy (difference of means > 0; a fixed-batch "
           "run that stops before its certificate counts the samples it used, a lower bound "
@@ -533,7 +554,10 @@ CLAIMS = (
           Statistic("samples to the first certificate, fixed − adaptive",
                     _fixed_minus_adaptive),
           AtLeast(0.0, "samples, fixed − adaptive"),
-          premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION)),
+          premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION), kind="paper",
+          where="§1.2, adaptive batch sizes: a fixed batch must be sized for the worst-case "
+                "‖x_t − x_{t−1}‖; B_t ∝ ‖x_t − x_{t−1}‖ 'resolves this paradox' and gives "
+                "better results"),
     Claim("1", "Theorem 3.17 as printed is (ε, δ)-DP: its batches b, b_t and noise "
           "σ_tree = σ_t = α/√d (calibration: paper) spend at most the target ε (realised "
           "ledger, PLD accountant, replace-one sensitivities; notes G1 predict not), at the "
@@ -542,7 +566,9 @@ CLAIMS = (
           Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
                by=("epsilon", "p_alg_tau")),
           Statistic("realised ε (PLD) ≤ target", _within_target),
-          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION),
+          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="paper",
+          where="§3.2, Theorem 3.17: with b, b_t, τ as stated and σ_tree = σ_t = α/√d, "
+                "'Algorithm 3 is (ε, δ)-DP'", headline=True),
     Claim("1R", "Alg 3-R is (ε, δ)-DP: with σ calibrated (PLD) on the planned worst-case "
           "ledger (L tree nodes per leaf, K = Γ·max(1, τ) escape releases per Hessian "
           "lifetime), no run's realised ledger spends more than the target ε",
@@ -550,7 +576,9 @@ CLAIMS = (
           Runs(roles=("e2", "e3", "e4"), where={"algorithm": "spider_sosp",
                                                 "calibration": _not_paper}, by=("label",)),
           Statistic("realised ε (PLD) ≤ target", _within_target),
-          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION),
+          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="design",
+          where="our Alg 3-R's calibration (notes §2.6: PLD on the planned worst-case ledger) "
+                "against its own realised ledgers; not the paper's σ (claim 1)"),
 )
 
 
@@ -799,13 +827,14 @@ def _e3_tau(results: PaperResults) -> str:
 
 REGIME = (
     Regime("noise-to-curvature at the E2 saddle λ/√(ρα)",
-           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio),
+           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio,
+           lead=True),
     Regime("FOSP methods stalled at the saddle (E2)", "some (§1.2: they cannot certify "
            "curvature; notes §5 E2 expects FOSP outputs at the saddle)", _fosp_at_saddle),
     Regime("privacy share κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}", "≥ 1 where Thm 3.17's "
            "privacy term dominates (n ≲ d^{3/2}/ε³)", _e3_privacy),
     Regime("first certificate / T_thm (E3)", "≈ 1 in the worst case the α⁻² rate is about "
-           "(Prop. 3.10: T = Õ(BM/γ²) steps)", _e3_horizon),
+           "(Prop. 3.10: T = Õ(BM/γ²) steps)", _e3_horizon, lead=True),
     Regime("spider_sosp's realised ε / target", "1 (Theorem 3.17: (ε, δ)-DP at the target)",
            _spent_share, "planned ledger = worst case: L tree nodes per leaf, K = Γτ escape "
            "releases per Hessian lifetime"),
