@@ -274,7 +274,7 @@ def difference(metric: str, treatment: str, reference: str, scale: float = 1.0,
         def side(name: str) -> pd.Series:
             part = runs[runs[by] == name]
             return pd.Series(numeric(part, column).to_numpy(float) * scale,
-                             index=part["seed"] if "seed" in part else part.index)
+                             index=part.get("seed", part.index))
 
         return paired_or_welch(side(treatment), side(reference), unit)
 
@@ -443,7 +443,8 @@ class ClaimResult:
         return {
             "id": self.id, "statement": self.claim.statement, "checks": self.claim.checks,
             "kind": self.claim.kind, "where": self.claim.where, "headline": self.claim.headline,
-            "stand_in": self.stand_in, "verdict": self.verdict, "evidence": self.evidence(), "rule": self.claim.describe(),
+            "stand_in": self.stand_in, "verdict": self.verdict, "evidence": self.evidence(),
+            "rule": self.claim.describe(),
             "premises": [_premise_dict(p) for p in self.premise_summary()],
             "settings": [{"setting": s.setting, "verdict": s.verdict, "evidence": s.evidence(),
                           "runs": s.runs, "diverged": s.diverged,

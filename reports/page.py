@@ -8,10 +8,13 @@ import json
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from reports.claims import ClaimResult
 from reports.latex import export_page
 from reports.paper import (
     PREMISE_MARK,
+    PaperResults,
     PaperSections,
     artefact_verdict,
     artefacts,
@@ -30,6 +33,18 @@ from reports.render import write_page
 from reports.tables import compare
 
 SETTING_COLUMNS = ("quantity", "paper", "ours", "note")
+
+
+def claims_table(title: str, note: str, claims: list[ClaimResult], results: PaperResults
+                 ) -> dict[str, Any]:
+    """A table of claims (id, where, statement, verdict, evidence, premises) for LaTeX."""
+    return {
+        "title": title, "note": note, "provenance": results.provenance(),
+        "columns": ["claim", "where", "statement", "verdict", "evidence", "premises"],
+        "rows": [[r.id, r.claim.where, r.claim.statement,
+                  r.verdict + (" (stand-in)" if r.stand_in else ""), r.evidence(),
+                  "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
+                            for p in r.premise_summary()) or "–"] for r in claims]}
 
 
 def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> Path:
@@ -54,21 +69,20 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     summary = bottom_line(verdicts, status, comparisons,
                           [row for r, row in zip(spec.regime, setting_rows, strict=True)
                            if r.lead])
-    paper_claims = [r for r in verdicts if r.counts]
     setting = {"title": "The paper's setting beside ours", "provenance": results.provenance(),
                "note": "The quantities the claims' regimes are about: the paper's value (from "
                        "its stated setting) and ours (measured from the runs).",
                "columns": list(SETTING_COLUMNS), "rows": setting_rows}
-    verdict_table = {
-        "title": "Verdicts", "provenance": results.provenance(),
-        "note": "Each claim the paper states, with where it states it, its verdict under the "
-                "declared rule (on a stand-in where marked), the evidence and the premises it "
-                "rests on. Checks of this reproduction are not listed here.",
-        "columns": ["claim", "where", "statement", "verdict", "evidence", "premises"],
-        "rows": [[r.id, r.claim.where, r.claim.statement,
-                  r.verdict + (" (stand-in)" if r.stand_in else ""), r.evidence(),
-                  "; ".join(f"{p.name}: {PREMISE_MARK[p.passed]} ({p.measured})"
-                            for p in r.premise_summary()) or "–"] for r in paper_claims]}
+    paper_claims = [r for r in verdicts if r.counts]
+    checks = [r for r in verdicts if not r.counts]
+    verdict_table = claims_table(
+        "Verdicts", "Each claim the paper states, with where it states it, its verdict under "
+        "the declared rule (on a stand-in where marked), the evidence and the premises it rests "
+        "on. Checks of this reproduction are listed apart.", paper_claims, results)
+    checks_table = claims_table(
+        "Checks of this reproduction", "Checks of our code against the paper's formulas "
+        "(implementation) and of our experiment (design): never counted as the paper's "
+        "verdicts.", checks, results)
     write_page(
         "paper.html.j2", out, out.parents[1],
         [("Papers", "index.html#papers"), (paper, None), (scale, None)],
@@ -84,7 +98,8 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
         runs=results.runs.to_dict("records") if len(results.runs) else [],
     )
     export_page(out, f"{spec.title} ({paper}, {scale})",
-                [verdict_table, *([setting] if setting_rows else []), *sections.tables],
+                [verdict_table, *([checks_table] if checks else []),
+                 *([setting] if setting_rows else []), *sections.tables],
                 [(Path(f.path).with_suffix(".pdf").as_posix(), f.caption)
                  for f in sections.figures], summary=summary)
     (out / "status.json").write_text(json.dumps({

@@ -39,7 +39,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, SupportsFloat, cast
+from typing import Any, Protocol, SupportsFloat, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -75,7 +75,7 @@ class Sample:
         return cls(np.asarray(values, dtype=float), ref, unit=unit, note=note)
 
     @classmethod
-    def pairs(cls, treatment: Mapping[object, float], reference: Mapping[object, float],
+    def pairs(cls, treatment: Mapping[Any, float], reference: Mapping[Any, float],
               unit: str = "", note: str = "") -> Sample:
         """The per-key differences treatment − reference over the keys both have (runs
         paired by seed: same data subset and initialisation), tested as one sample."""

@@ -25,9 +25,9 @@ from reports.claims import (
 )
 from reports.index import matrix_markdown, paper_statuses
 from reports.paper import artefact_verdict, artefacts, bottom_line, findings
-from reports.papers import paper_keys, get_paper
-from reports.rules import Always, AtLeast, NonInferior, Sample, Trend
+from reports.papers import get_paper, paper_keys
 from reports.published import Entry
+from reports.rules import Always, AtLeast, NonInferior, Sample, Trend
 from reports.tables import Comparison
 
 RNG = np.random.default_rng(20261128)
