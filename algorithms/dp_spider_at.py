@@ -220,7 +220,12 @@ class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
 
     def _split(self, oracle: Oracle, mech: Mechanism) -> tuple[list[np.ndarray],
                                                                 list[np.ndarray]]:
-        """Each client's training and held-out records (a public random split)."""
+        """Each client's training and held-out records: a public random split where a
+        selection holds records out; without one every record trains and no public
+        randomness is drawn, so that ``records`` (Option A) draws the training subset that
+        Gauss-PSGD draws under the same seed (runs of the two methods pair by seed)."""
+        if self.params.selection == "none":
+            return list(oracle.clients), [client[:0] for client in oracle.clients]
         train, held = [], []
         for client in oracle.clients:
             order = mech.public.permutation(client)

@@ -256,6 +256,24 @@ def test_option_a_trains_every_client_on_the_same_number_of_records() -> None:
     assert [len(pool.population) for pool in trace.state.pools] == [500, 500]
 
 
+def test_both_methods_train_on_the_same_records_under_one_seed() -> None:
+    """Option A below the data's size (m < 10 in the Figures: a public random subset of each
+    client's share): Gauss-PSGD and the baseline without selection draw the same subset
+    under one seed, so that their runs pair by seed (same data and initialisation)."""
+    setup = make_setup("strict_saddle", "numpy", **SADDLE, clients=2)
+    pools = {}
+    for name in ("gauss_psgd", "dp_spider_at"):
+        alg = algorithm(name, lr=0.1, batch_refresh=100, batch_diff=50, records=500)
+        plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "pld"))
+        mech = Mechanism(setup.backend.noise_source(0), np.random.default_rng(1),
+                         public=np.random.default_rng(2))
+        _, trace = traced(alg, setup.oracle, plan, mech)
+        pools[name] = [pool.population for pool in trace.state.pools]
+    assert [len(p) for p in pools["gauss_psgd"]] == [500, 500]  # a subset of 2,000 each
+    for ours, base in zip(pools["gauss_psgd"], pools["dp_spider_at"], strict=True):
+        assert np.array_equal(ours, base)
+
+
 def test_fixed_period_refreshes_every_period_calls() -> None:
     """T11's control: the standard SPIDER refreshes every ``period`` calls, drift aside."""
     setup = make_setup("strict_saddle", "numpy", **SADDLE)
