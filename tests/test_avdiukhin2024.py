@@ -444,6 +444,38 @@ def test_sigma_times_epsilon_is_theorem_3_3() -> None:
     assert verdict("T1", tight).verdict == "not run"
 
 
+@pytest.mark.known_answer("avdiukhin2024", "T1p")
+def test_theorem_3_3_sigma_spends_at_most_its_epsilon_per_setting() -> None:
+    """One-sided upper bound: underspending holds, overspending (PLD) contradicts, with the
+    ratio, the c₂ the tight σ needs and Theorem 3.1's c₁ in the evidence."""
+    def run(eps: float, ratio: float, seed: int) -> dict[str, Any]:
+        return dict(paper_calibrated(eps, seed), eps_pld=ratio * eps,
+                    plan_abadi_max_epsilon=1.14,
+                    plan_noise_ratio_tight_over_paper=max(ratio, 1.0) ** 0.5)
+
+    under = [run(e, 0.6, s) for e in (0.125, 1) for s in range(3)]
+    result = verdict("T1p", under)
+    assert result.verdict == "held" and result.claim.kind == "paper"
+    assert result.claim.headline and len(result.settings) == 2
+    over = [run(e, r, s) for e, r in ((0.125, 0.6), (2, 1.4), (8, 15.5)) for s in range(3)]
+    result = verdict("T1p", over)
+    assert result.verdict == "contradicted"
+    assert settings_of(result) == {
+        f"problem = digits_mlp, batch_size = 64, steps = 315, epsilon = {e:g}": v
+        for e, v in ((0.125, "held"), (2, "contradicted"), (8, "contradicted"))}
+    eight = result.settings[-1].evidence()
+    assert "in 0/3 runs" in eight and "124 = 15.5× the target" in eight
+    assert "c₁ ≥ 7.02" in eight and "3.94× Theorem 3.3's" in eight
+    diverged = [dict(r, status="diverged") for r in over]  # it spent its ε all the same
+    assert verdict("T1p", diverged).verdict == "contradicted"
+    within = [run(4, 1.005, s) for s in range(3)]  # accountant rounding is no overspend
+    assert verdict("T1p", within).verdict == "held"
+    unrecorded = [dict(r, eps_pld=None) for r in over]
+    assert verdict("T1p", unrecorded).verdict == "inconclusive"
+    tight = [dict(r, calibration="pld") for r in over]  # only Theorem 3.3's σ is claimed
+    assert verdict("T1p", tight).verdict == "not run"
+
+
 def saddle_run(algorithm: str = "noisy_sgd", seed: int = 0, eps: float = 1.0,
                sigma1: float = 0.0, **extra: Any) -> dict[str, Any]:
     """A run of the synthetic check: strict_saddle (λ = 2, μ = 1, σ₂ = σ₁), lr 0.1, 400
