@@ -526,6 +526,33 @@ def test_e1_e2_decide_on_the_gap_over_seeds() -> None:
 
 @pytest.mark.known_answer("tao2025", "E1")
 @pytest.mark.known_answer("tao2025", "E2")
+@pytest.mark.known_answer("tao2025", "E5")
+def test_e1_e2_e5_pair_the_methods_by_seed() -> None:
+    """Seeds differ a lot (data subset and start), the methods little: paired by seed the
+    gap is decided; with one method's seeds unmatched the rule falls back to Welch."""
+    def runs(gap: float) -> list[dict[str, Any]]:
+        return [r for s in range(6) for r in pair(s, 0.5 + 0.08 * s + gap + 0.002 * (s % 2),
+                                                  0.5 + 0.08 * s)]
+
+    for claim, gap, want in (("E1", 0.01, "held"), ("E1", -0.01, "contradicted"),
+                             ("E2", 0.01, "held"), ("E2", -0.01, "contradicted")):  # 1 − acc
+        result = verdict(claim, runs(gap))
+        assert result.verdict == want, (claim, gap)
+        assert "paired difference (per seed)" in result.settings[0].evidence()
+    unmatched = [{**r, "seed": r["seed"] + 100} if r["label"] == BASE else r
+                 for r in runs(0.01)]
+    welch = verdict("E1", unmatched).settings[0]
+    assert welch.verdict == "inconclusive" and "difference of means" in welch.evidence()
+    loss = {OURS: 0.6, BASE: 0.62}
+    curves = [{"run_id": f"r{i}", "step": 5, "epoch": 1.02, "loss": 1.0,
+               "test_loss": loss[r["label"]] + 0.1 * r["seed"]}
+              for i, r in enumerate(runs(0.0))]
+    faster = verdict("E5", runs(0.0), curves=curves)
+    assert faster.verdict == "held" and "6 seed pairs" in faster.settings[0].evidence()
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+@pytest.mark.known_answer("tao2025", "E2")
 def test_e1_e2_are_out_of_regime_where_the_quick_runs_are() -> None:
     """The quick stand-in: nothing learned, noise far above 3χ, identical methods, every
     step an O1 refresh, 10 steps: each premise fails and is named with its value."""
@@ -554,7 +581,7 @@ def test_e1_excludes_diverged_runs() -> None:
     runs = [*figure_runs(0.03), {**fig_run(OURS, 9, 0.1), "status": "diverged"}]
     (setting,) = verdict("E1", runs).settings
     assert setting.verdict == "held" and setting.diverged == 1
-    assert setting.runs == 11 and setting.decision is not None and setting.decision.runs == 10
+    assert setting.runs == 11 and setting.decision is not None and setting.decision.runs == 5
 
 
 @pytest.mark.known_answer("tao2025", "E3")
@@ -613,7 +640,7 @@ def test_a_run_that_returned_before_the_first_pass_counts_at_its_output() -> Non
              "point": "output"})]
     result = verdict("E5", runs, curves=returned)
     assert result.verdict == "contradicted" and result.settings[0].runs == 10
-    assert "difference of means 1.4" in result.settings[0].evidence()
+    assert "paired difference (per seed) 1.4" in result.settings[0].evidence()
 
 
 def test_per_pass_carries_a_returned_output_to_the_last_pass() -> None:
