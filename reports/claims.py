@@ -665,6 +665,9 @@ class Paper:
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.key}: claim ids must be unique, got {ids}")
         for claim in self.claims:
+            if claim.problems():
+                raise ValueError(f"{self.key} claim {claim.id}: "
+                                 + "; ".join(claim.problems()))
             used = {*claim.runs.roles, *(r for c in claim.controls for r in c.runs.roles)}
             unknown = sorted(used - set(self.roles))
             if unknown:

@@ -132,7 +132,8 @@ CLAIM = Claim(
     premises=(at_most("per-sample norm ≤ C", "prem_max_per_sample_norm", "prem_clip_bound",
                       remedy="raise C"),),
     controls=(Control("noise-free SGD", Runs(roles=("acc",), where={"algorithm": "sgd"}),
-                      "above 50 %", final("test_acc"), AtLeast(0.5)),))
+                      "above 50 %", final("test_acc"), AtLeast(0.5)),),
+    kind="paper", where="§5, Figure 1")
 
 
 def runs(acc: list[float], eps: float = 1.0, norm: float = 1.0, algorithm: str = "noisy",
