@@ -11,7 +11,10 @@ accountants) and ``lemma_d2`` (the clipping-bias inequality (40) on random vecto
 Comparisons of PriSMA with DPSGD-GC are decided per setting on the difference of the two
 methods' final metrics, paired by seed (both methods run the same seeds, which fix the
 sampling and noise streams; Welch's test where the seeds differ), one-sided as the paper's
-statements are, with Holm's correction over the settings (ε, or N).
+statements are, with Holm's correction over the settings (ε, or N). Table 1's accuracy
+claim is split where the paper's own numbers split it: "exceeds" at ε = 4 (claim 1, the
+paper's z = 1.9) and non-inferiority within a declared 1 pp at ε ≥ 8 (claim 1n, the paper's
+z ≤ 1.06); the paper's effect and z stand beside ours in each setting's evidence.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from reports.paper import (
     settings,
 )
 from reports.published import published_for
-from reports.rules import Always, AtLeast, AtMost, Monotone, Sample, as_float
+from reports.rules import Always, AtLeast, AtMost, Monotone, NonInferior, Sample, as_float
 
 METHODS = ("prisma", "dpsgd_gc")
 NAMES = {"prisma": "PriSMA", "dpsgd_gc": "DPSGD-GC", "sgd": "SGD (non-private)",
@@ -71,7 +74,8 @@ LEDGER_RTOL = 1e-6  # realised vs planned ε: the same releases give the same nu
 # Table 1 monotonicity: a fall of accuracy under 1 pp (about 4 of the paper's standard errors,
 # 0.13–0.26 pp; a third of the smallest rise it reports, 2.8 pp from ε = 16 to 32) or a rise
 # of loss under 0.02 (2–3 of its standard errors, 0.007–0.013; under half its smallest fall,
-# 0.043) still reads as "increases" / "decreases"
+# 0.043) still reads as "increases" / "decreases"; the same 1 pp is claim 1n's
+# non-inferiority margin (the paper's own accuracy gaps at ε ≥ 8 have z ≤ 1.06)
 ACC_TOLERANCE_PP = 1.0
 LOSS_TOLERANCE = 0.02
 # Figure 1 monotonicity, on log₁₀ ‖∇F‖ (the figure's log axis): a rise under 0.02 (5 %) is
@@ -97,7 +101,7 @@ ROLES = {
             "count N on non-convex least squares (claims 6, 7, 7e, 8 and the step and privacy "
             "checks 10, 14, L1)",
     "table1": "Table 1: final test accuracy and loss of PriSMA and DPSGD-GC against ε "
-              "(claims 1, 2, 3a, 3b, 4 and the step and privacy checks 10, 14, L1)",
+              "(claims 1, 1n, 2, 3a, 3b, 4 and the step and privacy checks 10, 14, L1)",
     "reference": "non-private SGD on Table 1's problem: the accuracy a private method could "
                  "reach (shown beside Table 1, no claim)",
     "ablation": "PriSMA at one configuration against itself without the server clip C₂ "
@@ -629,12 +633,27 @@ WHERE_T1 = "§5, 'Convolutional neural network training', and Table 1"
 WHERE_F1 = "§5, 'Non-convex regularized least squares', and Figure 1"
 
 CLAIMS = (
-    Claim("1", "PriSMA's mean test accuracy exceeds DPSGD-GC's at every ε (one-sided, per ε)",
-          "Table 1", TABLE1, beside_paper(gap("test_acc", 100, "pp"),
-                                          lambda e: paper_gap("test_acc", e), " pp"),
+    Claim("1", f"at the strictest ε ({PAPER_STRICTEST:g}), PriSMA's mean test accuracy "
+          "exceeds DPSGD-GC's (one-sided)", "Table 1",
+          Runs(roles=("table1",), where={"epsilon": PAPER_STRICTEST}, by=("problem", "epsilon")),
+          beside_paper(gap("test_acc", 100, "pp"), lambda e: paper_gap("test_acc", e), " pp"),
           AtLeast(0.0, "mean paired gap"), premises=(inside_grid(),), kind="paper",
           where=f"{WHERE_T1}: 'PriSMA outperforms DPSGD-GC in terms of both test accuracy "
-                "and test loss' (accuracy columns)", headline=True, setting=TABLE1_PAPER),
+                "and test loss' (accuracy, ε = 4: +0.70 pp, z = 1.9)", headline=True,
+          setting=TABLE1_PAPER),
+    Claim("1n", f"at ε ≥ 8, PriSMA's mean test accuracy is no worse than DPSGD-GC's by more "
+          f"than {ACC_TOLERANCE_PP:g} pp (non-inferiority, per ε): what the paper's own gaps "
+          "there (+0.12 to +0.26 pp, z ≤ 1.06) can support of 'outperforms'", "Table 1",
+          Runs(roles=("table1",), where={"epsilon": lambda e: e > PAPER_STRICTEST},
+               by=("problem", "epsilon")),
+          beside_paper(gap("test_acc", 100, "pp"), lambda e: paper_gap("test_acc", e), " pp"),
+          NonInferior(ACC_TOLERANCE_PP, "ACC_TOLERANCE_PP, the 1 pp accuracy tolerance this "
+                      "module declared for Table 1 before any run (4 of the paper's s.e., a "
+                      "third of its smallest rise between adjacent ε)",
+                      what="mean paired gap (pp)"),
+          premises=(inside_grid(),), kind="paper",
+          where=f"{WHERE_T1}: 'PriSMA outperforms DPSGD-GC in terms of both test accuracy "
+                "and test loss' (accuracy, ε = 8, 16, 32)", setting=TABLE1_PAPER),
     Claim("2", "PriSMA's mean test loss is below DPSGD-GC's at every ε (one-sided, per ε)",
           "Table 1", TABLE1, beside_paper(gap("test_loss"), lambda e: paper_gap("test_loss", e)),
           AtMost(0.0, "mean paired gap"),
