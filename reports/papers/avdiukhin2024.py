@@ -36,6 +36,7 @@ from reports.claims import (
     along,
     finished,
     numeric,
+    paired_or_welch,
     truthy,
 )
 from reports.figures import curves_with_band, epsilon_colours, save_figure, style
@@ -48,11 +49,12 @@ from reports.paper import (
     deviations,
     settings,
 )
-from reports.rules import Always, AtMost, Fraction, Monotone, Sample, as_float
+from reports.rules import Always, AtMost, Fraction, Monotone, NonInferior, Sample, as_float
 
 KEY = "avdiukhin2024"
 PAPER_DELTA = 0.01  # §4: δ = 0.01
-GAP_PP = 5.0  # P2: "close to SGD" is not quantified; notes §7 propose a gap ≤ 5 pp
+GAP_PP = 5.0  # P2: "close to SGD" is not quantified; notes §7 propose a gap ≤ 5 pp: the
+#               non-inferiority margin (declared before the runs)
 MONOTONE_TOL_PP = 1.0  # P1/P5: the paper reads monotonicity off mean curves on a 0–100 %
 #                        axis; a fall under 1 pp is not a visible reversal there (our choice)
 SADDLE_ALPHA = 1.0  # α of T4/T5 on strict_saddle (saddle.yaml: the saddle is an FOSP, not an
@@ -71,8 +73,9 @@ EMPIRICAL_ROLES = ("fig1", "fig1b", "fig2a", "fig2b")
 
 ROLES = {
     "fig1": "Figure 1(a): test accuracy of noisy SGD (Algorithm 2) over the paper's ε grid "
-            "beside non-private SGD (and clipped DP-SGD), empirical C (claims P1, P2, P3, T1; "
-            "the test-accuracy and per-sample-norm figures)",
+            "beside non-private SGD and clipped DP-SGD (Algorithm 1, tight noise), empirical C "
+            "(claims P1, P3, T1, T1p; P2 on clipped DP-SGD beside SGD; the test-accuracy and "
+            "per-sample-norm figures)",
     "fig1b": "Figure 1(b): as Figure 1(a) with ResNet-18 on CIFAR-10 (claims P1b, P3, T1)",
     "fig2a": "Figure 2(a): as Figure 1(a) with a pretrained ResNet-18 on CIFAR-100 (claims P1c, "
              "P3, T1)",
@@ -135,7 +138,8 @@ RESOLUTIONS = (
     ("Figures", "the figures exist only as images: the paper prints no accuracy numbers",
      "no published numbers are compared; the claims test the shapes the text states"),
     ("§4 / Figs. 1–3", "'monotone in ε', 'close to SGD' and 'w.h.p.' are not quantified",
-     f"declared rules: monotone up to {MONOTONE_TOL_PP:g} pp, a gap to SGD below {GAP_PP:g} pp "
+     f"declared rules: monotone up to {MONOTONE_TOL_PP:g} pp, no worse than SGD by more than "
+     f"{GAP_PP:g} pp (non-inferiority, paired by seed) "
      f"(notes §7), 'w.h.p.' tested as P > {WHP:g}; each decided over seeds, Holm over settings"),
 )
 
@@ -203,12 +207,38 @@ def _accuracy(runs: pd.DataFrame) -> np.ndarray:
     return numeric(runs, "final_test_acc").to_numpy(float) * 100
 
 
-def _gap_to_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """SGD's final test accuracy (same suite and problem) minus noisy SGD's, in pp."""
-    pool = results.runs
-    sgd = _reference(runs, pool[pool["algorithm"] == "sgd"], ("suite", "problem")) \
+def _by_seed(runs: pd.DataFrame) -> pd.Series:
+    return pd.Series(_accuracy(runs), index=runs["seed"].to_numpy())
+
+
+def _private_minus_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """Final test accuracy of the private runs minus non-private SGD's (same problem, T, B
+    and lr), in pp, paired by seed (same data and initialisation); the note says how much
+    Algorithm 1 clipped."""
+    pool = results.role_runs("fig1")
+    sgd = _reference(runs, pool[pool["algorithm"] == "sgd"],
+                     ("problem", "steps", "batch_size", "p_alg_lr")) if len(pool) else pool
+    clipped = numeric(runs, "prem_clipped_fraction").dropna() * 100
+    note = f"Algorithm 1 clipped {_span(clipped)} % of per-sample gradients" \
+        if len(clipped) else ""
+    return paired_or_welch(_by_seed(runs), _by_seed(sgd), unit="pp", note=note)
+
+
+def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+    """Algorithm 1 clips at the empirical C of the noisy SGD runs of its problem."""
+    pool = results.role_runs("fig1")
+    noisy = pool[(pool["algorithm"] == "noisy_sgd") & ~_rule(pool).eq("lemma_3_2")] \
         if len(pool) else pool
-    return Sample.of(_accuracy(sgd), reference=_accuracy(runs).tolist(), unit="pp")
+    bounds = _norms(_reference(runs, noisy, ("problem",)))["bound"].dropna()
+    clip = numeric(runs, "p_alg_clip").dropna()
+    if bounds.empty or clip.empty:
+        return None, "no noisy SGD run with the empirical C on this problem"
+    same = np.isclose(clip.to_numpy()[:, None], bounds.to_numpy()[None, :]).all()
+    return bool(same), f"Algorithm 1 clips at {_span(clip)}, noisy SGD's C = {_span(bounds)}"
+
+
+SAME_C = Premise("Algorithm 1 clips at the empirical C of noisy SGD", _same_c,
+                 "give dp_sgd clip = the noisy SGD runs' bound")
 
 
 def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
@@ -297,13 +327,21 @@ def _accuracy_claims() -> tuple[Claim, ...]:
               "training a convolutional neural network on CIFAR-10 dataset, equals 2.5 (as we "
               "verify in Figure 3(a))'", setting=PAPER_MODELS)
     p2 = Claim(
-        "P2", f"At ε ∈ {{4, 8}} the final test accuracy of noisy SGD is within {GAP_PP:g} pp "
-        "of non-private SGD (one-sided: SGD − noisy SGD < 5 pp; 'close' is the notes' 5 pp), "
-        "with the DP guarantee intact", "Figure 1(a)",
-        Runs(("fig1",), {**EMPIRICAL_C, "epsilon": [4.0, 8.0]},
+        "P2", "At ε ∈ {4, 8}, private training is close to non-private SGD: its final test "
+        f"accuracy is no worse than SGD's by more than {GAP_PP:g} pp (non-inferiority, paired "
+        "by seed; 'close' is not quantified, 5 pp is the notes' a-priori gap). Decided on the "
+        "runs that have the (ε, δ) guarantee the paper claims: Algorithm 1, clipped at the "
+        "same C, with the tight (PLD) noise. Algorithm 2 is that algorithm wherever no "
+        "per-sample norm exceeds C (T2), but its own guarantee is void where one does (P3) "
+        "and Theorem 3.3's σ overspends ε (T1p)", "Figure 1(a)",
+        Runs(("fig1",), {"algorithm": "dp_sgd", "epsilon": [4.0, 8.0],
+                         "calibration": lambda c: c.ne("paper")},
              by=("problem", "calibration", "epsilon")),
-        Statistic("SGD − noisy SGD final test accuracy (pp)", _gap_to_sgd),
-        AtMost(GAP_PP, what="gap to SGD"), premises=(WITHIN_BOUND,), kind="paper",
+        Statistic("final test accuracy, Algorithm 1 (clipped at C, tight noise) − SGD (pp)",
+                  _private_minus_sgd),
+        NonInferior(GAP_PP, "notes §7: 'close' is not quantified, a gap ≤ 5 pp (GAP_PP, "
+                    "declared before the runs)", what="accuracy difference"),
+        premises=(SAME_C,), kind="paper",
         where="§4 (Figure 1(a)): 'for ε ∈ {4, 8}, the testing accuracy is close to that of "
               "the non-differentially private SGD, which means that we obtain strong privacy "
               "guarantees without sacrificing the quality of the model'; §5: 'on a standard "
