@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
 KINDS = ("paper", "implementation", "design")
+IN_PLACE_OF = " in place of "  # a stand-in's text: "<our problems> in place of <the paper's>"
 DIVERGENCE_FACTOR = 100.0
 
 
@@ -315,7 +316,7 @@ class PaperSetting:
         for problem, part in other.groupby("problem"):
             d = numeric(part, "p_prob_d").dropna()
             names.append(f"{problem}" + (f" (d = {float(d.max()):,.0f})" if len(d) else ""))
-        return f"{', '.join(names)} in place of {self.text}"
+        return f"{', '.join(names)}{IN_PLACE_OF}{self.text}"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,14 @@ import pandas as pd
 
 from algorithms import get_algorithm
 from bench.store import Store
-from reports.claims import DIVERGENCE_FACTOR, VERDICTS, ClaimResult, aggregate, study_path
+from reports.claims import (
+    DIVERGENCE_FACTOR,
+    IN_PLACE_OF,
+    VERDICTS,
+    ClaimResult,
+    aggregate,
+    study_path,
+)
 from reports.published import published_for
 from reports.rules import as_float
 from reports.scaling import ExponentCheck, ScalingFit, compare, declared_exponents, fit_exponents
@@ -507,10 +514,12 @@ def bottom_line(claims: Sequence[ClaimResult], artefact_rows: Sequence[Mapping[s
                   "listed apart and not counted." if checks else "."))
     stand_ins = [r for r in paper if r.stand_in and r.verdict != "not run"]
     if stand_ins:
-        what = "; ".join(dict.fromkeys(r.stand_in for r in stand_ins))
+        what = "; ".join(dict.fromkeys(r.stand_in.split(IN_PLACE_OF)[0]
+                                       for r in stand_ins))
         regime = "; ".join(f"{q}: paper {pv}, ours {ov}" for q, pv, ov, *_ in regime_rows)
-        out.append(f"Claims {', '.join(r.id for r in stand_ins)} ran on stand-ins ({what}): "
-                   "their verdicts describe the stand-in, not the published artefacts"
+        out.append(f"Claims {', '.join(r.id for r in stand_ins)} ran on stand-ins ({what}), "
+                   "not on the paper's data and models: their verdicts describe the stand-in, "
+                   "not the published artefacts"
                    + (f" (regime — {regime})" if regime else "") + ".")
     transfer = [r.id for r in paper if not r.stand_in
                 and r.verdict in ("held", "contradicted", "inconclusive")]

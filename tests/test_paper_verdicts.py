@@ -223,8 +223,8 @@ def test_the_bottom_line_leads_with_the_headline_contradiction_and_says_what_tra
     assert lines[3] == ("Of the paper's 4 claims checked here: 2 held, 1 contradicted, 1 out of "
                         "regime; 1 checks of this reproduction (implementation, design) are "
                         "listed apart and not counted.")
-    assert lines[4].startswith("Claims E1 ran on stand-ins (synthetic_mlp (d = 442) in place "
-                               "of MNIST)") and "(regime — noise-to-signal: paper 12.1, ours " \
+    assert lines[4].startswith("Claims E1 ran on stand-ins (synthetic_mlp (d = 442)), not on "
+                               "the paper's data and models") and "(regime — noise-to-signal: paper 12.1, ours " \
         "0.3)" in lines[4]
     assert lines[5].startswith("Verdicts that transfer to the paper")
     assert "H1, H0, T4" in lines[5] and "out of regime (a premise failed, named below): E1" \
@@ -237,8 +237,8 @@ def test_the_bottom_line_marks_verdicts_on_stand_ins() -> None:
                      headline=True)]
     lines = bottom_line(claims, artefacts(claims, []), [], [["passes", "20", "2", ""]])
     assert lines[0].startswith("Contradicted on a stand-in — E1")
-    assert ("Claims E1 ran on stand-ins (digits in place of MNIST): their verdicts describe "
-            "the stand-in, not the published artefacts (regime — passes: paper 20, ours 2).") \
-        in lines
+    assert ("Claims E1 ran on stand-ins (digits), not on the paper's data and models: their "
+            "verdicts describe the stand-in, not the published artefacts (regime — passes: "
+            "paper 20, ours 2).") in lines
     assert "No verdict transfers to the paper's own setting yet." in lines
     assert "Not run at the paper's scale: Figure 1." in lines
