@@ -502,6 +502,27 @@ def test_claim_4_gain_at_the_strictest_eps() -> None:
     assert settings_of(later)["problem = digits_mlp, epsilon = 8"] == "contradicted"
 
 
+@pytest.mark.known_answer("huang2025", "4")
+def test_claim_4_pairs_the_gains_by_seed_across_eps() -> None:
+    """A seed's own PriSMA term (× spread 5 pp) is the same at every ε: paired by seed, the
+    gain at ε = 4 minus the gain at ε = 8 is exactly 1 pp (held); as a Welch difference of
+    means the seed terms would swamp it. The paper's own effect and z stand beside it."""
+    result = verdict_of("huang2025", "4", table1({4.0: 1.0, 8.0: 0.0},
+                                                 spread={4.0: 5.0, 8.0: 5.0}))
+    (at8,) = result.settings
+    assert result.verdict == "held" and at8.decision is not None
+    assert at8.decision.runs == 5 and "paired difference (per seed)" in at8.decision.text
+    assert at8.decision.estimate == pytest.approx(1.0)
+    assert "Table 1's own at ε = 8: +0.582 pp, z = 1.2" in at8.evidence()
+    rows = [r for r in table1({4.0: 1.0, 8.0: 0.0}, spread={4.0: 5.0, 8.0: 5.0}
+                              ).runs.to_dict("records")]
+    for r in rows:  # other seeds at ε = 8: Welch, and the seed terms leave it undecided
+        r["seed"] += 10 * (r["epsilon"] == 8.0)
+    welch = verdict_of("huang2025", "4", synthetic_results("huang2025", rows))
+    assert welch.verdict == "inconclusive"
+    assert "difference of means" in welch.settings[0].evidence()
+
+
 def f1_run(label: str, copies: int, seed: int, norm: float, fresh: bool = False,
            **extra: Any) -> dict[str, Any]:
     """A Figure 1 run at N = 2000·copies: by duplication (base_n 2000, dup = copies) as the

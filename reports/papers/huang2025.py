@@ -43,7 +43,9 @@ from reports.claims import (
     Runs,
     Statistic,
     along,
+    difference,
     finished,
+    paired_or_welch,
 )
 from reports.figures import colours, save_figure, style
 from reports.paper import (
@@ -59,7 +61,16 @@ from reports.paper import (
     settings,
 )
 from reports.published import published_for
-from reports.rules import Always, AtLeast, AtMost, Monotone, NonInferior, Sample, as_float
+from reports.rules import (
+    Always,
+    AtLeast,
+    AtMost,
+    Monotone,
+    NonInferior,
+    Sample,
+    as_float,
+    mean_difference,
+)
 
 METHODS = ("prisma", "dpsgd_gc")
 NAMES = {"prisma": "PriSMA", "dpsgd_gc": "DPSGD-GC", "sgd": "SGD (non-private)",
@@ -151,28 +162,14 @@ def _by_seed(runs: pd.DataFrame, label: str, column: str) -> pd.Series:
     return pd.Series(part[column].to_numpy(float), index=part["seed"].to_numpy())
 
 
-def paired(a: pd.Series, b: pd.Series, unit: str = "") -> Sample:
-    """a − b paired by seed when both ran the same seeds once each (≥ 2), else a Welch
-    sample (a, reference b)."""
-    aligned = (a.index.is_unique and b.index.is_unique and len(a) >= 2
-               and set(a.index) == set(b.index))
-    if aligned:
-        return Sample.of((a - b.reindex(a.index)).to_numpy(float), unit=unit)
-    return Sample.of(a.to_numpy(float), reference=b.to_numpy(float), unit=unit)
-
-
 def gap(metric: str, scale: float = 1.0, unit: str = "",
         labels: tuple[str, str] = METHODS) -> Statistic:
-    """``labels[0]`` − ``labels[1]`` final ``metric`` (× ``scale``), paired by seed."""
-    column = f"final_{metric}"
-
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        a, b = (_by_seed(runs, m, column) * scale for m in labels)
-        return paired(a, b, unit)
-
+    """``labels[0]`` − ``labels[1]`` final ``metric`` (× ``scale``): the shared
+    :func:`~reports.claims.difference`, paired by seed, named as the page reads it."""
+    shared = difference(metric, *labels, scale=scale, unit=unit)
     return Statistic(f"{NAMES[labels[0]]} − {NAMES[labels[1]]} final "
                      f"{metric.replace('_', ' ')}{f' ({unit})' if unit else ''}, paired by "
-                     "seed (Welch where the seeds differ)", compute)
+                     "seed (Welch where the seeds differ)", shared.compute)
 
 
 def _strictest(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
@@ -193,16 +190,16 @@ def _gains(runs: pd.DataFrame) -> pd.Series:
 
 
 def gain_at_strictest() -> Statistic:
-    """The accuracy gain at the strictest ε minus the gain at this setting's ε (per-seed
-    gains; Welch over seeds, the two ε being separate runs)."""
+    """The accuracy gain at the strictest ε minus the gain at this setting's ε, per seed
+    (a seed fixes the data split, the initialisation and the sampling stream at every ε;
+    Welch where the seeds differ)."""
 
     def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
         strict = _gains(finished(_strictest(runs, results)))
-        return Sample.of(strict.to_numpy(float), reference=_gains(runs).to_numpy(float),
-                         unit="pp")
+        return paired_or_welch(strict, _gains(runs), unit="pp")
 
-    return Statistic("accuracy gain (PriSMA − DPSGD-GC, pp, paired by seed) at the strictest "
-                     "ε minus the gain at this ε, Welch", compute)
+    return Statistic("accuracy gain (PriSMA − DPSGD-GC, pp, per seed) at the strictest ε "
+                     "minus the gain at this ε, paired by seed", compute)
 
 
 # -- Table 1's own evidence (the published means ± s.e., 12 trials per cell) -------------
@@ -303,7 +300,7 @@ def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
 def slope_gap() -> Statistic:
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
         ours, baseline = (_slopes(runs, m) for m in METHODS)
-        return paired(ours, baseline)
+        return paired_or_welch(ours, baseline)
 
     return Statistic("per-seed log-log slope of final ‖∇F‖ in N (each seed is one run per N: "
                      "a replicate of the curve), PriSMA − DPSGD-GC, paired by seed", compute)
@@ -876,9 +873,8 @@ def _table1_row(runs: pd.DataFrame, eps: float) -> list[str]:
     for metric, scale in (("test_acc", 100), ("test_loss", 1)):
         ours, baseline = (_by_seed(finished(at), m, f"final_{metric}") * scale
                           for m in METHODS)
-        sample = paired(ours, baseline)
-        ref = 0.0 if sample.reference is None else float(np.nanmean(sample.reference))
-        diff = float(np.nanmean(sample.values)) - ref if len(sample.values) else math.nan
+        sample = paired_or_welch(ours, baseline)
+        diff = mean_difference(sample.values, sample.reference)[0]
         row.append("–" if math.isnan(diff) else f"{diff:+.3g}")
     return row
 
