@@ -121,7 +121,8 @@ class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
                      "the escape analysis ignores minibatch variance and a direct fix gives "
                      "only an (α, α^{2/5})-SOSP; liu2024 (Thm 3.17) reaches 1/2 with a "
                      "Hessian-based escape and says the idea would also rescue 3/7")
-    #: ``triggers``: escape-noise injections (‖ĝ‖ ≤ γ_small, not frozen)
+    #: ``triggers``: escape-noise injections (‖ĝ‖ ≤ γ_small, not frozen); the diagnostics
+    #: add the tests (steps not frozen) and the injection rate, injections ÷ tests
     premises = (*SpiderAlgorithm.premises, "triggers")
 
     def __init__(self, params: DPSpiderATParams | None = None, delta: float = 1e-5) -> None:
@@ -193,11 +194,13 @@ class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
         small = facts["trigger_threshold"] = 3 * threshold(
             None if p.small_grad is None else p.small_grad / 3, p.chi_scale,
             effective_noise(p, plan.sigma, oracle.d, len(oracle.clients)))
-        facts["triggers"] = 0
+        facts["triggers"] = facts["tests"] = 0
         kept = Reservoir(p.candidates, mech.public)
         x, x_prev, g_norm, frozen = oracle.x0, None, math.inf, 0
         for t in range(plan.steps):
-            near = g_norm <= small and frozen <= 0
+            tested = frozen <= 0 and math.isfinite(g_norm)  # not frozen, an estimate to test
+            near = tested and g_norm <= small
+            facts["tests"] += tested
             g = spider.estimate(x, x_prev, refresh=near)
             if g is None:
                 break
@@ -296,6 +299,9 @@ class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
         facts = trace.facts
         out = {**self.spider_diagnostics(trace.state),
                "escape_injections": facts.get("triggers", 0),
+               "injection_tests": facts.get("tests", 0),
+               "injection_rate": facts["triggers"] / facts["tests"] if facts.get("tests")
+               else None,
                "trigger_threshold": facts.get("trigger_threshold", math.nan)}
         if self.params.selection != "none":
             selected = facts.get("selected")

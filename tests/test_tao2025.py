@@ -310,9 +310,14 @@ def test_baseline_injects_escape_noise_near_saddles() -> None:
     alg = algorithm("dp_spider_at", lr=0.1, batch_refresh=100, batch_diff=25, grad_clip=1.5,
                     small_grad=0.5, frozen_steps=5)
     plan = alg.plan(setup.instance, PrivacyTarget(1.0, 1e-5, "paper"))
-    _, trace = traced(alg, setup.oracle, plan, mechanism(setup))
-    assert alg.diagnostics(trace)["escape_injections"] >= 1
-    assert "selected" not in alg.diagnostics(trace)
+    steps, trace = traced(alg, setup.oracle, plan, mechanism(setup))
+    diag = alg.diagnostics(trace)
+    assert diag["escape_injections"] >= 1
+    assert "selected" not in diag
+    # the test runs at every step that is not frozen (the first has no estimate to test)
+    frozen = diag["escape_injections"] * 5
+    assert len(steps) - 1 - frozen <= diag["injection_tests"] <= len(steps) - 1
+    assert diag["injection_rate"] == diag["escape_injections"] / diag["injection_tests"]
 
 
 def test_above_threshold_selection_uses_held_out_records_only(monkeypatch: pytest.MonkeyPatch
@@ -574,6 +579,42 @@ def test_e1_e2_are_out_of_regime_where_the_quick_runs_are() -> None:
     assert {p.name for p in failed} == {"the SPIDER recursion runs (some O2 steps)",
                                         "room for one escape episode (steps taken ≥ Q·Γ)"}
     assert "10–10 vs ≥ Q·Γ = 30" in next(p.measured for p in failed if "room" in p.name)
+
+
+def rates(rows: list[dict[str, Any]], ours: float, base: float, tests: int = 20
+          ) -> list[dict[str, Any]]:
+    """``rows`` with Gauss-PSGD's escape test firing at a share ``ours`` of its tests and
+    the baseline's injection test at ``base``."""
+    return [{**r, "diag_triggers": ours * tests, "diag_trigger_tests": tests}
+            if r["label"] == OURS else
+            {**r, "diag_escape_injections": base * tests, "diag_injection_tests": tests}
+            for r in rows]
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+@pytest.mark.known_answer("tao2025", "E2")
+@pytest.mark.known_answer("tao2025", "E4")
+@pytest.mark.known_answer("tao2025", "E5")
+def test_comparisons_need_a_selective_escape_test() -> None:
+    """The comparison claims are judged only where both methods' escape tests select: a
+    test that fires at every call (the quick Figures' χ = ψ̂) or at none (the paper's
+    χ = 0.01 at its noise) puts the setting out of regime, naming both rates."""
+    name = ("the escape test is selective (Gauss-PSGD's trigger rate and the baseline's "
+            "injection rate in (5 %, 95 %))")
+    assert verdict("E1", rates(figure_runs(0.03), 0.3, 0.2)).verdict == "held"
+    for ours, base in ((1.0, 0.5), (0.5, 0.0)):
+        result = verdict("E1", rates(figure_runs(0.03), ours, base))
+        assert result.verdict == "out of regime"
+        (failed,) = result.settings[0].failed
+        assert failed.name == name
+        assert (f"trigger rate {100 * ours:.0f} % (runs {100 * ours:.0f}–{100 * ours:.0f} %, 5 "
+                f"runs), the baseline's injection rate {100 * base:.0f} %") in failed.measured
+    always = rates(figure_runs(0.03), 1.0, 1.0)
+    assert verdict("E2", always).verdict == "out of regime"
+    widening = rates(figure_runs(0.01, m=1) + figure_runs(0.05, m=2), 1.0, 1.0)
+    assert verdict("E4", widening).verdict == "out of regime"
+    curves = first_pass(always, {OURS: 0.6, BASE: 0.9})
+    assert verdict("E5", always, curves=curves).verdict == "out of regime"
 
 
 @pytest.mark.known_answer("tao2025", "E1")
