@@ -31,7 +31,7 @@ from problems.base import DataSize, Problem, register_problem
 from problems.data.cifar import load_cifar
 from problems.data.common import Split, local_path
 from problems.data.digits import digits_train_size, load_digits_split
-from problems.data.mnist import load_mnist
+from problems.data.mnist import load_fashion_mnist, load_mnist
 from problems.models.mlp import MLP, layer_sizes
 from problems.params import Count, Fraction, params
 from problems.supervised import (
@@ -53,14 +53,18 @@ MEAN_STD: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
     "symmetric": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),  # x ↦ 2x − 1: pixels in [−1, 1]
     "mnist": ((0.1307,), (0.3081,)),
+    # Fashion-MNIST: computed from its 60,000 training images (0.28604, 0.35302)
+    "fashion_mnist": ((0.2860,), (0.3530,)),
 }
 
 
 def load_images(variant: str, data_dir: str | None, download: bool = False) -> Split:
-    """CIFAR-10/100 or MNIST (x float32 NCHW in [0, 1], y int64) from ``data_dir``
-    (``download``: missing files fetched there first, with torchvision)."""
+    """CIFAR-10/100, MNIST or Fashion-MNIST (x float32 NCHW in [0, 1], y int64) from
+    ``data_dir`` (``download``: missing files fetched there first, with torchvision)."""
     if variant == "mnist":
         return load_mnist(data_dir, download=download)
+    if variant == "fashion_mnist":
+        return load_fashion_mnist(data_dir, download=download)
     return load_cifar(data_dir, variant=variant, download=download)
 
 
@@ -89,6 +93,12 @@ def image_split(variant: str, p: ImageParams) -> Split:
     if p.normalize == "none":
         return split
     mean, std = MEAN_STD[variant if p.normalize == "dataset" else p.normalize]
+    channels = split.x_train.shape[1]
+    if len(mean) != channels:
+        if len({*mean}) > 1 or len({*std}) > 1:
+            raise ValueError(f"normalize={p.normalize!r} is per channel for {len(mean)} "
+                             f"channels; {variant} images have {channels}")
+        mean, std = mean[:1] * channels, std[:1] * channels  # the same for every channel
     return dataclasses.replace(split, x_train=normalized(split.x_train, mean, std),
                                x_test=normalized(split.x_test, mean, std))
 
@@ -137,9 +147,12 @@ class DigitsCNN(Problem):
 
 
 class CifarProblem(Problem):
-    """A CIFAR split (:func:`image_split`) and a torch network from :meth:`network`."""
+    """An image split (:func:`image_split`: CIFAR, or Fashion-MNIST) and a torch network
+    from :meth:`network` for images of ``channels`` × ``input_size`` × ``input_size``."""
 
     variant: ClassVar[str]
+    channels: ClassVar[int] = 3
+    input_size: ClassVar[int] = 32
     backends = ("torch",)
 
     @abstractmethod
@@ -183,8 +196,21 @@ class Cifar10CNN(CifarProblem):
         from problems.models.torch_module import TorchModel  # lazy: needs the torch extra
 
         p: CifarCNNParams = self.params
-        module = appendix_cnn(3, classes, width=p.width, norm=p.norm, groups=p.groups)
+        module = appendix_cnn(self.channels, classes, width=p.width, norm=p.norm,
+                              groups=p.groups, input_size=self.input_size)
         return TorchModel(module, sample_ndim=3)
+
+
+@register_problem
+class FashionMnistCNN(Cifar10CNN):
+    """Fashion-MNIST with the Appendix-A CNN for 28×28×1 images: real images at a paper's
+    dimension for avdiukhin2024's figures where CIFAR-10 cannot be had."""
+
+    name = "fashion_mnist_cnn"
+    variant = "fashion_mnist"
+    channels, input_size = 1, 28
+    description = ("Fashion-MNIST (Debian's dataset-fashion-mnist or local IDX files), "
+                   "avdiukhin2024 App. A CNN with GroupNorm for 28x28x1 inputs, cross-entropy")
 
 
 @params
@@ -277,8 +303,21 @@ class Cifar10VGG(CifarProblem):
         from problems.models.vgg import init_vgg, vgg_tanh  # lazy: needs the torch extra
 
         p: CifarVGGParams = self.params
-        return TorchModel(vgg_tanh(3, classes, 32, width=p.width), sample_ndim=3,
-                          reinit=init_vgg)
+        return TorchModel(vgg_tanh(self.channels, classes, self.input_size, width=p.width),
+                          sample_ndim=3, reinit=init_vgg)
+
+
+@register_problem
+class FashionMnistVGG(Cifar10VGG):
+    """Fashion-MNIST with huang2025's tanh VGG for 28×28×1 images, inputs in [−1, 1]: real
+    images for Table 1's claims where CIFAR-10 cannot be had."""
+
+    name = "fashion_mnist_vgg"
+    variant = "fashion_mnist"
+    channels, input_size = 1, 28
+    description = ("Fashion-MNIST (Debian's dataset-fashion-mnist or local IDX files), tanh VGG "
+                   "of huang2025 / DP-FTRL for 28x28x1 inputs in [-1, 1], cross-entropy; "
+                   "clients by partition")
 
 
 @params
@@ -319,6 +358,18 @@ class MnistMLP(ImageMLP):
     variant = "mnist"
     description = ("MNIST (local IDX files), one hidden layer of 128 ReLU units, Kaiming init "
                    "(d = 101,770), clients by partition; tao2025 Fig. 1")
+
+
+@register_problem
+class FashionMnistMLP(ImageMLP):
+    """Fashion-MNIST, 784 → 128 (ReLU) → 10 (d = 101,770): tao2025's Figure-1 network on
+    real images of MNIST's format and size."""
+
+    name = "fashion_mnist_mlp"
+    variant = "fashion_mnist"
+    description = ("Fashion-MNIST (Debian's dataset-fashion-mnist or local IDX files), one "
+                   "hidden layer of 128 ReLU units, Kaiming init (d = 101,770), clients by "
+                   "partition; tao2025's Fig. 1 network on real images")
 
 
 @register_problem

@@ -32,7 +32,17 @@ from problems.data import (
     subset,
 )
 from problems.data.cifar import CIFAR10_MD5, VARIANTS
-from problems.data.mnist import IMAGE_MAGIC, LABEL_MAGIC, MNIST_GZ_MD5
+from problems.data.common import md5sum
+from problems.data.mnist import (
+    FASHION_MNIST,
+    IMAGE_MAGIC,
+    LABEL_MAGIC,
+    MNIST_GZ_MD5,
+    IdxDataset,
+    load_idx,
+    locate,
+    verify_gz,
+)
 
 N = 7  # images per CIFAR batch file
 
@@ -287,6 +297,65 @@ def test_mnist_download_uses_torchvision(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "torchvision", None)
     with pytest.raises(DataMissingError, match="torchvision is not installed"):
         load_mnist(tmp_path / "other", download=True)
+
+
+# ---------------------------------------------------------------- Fashion-MNIST files
+
+
+def tiny_fashion(tmp_path: Path, folder: Path) -> IdxDataset:
+    """Fashion-MNIST's description with its md5 tables replaced by those of tiny files
+    written into ``folder`` (a gzipped copy recompressed as Debian's, so its .gz sum
+    differs while the decompressed one matches), and ``folder`` as its system folder."""
+    write_mnist(folder, folder, gz=True)
+    gz = {p.name: md5sum(p) for p in folder.glob("*.gz")}
+    raw = {p.stem: hashlib.md5(gzip.decompress(p.read_bytes())).hexdigest()
+           for p in folder.glob("*.gz")}
+    for path in folder.glob("*.gz"):  # recompressed: same contents, other .gz bytes
+        path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()), compresslevel=1,
+                                       mtime=1))
+    return dataclasses.replace(FASHION_MNIST, gz_md5=gz, raw_md5=raw, system=(folder,))
+
+
+def test_fashion_mnist_is_found_in_the_system_folder_and_accepted_by_its_contents(
+        tmp_path: Path) -> None:
+    dataset = tiny_fashion(tmp_path, tmp_path / "usr-share-datasets")
+    split = load_idx(dataset, tmp_path / "empty-root")
+    assert split.x_train.shape == (9, 1, 28, 28) and split.classes == 10
+    found, missing = locate(dataset, tmp_path / "empty-root")
+    assert not missing and all(p.parent == tmp_path / "usr-share-datasets"
+                               for p in found.values())
+    assert all(md5sum(p) != dataset.gz_md5[p.name] for p in found.values())
+    verify_gz(dataset, found.values())  # recompressed: accepted by the contents' sums
+
+
+def test_fashion_mnist_with_wrong_contents_is_rejected_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "system"
+    dataset = tiny_fashion(tmp_path, folder)
+    path = folder / "t10k-labels-idx1-ubyte.gz"
+    write_idx(path, np.ones(4, np.uint8), LABEL_MAGIC)
+    found, _ = locate(dataset, tmp_path / "empty-root")
+    with pytest.raises(DataCorruptError) as err:
+        verify_gz(dataset, found.values())
+    assert f"{path}: md5 " in str(err.value)
+    assert dataset.gz_md5["t10k-labels-idx1-ubyte.gz"] in str(err.value)
+
+
+def test_fashion_mnist_missing_names_the_paths_and_the_fetch_command(tmp_path: Path) -> None:
+    dataset = dataclasses.replace(FASHION_MNIST, system=(tmp_path / "nowhere",))
+    with pytest.raises(DataMissingError) as err:
+        load_idx(dataset, tmp_path)
+    message = str(err.value)
+    assert message.startswith("Fashion-MNIST not found")
+    assert str(tmp_path / "FashionMNIST" / "raw" / "train-images-idx3-ubyte") in message
+    assert "saddlebench data fetch fashion-mnist" in message
+    assert "fashion-mnist.s3-website.eu-central-1.amazonaws.com" in message
+
+
+def test_fashion_mnist_published_sums_are_zalando_s() -> None:
+    assert FASHION_MNIST.gz_md5["train-images-idx3-ubyte.gz"] == \
+        "8d4fb7e6c68d591d4c3dfef9ec88bf0d"
+    assert FASHION_MNIST.raw_md5["t10k-labels-idx1-ubyte"] == "15d484375f8d13e6eb1aabb0c3f46965"
+    assert FASHION_MNIST.system == (Path("/usr/share/datasets/fashion-mnist"),)
 
 
 # ---------------------------------------------------------------- CoLA files
