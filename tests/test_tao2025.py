@@ -385,7 +385,7 @@ def test_saddle_hvp_without_curvature_noise_is_the_common_one() -> None:
 
 def test_experiment_files_are_valid() -> None:
     roles = get_paper("tao2025").roles
-    for scale, count in (("quick", 10), ("paper", 2)):
+    for scale, count in (("quick", 11), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -413,6 +413,22 @@ def test_horizon_check_is_the_figures_stand_in_at_20_passes_and_its_tuned_lr() -
         lrs = sorted({s.algorithm.params["lr"] for s in group.candidates})
         assert lrs == [0.01, 0.02, 0.045]  # the regime cap at 20 passes ends the grid
         assert {s.algorithm.params["epochs"] for s in group.candidates} == {20}
+
+
+def test_chi_select_is_the_figures_cell_at_each_chi_for_both_methods() -> None:
+    """The selective χ settings: the Figures' m = 1, ε = 1 cell with both methods at each
+    χ = s·ψ̂ (the baseline's γ_small = 3χ alike), same seeds, nothing else changed."""
+    def shape(name: str) -> dict[tuple[str, float, int], dict[str, Any]]:
+        exp = load_experiment(EXPERIMENTS / "quick" / name)
+        return {(s.algorithm.name, s.algorithm.params.get("chi_scale", 1.0), s.seed):
+                dict(s.algorithm.params) for s in exp.specs
+                if s.problem.params["clients"] == 1 and s.privacy.epsilon == 1}
+
+    figures, select = shape("fig1_synthetic_mlp.yaml"), shape("chi_select.yaml")
+    assert {(a, c) for a, c, _ in select} == {(a, c) for a in (OURS, BASE)
+                                             for c in (0.35, 0.4, 0.5)}
+    for (name, scale, seed), params in select.items():
+        assert params == {**figures[(name, 1.0, seed)], "chi_scale": scale}
 
 
 def test_t9_and_t10_files_carry_the_runs_their_rules_need() -> None:
@@ -615,6 +631,22 @@ def test_comparisons_need_a_selective_escape_test() -> None:
     assert verdict("E4", widening).verdict == "out of regime"
     curves = first_pass(always, {OURS: 0.6, BASE: 0.9})
     assert verdict("E5", always, curves=curves).verdict == "out of regime"
+
+
+@pytest.mark.known_answer("tao2025", "E1")
+@pytest.mark.known_answer("tao2025", "E2")
+def test_e1_e2_read_the_selective_chi_settings_beside_the_figures() -> None:
+    """The χ settings (role chi_select) are settings of E1 and E2 of their own, one per χ;
+    with the Figures' test firing at every call, only the selective ones decide."""
+    figures = rates(figure_runs(0.03, p_alg_chi_scale=1.0), 1.0, 1.0)
+    select = [{**r, "role": "chi_select"} for scale, gap in ((0.4, 0.03), (0.5, -0.03))
+              for r in rates(figure_runs(gap, p_alg_chi_scale=scale), 0.3, 0.2)]
+    result = verdict("E1", figures + select)
+    assert [(s.setting.split(", ")[-1], s.verdict) for s in result.settings] == [
+        ("chi_scale = 0.4", "held"), ("chi_scale = 0.5", "contradicted"),
+        ("chi_scale = 1", "out of regime")]
+    assert result.verdict == "contradicted"
+    assert verdict("E2", figures + select[:10]).verdict == "held"
 
 
 @pytest.mark.known_answer("tao2025", "E1")
