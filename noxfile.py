@@ -80,6 +80,9 @@ def reproduce(session: nox.Session) -> None:
     It installs only what it runs: torch, jax and the report's plotting, not the test,
     benchmark, cluster, NLP and browser extras (install 68 → 48 s from a warm pip cache)."""
     install(session, "torch,jax,reports")
+    # real images (Debian's package where apt and root are there, else torchvision); where
+    # neither is, the suites that need them say "not run: data missing" with the fix
+    session.run("saddlebench", "data", "fetch", "fashion-mnist", success_codes=[0, 2])
     session.run("saddlebench", "run", "bench/experiments/smoke.yaml", "--jobs", "2")
     session.run("saddlebench", "report", "out/smoke")
     session.run("saddlebench", "audit", "--all", "--jobs", "2")

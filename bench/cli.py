@@ -1,5 +1,5 @@
 """The ``saddlebench`` command: list | run | reproduce | account | estimate | audit | report |
-schema.
+schema | data.
 
 Every user error (unknown names, invalid privacy targets, malformed experiment files,
 missing extras) is a :class:`~bench.errors.UsageError`: one line on stderr naming the
@@ -128,12 +128,34 @@ def explain_cache(experiment: Experiment, store: Store) -> None:
     console.print(table)
 
 
-def sweep(experiments: list[Experiment], args: argparse.Namespace, executor: Executor
-          ) -> list[Outcome]:
-    """:func:`bench.sweep.run_experiments` into ``--out/<suite>`` with the CLI's options."""
-    return run_experiments([(e, Store(Path(args.out) / e.suite)) for e in experiments],
+def sweep(experiments: list[Experiment], args: argparse.Namespace, executor: Executor,
+          strict: bool = True) -> list[Outcome]:
+    """:func:`bench.sweep.run_experiments` into ``--out/<suite>`` with the CLI's options,
+    after the data pre-flight (:func:`with_data`)."""
+    ready = with_data(experiments, strict and not args.collect)
+    return run_experiments([(e, Store(Path(args.out) / e.suite)) for e in ready],
                            executor, force=args.force, collect=args.collect,
                            progress=not args.no_progress)
+
+
+def with_data(experiments: list[Experiment], strict: bool) -> list[Experiment]:
+    """The experiments whose data sets are on disk, checked before any run starts; each
+    other is one line, "not run: data missing", with the fix — an error when ``strict``
+    (``run``), else left out (``reproduce``: the other suites run)."""
+    from problems.data.catalog import missing_data
+
+    ready = []
+    for e in experiments:
+        missing = missing_data((get_problem(s.problem.name), s.problem.params.get("data_dir"))
+                               for s in known_specs(e) if not s.problem.params.get("download"))
+        if not missing:
+            ready.append(e)
+            continue
+        line = f"{e.suite}: not run: data missing: {'; '.join(missing)}"
+        if strict:
+            raise UsageError(line)
+        console.print(escape(line))
+    return ready
 
 
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
@@ -212,7 +234,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=1) as beside:
         # the studies need no run: in the local workers, queued before the runs
         studied = beside.submit(map_in_workers, studies, args.jobs, shared=True)
-        failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor)
+        failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor,
+                         strict=False)
         for path in studied.result():
             console.print(f"study: {path}")
     if not args.collect:
@@ -548,7 +571,46 @@ def parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="the JSON schema of experiment files, for editors: "
                                   "saddlebench schema > experiment.schema.json")
+
+    da = sub.add_parser("data", help="the data sets problems read: where they are, whether "
+                                     "their checksums match, how to get them; `data fetch "
+                                     "NAME` gets one")
+    da.add_argument("action", nargs="?", choices=("list", "fetch"), default="list")
+    da.add_argument("name", nargs="?", help="with fetch: the data set, e.g. fashion-mnist")
+    da.add_argument("--root", help="the data root (default: $SADDLEBENCH_DATA, else "
+                                   "~/.cache/saddlebench/data)")
     return p
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    """List every data set (where, checksums, size, problems, how to get it), or fetch one."""
+    from problems.data.catalog import DATASETS, dataset, fetch, status
+
+    if args.action == "fetch":
+        if not args.name:
+            raise UsageError("name the data set to fetch, e.g. saddlebench data fetch "
+                             "fashion-mnist (saddlebench data lists them)")
+        try:
+            console.print(escape(fetch(dataset(args.name), args.root)))
+        except (KeyError, RuntimeError) as exc:
+            raise UsageError(str(exc).strip("'\"")) from None
+        return 0
+    table = Table(title=f"data sets (data root: {data_root_of(args.root)})")
+    for column in ("data set", "found", "where", "checksums", "size", "problems", "get it"):
+        table.add_column(column, overflow="fold")
+    for d in DATASETS:
+        st = status(d, args.root)
+        table.add_row(escape(st.key), "yes" if st.found else "no", escape(st.where),
+                      escape(st.checksums), f"{st.size / 2**20:.1f} MB" if st.size else "–",
+                      escape(", ".join(st.problems)), escape(st.how))
+    console.print(table)
+    return 0
+
+
+def data_root_of(root: str | None) -> Path:
+    from problems.data.common import data_root
+
+    return data_root(root)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -560,7 +622,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce,
             "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report,
-            "audit": cmd_audit, "schema": cmd_schema}
+            "audit": cmd_audit, "schema": cmd_schema, "data": cmd_data}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

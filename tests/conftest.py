@@ -41,6 +41,9 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "cifar10_resnet18": {"width": 0.0625},
     "cifar10_vgg": {"width": 0.125},
     "mnist_mlp": {"hidden": 8},
+    "fashion_mnist_mlp": {"hidden": 8},
+    "fashion_mnist_cnn": {"width": 0.0625},
+    "fashion_mnist_vgg": {"width": 0.125},
     "cifar10_mlp": {"hidden": 8},
     "cifar100_resnet18": {"width": 0.0625},
     "cola_bert": {"max_length": 16},
@@ -51,10 +54,11 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
 
 def fake_images(variant: str, data_dir: str | None = None, download: bool = False,
                 n: int = 48) -> Split:
-    """A tiny stand-in for CIFAR-10/100 or MNIST: random images in [0, 1], every class."""
+    """A tiny stand-in for CIFAR-10/100, MNIST or Fashion-MNIST: random images in [0, 1],
+    every class."""
     rng = np.random.default_rng(0)
-    classes = {"cifar10": 10, "cifar100": 100, "mnist": 10}[variant]
-    shape = (1, 28, 28) if variant == "mnist" else (3, 32, 32)
+    classes = {"cifar10": 10, "cifar100": 100, "mnist": 10, "fashion_mnist": 10}[variant]
+    shape = (1, 28, 28) if variant in ("mnist", "fashion_mnist") else (3, 32, 32)
 
     def images(m: int) -> np.ndarray:
         return rng.random((m, *shape), dtype=np.float32)
@@ -81,6 +85,9 @@ FAKE_DATA: dict[str, tuple[str, Callable[..., Any]]] = {
     "cifar10_resnet18": ("problems.vision.load_images", fake_images),
     "cifar10_vgg": ("problems.vision.load_images", fake_images),
     "mnist_mlp": ("problems.vision.load_images", fake_images),
+    "fashion_mnist_mlp": ("problems.vision.load_images", fake_images),
+    "fashion_mnist_cnn": ("problems.vision.load_images", fake_images),
+    "fashion_mnist_vgg": ("problems.vision.load_images", fake_images),
     "cifar10_mlp": ("problems.vision.load_images", fake_images),
     "cifar100_resnet18": ("problems.vision.load_images", fake_images),
     "cola_bert": ("problems.text.load_text", fake_text),

@@ -283,3 +283,61 @@ def test_problem_sizes_match_the_built_data() -> None:
         assert size is not None and size.n == built.n, name
         assert not size.clients or [len(c) for c in size.clients] == [len(c) for c in
                                                                         built.clients], name
+
+
+# -- data sets and the pre-flight -----------------------------------------------------------
+
+
+def test_data_lists_every_data_set_with_where_checksums_and_how(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from test_data_loaders import tiny_fashion
+
+    from problems.data import catalog
+    from problems.data.mnist import FASHION_MNIST
+
+    tiny = tiny_fashion(tmp_path, tmp_path / "system")
+    fashion = dataclasses.replace(catalog.dataset("fashion-mnist"),
+                                  files=catalog._idx(tiny),
+                                  verify=lambda paths: catalog.verify_gz(tiny, paths))
+    monkeypatch.setattr(catalog, "DATASETS", tuple(
+        fashion if d.key == "fashion-mnist" else d for d in catalog.DATASETS))
+    assert main(["data", "--root", str(tmp_path / "root")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for key in ("digits", "mnist", "fashion-mnist", "cifar10", "cifar100", "cola"):
+        assert f"{key} |" in out or f"{key} " in out
+    assert str(tmp_path / "system") in out and "match" in out
+    assert "fashion_mnist_cnn, fashion_mnist_mlp, fashion_mnist_vgg" in out
+    assert f"missing: {tmp_path / 'root' / 'MNIST' / 'raw' / 'train-images-idx3-ubyte'}" in out
+    assert FASHION_MNIST.name == "Fashion-MNIST"
+
+
+def test_data_fetch_says_what_to_do_in_one_line(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    assert main(["data", "fetch", "cifar10", "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot fetch CIFAR-10 here (no torchvision)" in err[0]
+    assert main(["data", "fetch", "nope"]) == 2
+    assert "known: digits, mnist, fashion-mnist" in capsys.readouterr().err
+    assert main(["data", "fetch", "digits"]) == 0
+    assert "already there" in capsys.readouterr().out
+
+
+def test_a_suite_whose_data_are_missing_stops_before_any_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "needs_mnist.yaml"
+    path.write_text(yaml.safe_dump({
+        "suite": "needs_mnist", "seeds": 3,
+        "problems": [{"name": "mnist_mlp", "backend": "torch",
+                      "params": {"data_dir": str(tmp_path / "empty")}}],
+        "algorithms": [{"name": "sgd", "params": {"steps": 2}}]}))
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("saddlebench: error: needs_mnist: not run: data missing: MNIST")
+    assert "saddlebench data fetch mnist" in err[0]
+    assert not (tmp_path / "out" / "needs_mnist" / "runs").exists()

@@ -118,6 +118,19 @@ def _missing(folder: Path, spec: CifarVariant) -> list[Path]:
     return [folder / name for name in spec.md5 if not (folder / name).is_file()]
 
 
+def cifar_files(base: Path, variant: str) -> tuple[list[Path], list[Path]]:
+    """(found, missing) files of a CIFAR ``variant`` under the data root ``base``."""
+    spec = VARIANTS[variant]
+    folder = _folder(base, spec)
+    missing = _missing(folder, spec)
+    return [folder / name for name in spec.md5 if folder / name not in missing], missing
+
+
+def verify_cifar(variant: str, paths: Iterable[Path]) -> None:
+    """Check a CIFAR ``variant``'s files against torchvision's md5 sums."""
+    _verify(VARIANTS[variant], paths)
+
+
 def _verify(spec: CifarVariant, paths: Iterable[Path]) -> None:
     """Check ``paths`` against torchvision's md5 sums."""
     verify_files(((p, spec.md5[p.name]) for p in paths),

@@ -65,6 +65,20 @@ def _tsv_layouts(base: Path) -> list[tuple[list[Path], list[Path]]]:
     ]
 
 
+def cola_files(base: Path) -> tuple[list[Path], list[Path]]:
+    """(found, missing) files of the first complete CoLA layout under ``base`` (missing:
+    GLUE's layout, where none is complete)."""
+    for folder in (base / "cola", base):
+        if (folder / "dataset_dict.json").is_file():
+            return [folder / "dataset_dict.json"], []
+    layouts = _tsv_layouts(base)
+    for train, test in layouts:
+        if all(p.is_file() for p in (*train, *test)):
+            return [*train, *test], []
+    train, test = layouts[0]
+    return [], [p for p in (*train, *test) if not p.is_file()]
+
+
 def _missing(base: Path, download: bool) -> DataMissingError:
     glue, release = (", ".join(str(p) for p in (*train, *test))
                      for train, test in _tsv_layouts(base))
