@@ -498,6 +498,48 @@ IDLE = {"diag_noise_norm_o1": 4.0, "diag_trigger_threshold": 0.03, "diag_trigger
         "p_alg_escape_steps": 10, "p_alg_escape_rounds": 3}
 
 
+def trigger_rows(noise: float, **extra: Any) -> pd.DataFrame:
+    """Study rows of claim E0 at the paper's settings with an O1 noise norm ``noise``."""
+    return pd.DataFrame([{
+        "data": data, "d": d, "epsilon": eps, "clients": 1, "seed": seed,
+        "n_per_client": 6000, "lr": 1e-3, "chi": 0.01, "b1": 256, "G": 1.0, "passes": 20,
+        "calibration": "paper", "sigma": 4.84 / eps, "eps_pld": 4.0, "noise_formula": noise,
+        "noise_norm": noise, "lower_bound": noise - 1.0, "threshold": 0.03,
+        "can_fire": noise - 1.0 <= 0.03, "b1_max": 256 * noise / 1.03, **extra}
+        for data, d in (("MNIST", 101_770), ("CIFAR-10", 394_634)) for eps in (0.5, 1.0, 2.0)
+        for seed in range(2)])
+
+
+@pytest.mark.known_answer("tao2025", "E0")
+def test_e0_decides_whether_the_escape_test_can_fire_at_the_papers_settings() -> None:
+    """E0 reads the study: contradicted where ‖ξ̄‖ − G > 3χ in every draw (the paper's noise),
+    held where the test can fire, out of regime off the paper's settings; the evidence
+    shows the arithmetic."""
+    def e0(rows: pd.DataFrame) -> Any:
+        return verdict("E0", [], studies={"paper_scale_trigger": rows})
+
+    cannot = e0(trigger_rows(12.06))
+    assert cannot.verdict == "contradicted" and not cannot.stand_in
+    evidence = cannot.evidence()
+    assert "in 0/12 runs" in evidence and "= 12.06 on MNIST at ε = 1, m = 1" in evidence
+    assert "‖ĝ‖ ≥ ‖ξ̄‖ − G = 11.06 against 3χ = 0.03" in evidence
+    assert e0(trigger_rows(0.5)).verdict == "held"  # noise below G: the bound allows it
+    off = e0(trigger_rows(12.06, chi=0.3))
+    assert off.verdict == "out of regime" and "chi 0.3" in off.settings[0].failed[0].measured
+
+
+def test_the_trigger_study_draws_the_o1_noise_of_the_papers_plan() -> None:
+    """The study's σ is Def. 8's at the paper's δ, its drawn noise norm matches 2σG√d/(b₁√m)
+    within a percent, and d is the MLPs' (784 or 3072 inputs, 128 ReLU units, 10 classes)."""
+    from reports.papers.tao2025 import trigger_study
+
+    rows = trigger_study("quick")
+    assert set(rows["d"]) == {101_770, 394_634} and len(rows) == 2 * 3 * 4 * 3
+    assert np.allclose(rows["sigma"] * rows["epsilon"], math.sqrt(2 * math.log(1.25e5)))
+    assert np.allclose(rows["noise_norm"], rows["noise_formula"], rtol=0.01)
+    assert not rows["can_fire"].any() and rows["lower_bound"].min() > 0.9
+
+
 def fig_run(label: str, seed: int, acc: float, loss: float = 0.5, eps: float = 1.0,
             m: int = 1, n: int = 6000, mode: dict[str, Any] | None = None,
             **extra: Any) -> dict[str, Any]:

@@ -23,6 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from algorithms.base import Plan, PrivacyTarget
+from algorithms.gauss_psgd import GaussPSGD, o1_noise_std
+from algorithms.privacy.ledger import Mechanism
+from problems.backend import get_backend
+from problems.base import DataSize
+from problems.models.mlp import MLP, layer_sizes
 from reports.claims import (
     Claim,
     Control,
@@ -42,11 +48,12 @@ from reports.paper import (
     Figure,
     PaperResults,
     PaperSections,
+    Provenance,
     calibration_table,
     deviations,
     settings,
 )
-from reports.rules import AtLeast, AtMost, Fraction, Monotone, Sample
+from reports.rules import Always, AtLeast, AtMost, Fraction, Monotone, Sample
 
 OURS, BASELINE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"
 EXTRA = "gauss_psgd+escape_noise"  # T10: Gauss-PSGD with [29]'s extra escape noise
@@ -72,6 +79,21 @@ E6_TOLERANCE_PP = 1.0
 # The comparison claims' regime (declared): the escape test selects, i.e. fires at some tests
 # and not at others, for Gauss-PSGD (‖ĝ‖ ≤ 3χ) and the baseline (‖ĝ‖ ≤ γ_small = 3χ) alike.
 SELECTIVE = (0.05, 0.95)
+# The paper's MNIST setting (App. E): d = 101,770, n = 6,000 per client, η = 1e-3, κ = 0.1,
+# χ = 0.01, Def. 8's σ = √(2 ln(1.25/δ))/ε = 4.84 at ε = 1; b₁ = 256, b₂ = 64, M = 1, G = 1
+# and 20 passes are the notes' defaults (§6: not stated); ‖ĝ‖ ≈ its O1 noise norm.
+PAPER_SIGMA, PAPER_D, PAPER_N, PAPER_LR, PAPER_KAPPA = 4.84, 101_770, 6_000, 1e-3, 0.1
+PAPER_B1, PAPER_B2, PAPER_PASSES, PAPER_DELTA = 256, 64, 20, 1e-5
+PAPER_CHI = 0.01  # App. E, 'Algorithms'
+PAPER_NOISE = 2 * PAPER_SIGMA * math.sqrt(PAPER_D) / PAPER_B1
+PAPER_GAIN = 2 * PAPER_SIGMA * PAPER_LR * math.sqrt(PAPER_D) / PAPER_B2
+PAPER_PER_REFRESH = PAPER_KAPPA / (PAPER_LR * PAPER_NOISE) ** 2
+ASSUMED = "MNIST, ε = 1, m = 1; b₁ = 256, b₂ = 64, M = 1 assumed (not stated)"
+# Figures 1-2 (App. E): data set → (input features, lr) of the 784/3072-128-10 ReLU MLP
+PAPER_DATA = {"MNIST": (784, 1e-3), "CIFAR-10": (3072, 1e-2)}
+PAPER_EPSILONS, PAPER_CLIENTS = (0.5, 1.0, 2.0), (1, 2, 5, 10)
+TRIGGER_STUDY, TRIGGER_SEEDS = "paper_scale_trigger", 3
+
 # Corollary 1: one Γ-descent from a strict saddle escapes with probability ≥ 1/8.
 ESCAPE_PROBABILITY = 1 / 8
 # Lemma 2 / Theorem 1 with the paper's Q = 3 escape rounds: a strict saddle survives all Q
@@ -181,6 +203,115 @@ def _pairs(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     ours = _of(runs, OURS).set_index("seed")[column]
     base = _of(runs, BASELINE).set_index("seed")[column]
     return pd.concat({"ours": ours, "base": base}, axis=1, join="inner").astype(float)
+
+
+# -- the escape test at the paper's own settings (a study: no training) --------------------
+
+def paper_d(features: int) -> int:
+    """d of the paper's one-hidden-layer MLP (128 ReLU units, 10 classes) on ``features``
+    inputs: 101,770 for MNIST, 394,634 for CIFAR-10."""
+    return MLP(layer_sizes(features, [128], 10), activation="relu", init_scheme="kaiming"
+               ).n_params
+
+
+def paper_gauss_psgd(lr: float) -> GaussPSGD:
+    """Gauss-PSGD with the experiments' constants (App. E: χ, κ, Γ, Q, lr) and the notes'
+    defaults for what the paper does not state (§6: b₁, b₂, G, M, 20 passes, Option A)."""
+    return GaussPSGD(GaussPSGD.Params(
+        lr=lr, batch_refresh=PAPER_B1, batch_diff=PAPER_B2, kappa=PAPER_KAPPA, grad_clip=1.0,
+        diff_clip=1.0, epochs=PAPER_PASSES, records=PAPER_N, chi=PAPER_CHI, escape_steps=10,
+        escape_rounds=3))
+
+
+def averaged_o1_noise(alg: GaussPSGD, plan: Plan[Any], data: DataSize, seed: int
+                      ) -> np.ndarray:
+    """ξ̄ of one O1 answer: each client's Gaussian release (σ from the plan, sensitivity
+    2G/b₁ as Algorithm 2 line 5) drawn through the mechanism on its first batch, averaged
+    as the server does (Algorithm 3); the answer is the clipped mean gradient + ξ̄."""
+    p = alg.params
+    mech = Mechanism(get_backend("numpy").noise_source(seed), np.random.default_rng(seed))
+    batches = [mech.pool(client, epochs=p.epochs, party=j).take(p.batch_refresh)
+               for j, client in enumerate(data.clients)]
+    noisy = mech.gaussian(np.zeros((len(batches), data.d)), sensitivity=2 * p.grad_clip
+                          / p.batch_refresh, sigma=plan.sigma, tag="O1",
+                          batch=[b for b in batches if b is not None])
+    return np.asarray(noisy).mean(axis=0)
+
+
+def trigger_study(scale: str) -> pd.DataFrame:
+    """Claim E0: Gauss-PSGD planned at the Figures' own settings with the paper's
+    calibration (Def. 8 per query) and the accountants, and per (data set, ε, m, seed) the
+    averaged noise ξ̄ of an O1 answer drawn through the mechanism. Since the clipped mean
+    gradient has norm ≤ G, every O1 answer has ‖ĝ‖ ≥ ‖ξ̄‖ − G whatever the data and the
+    iterate (no data or training needed; the same rows at every scale)."""
+    rows = []
+    for m in PAPER_CLIENTS:
+        for eps in PAPER_EPSILONS:
+            plan = None  # sizes, passes and (ε, δ) decide it: one for both data sets
+            for name, (features, lr) in PAPER_DATA.items():
+                alg, d = paper_gauss_psgd(lr), paper_d(features)
+                data = DataSize(PAPER_N * m, d=d,
+                                clients=np.array_split(np.arange(PAPER_N * m), m))
+                plan = plan or alg.plan(data, PrivacyTarget(eps, PAPER_DELTA, "paper"))
+                p = alg.params
+                formula = o1_noise_std(p, plan.sigma) * math.sqrt(d / m)
+                for seed in range(TRIGGER_SEEDS):
+                    noise = float(np.linalg.norm(averaged_o1_noise(alg, plan, data, seed)))
+                    rows.append({
+                        "data": name, "d": d, "epsilon": eps, "clients": m, "seed": seed,
+                        "n_per_client": PAPER_N, "lr": lr, "chi": p.chi,
+                        "b1": p.batch_refresh, "G": p.grad_clip, "passes": p.epochs,
+                        "calibration": plan.calibration, "sigma": plan.sigma,
+                        "eps_pld": plan.eps.pld, "noise_formula": formula,
+                        "noise_norm": noise, "lower_bound": noise - p.grad_clip,
+                        "threshold": 3 * p.chi, "can_fire": noise - p.grad_clip <= 3 * p.chi,
+                        # the largest b₁ at which ‖ξ̄‖ − G stays above 3χ (noise ∝ 1/b₁)
+                        "b1_max": p.batch_refresh * noise / (p.grad_clip + 3 * p.chi)})
+    return pd.DataFrame(rows)
+
+
+def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    paper = {"d": sorted(paper_d(f) for f, _ in PAPER_DATA.values()), "chi": [PAPER_CHI],
+             "b1": [PAPER_B1], "n_per_client": [PAPER_N], "passes": [PAPER_PASSES],
+             "calibration": ["paper"]}
+    if rows.empty or not set(paper) <= set(rows):
+        return None, "the study's settings not recorded"
+    found = {column: sorted(set(rows[column])) for column in paper}
+    shown = {column: ", ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in values)
+             for column, values in found.items()}
+    return found == paper, "; ".join(f"{column} {values}" for column, values in shown.items())
+
+
+PAPER_SETTINGS_P = Premise(
+    "at the Figures' own settings (App. E: d of the MNIST and CIFAR-10 MLPs, χ = 0.01, 6,000 "
+    "per client, the paper's calibration; notes §6: b₁ = 256, 20 passes)", _at_paper_settings,
+    "plan the study at the paper's settings")
+
+
+def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
+    """Per draw: can the escape test fire on an O1 answer (‖ξ̄‖ − G ≤ 3χ)? With the
+    arithmetic at ε = 1, m = 1 on MNIST and the range over every draw."""
+    if "can_fire" not in rows or rows.empty:
+        return Sample.of([])
+    cell = rows[(rows["data"] == "MNIST") & np.isclose(rows["epsilon"], 1.0)
+                & (rows["clients"] == 1)]
+    one = (cell if not cell.empty else rows).iloc[0]
+    drawn = (cell if not cell.empty else rows)["noise_norm"]
+    least = rows.loc[rows["lower_bound"].idxmin()]
+    note = (f"O1 noise norm 2σG√d/(b₁√m) = 2·{one['sigma']:.2f}·{one['G']:g}·√{one['d']:,}/"
+            f"{one['b1']:g} = {one['noise_formula']:.2f} on {one['data']} at ε = "
+            f"{one['epsilon']:g}, m = {one['clients']:g} (drawn through the mechanism: "
+            f"{drawn.min():.2f}–{drawn.max():.2f}), so every O1 answer has ‖ĝ‖ ≥ ‖ξ̄‖ − G = "
+            f"{one['lower_bound']:.2f} against 3χ = {one['threshold']:g}; over all "
+            f"{len(rows)} draws (MNIST, CIFAR-10; ε ∈ {{0.5, 1, 2}}; m ∈ {{1, 2, 5, 10}}) the "
+            f"bound is {rows['lower_bound'].min():.2f}–{rows['lower_bound'].max():.1f} (least "
+            f"at {least['data']}, ε = {least['epsilon']:g}, m = {least['clients']:g}) and "
+            f"stays above 3χ for any b₁ ≤ {rows['b1_max'].min():.0f} (b₁ is not stated). "
+            f"The bound needs no data: the clipped mean has norm ≤ G. σ = "
+            f"√(2 ln(1.25/δ))/ε (Def. 8, every query at the full ε); over "
+            f"{one['passes']:g} passes it spends ε = {one['eps_pld']:.2f} at target "
+            f"{one['epsilon']:g} (PLD)")
+    return Sample.of(rows["can_fire"].astype(float).to_numpy(), note=note)
 
 
 # -- premises -----------------------------------------------------------------------------
@@ -569,6 +700,17 @@ E1_GAP = difference("test_acc", OURS, BASELINE, 100, "pp")
 E1_RULE = AtLeast(0.0, "accuracy gap")
 
 CLAIMS = (
+    Claim("E0", "Figures 1–2 can show Gauss-PSGD's escape mechanism: at the experiments' own "
+          "settings its escape test ‖ĝ_t‖ ≤ 3χ (Algorithm 1, step 5) can fire on an O1 "
+          "answer (the first test of every run, and the test after every refresh)", FIG,
+          Runs(study=TRIGGER_STUDY),
+          Statistic("the escape test can fire on an O1 answer (‖ĝ‖ ≥ ‖ξ̄‖ − G ≤ 3χ)",
+                    _trigger_bound),
+          Always("‖ξ̄‖ − G ≤ 3χ (the test can fire)"), (PAPER_SETTINGS_P,),
+          kind="paper", headline=True,
+          where="implied by App. E ('Results' credits Figures 1–2 to Gauss-PSGD; 'Algorithms': "
+                "χ = 0.01) with §5.2 and Algorithm 1 step 5 (the escape procedure starts when "
+                "‖ĝ_t‖ ≤ 3χ)"),
     Claim("E1", "Gauss-PSGD's final test accuracy exceeds the baseline's [29] at every ε and "
           "m (and χ = s·ψ̂; one-sided, per setting)", FIG, COMPARED,
           E1_GAP, E1_RULE, COMPARE,
@@ -907,6 +1049,36 @@ def _chi_table(results: PaperResults) -> dict[str, Any] | None:
             "rows": rows, "row_runs": ids, "provenance": results.provenance(runs)}
 
 
+def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
+    """Claim E0's arithmetic per cell of the Figures' settings (study paper_scale_trigger)."""
+    rows = results.study(TRIGGER_STUDY)
+    if rows.empty:
+        return None
+    table = []
+    for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False):
+        first = part.iloc[0]
+        table.append([name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
+                      f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
+                      f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
+                      f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
+                      f"{part['b1_max'].min():.0f}"])
+    return {"title": "The escape test at the paper's own settings (claim E0)",
+            "note": "Gauss-PSGD planned at the Figures' settings (App. E: the MNIST and "
+                    "CIFAR-10 MLPs, 6,000 images per client, χ = 0.01, the paper's "
+                    "calibration σ = √(2 ln(1.25/δ))/ε per query; notes §6: b₁ = 256, G = 1, "
+                    f"20 passes), {TRIGGER_SEEDS} draws per cell of the averaged O1 noise ξ̄ "
+                    "through the mechanism. Every O1 answer is the clipped mean gradient "
+                    "(norm ≤ G) + ξ̄, so ‖ĝ‖ ≥ ‖ξ̄‖ − G for any data and iterate: the test "
+                    "‖ĝ‖ ≤ 3χ cannot fire where that bound exceeds 3χ. ε spent: what the "
+                    "paper's calibration spends over the 20 passes (PLD). Largest b₁: the "
+                    "batch up to which the bound stays above 3χ (the noise falls as 1/b₁).",
+            "columns": ["data", "d", "ε", "m", "σ (Def. 8)", "ε spent (PLD)",
+                        "2σG√d/(b₁√m)", "‖ξ̄‖ drawn", "‖ĝ‖ ≥ ‖ξ̄‖ − G", "3χ",
+                        "largest b₁"],
+            "rows": table,
+            "provenance": Provenance(results.scale, computed=f"study {TRIGGER_STUDY}")}
+
+
 def _figure_runs(results: PaperResults) -> pd.DataFrame:
     runs = results.role_runs(FIGURES)
     runs = runs[runs["status"] == "done"] if not runs.empty else runs
@@ -962,17 +1134,6 @@ def _rate(runs: pd.DataFrame) -> pd.Series:
         float))
 
 
-# The paper's MNIST setting (§E): d = 101,770, n = 6,000 per client, η = 1e-3, κ = 0.1,
-# Def. 8's σ = √(2 ln(1.25/δ))/ε = 4.84 at ε = 1; b₁ = 256, b₂ = 64 and M = 1 are the notes'
-# defaults (not stated); ‖ĝ‖ ≈ its O1 noise norm.
-PAPER_SIGMA, PAPER_D, PAPER_N, PAPER_LR, PAPER_KAPPA = 4.84, 101_770, 6_000, 1e-3, 0.1
-PAPER_B1, PAPER_B2 = 256, 64
-PAPER_NOISE = 2 * PAPER_SIGMA * math.sqrt(PAPER_D) / PAPER_B1
-PAPER_GAIN = 2 * PAPER_SIGMA * PAPER_LR * math.sqrt(PAPER_D) / PAPER_B2
-PAPER_PER_REFRESH = PAPER_KAPPA / (PAPER_LR * PAPER_NOISE) ** 2
-ASSUMED = "MNIST, ε = 1, m = 1; b₁ = 256, b₂ = 64, M = 1 assumed (not stated)"
-
-PAPER_CHI = 0.01  # App. E, 'Algorithms'
 
 
 def _trigger_rate(runs: pd.DataFrame) -> pd.Series:
@@ -1040,6 +1201,8 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 
     matplotlib.use("Agg")
     found = PaperSections(settings=settings(results))
+    trigger = _trigger_table(results)  # a study: no run needed
+    found.tables += [trigger] if trigger else []
     if results.runs.empty:
         return found
     for suite in results.role_suites(FIGURES, HORIZON):
@@ -1090,5 +1253,6 @@ PAPER = Paper(
            SELECTION: "Algorithm 4 vs the direct output over d: Remark 4 (T9) and its figure"},
     sections=sections,
     resolutions=RESOLUTIONS,
+    studies={TRIGGER_STUDY: trigger_study},
     regime=REGIME,
 )
