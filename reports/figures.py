@@ -48,6 +48,9 @@ RC = {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"],
       "mathtext.fontset": "stix",
       "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
       "ytick.labelsize": 9, "legend.fontsize": LEGEND_POINTS, "legend.title_fontsize": 9}
+# TrueType fonts embedded in every PDF (matplotlib's default, Type 3, fails IEEE's and ACM's
+# font checks)
+EMBEDDED_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
 
 
 def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
@@ -229,7 +232,8 @@ def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
     for text in fig.findobj(Text):
         text.set_fontfamily(RC["font.serif"])
     fig.tight_layout()
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
+    with plt.rc_context(EMBEDDED_FONTS):
+        for ext in ("png", "pdf"):
+            fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
     plt.close(fig)
     return f"{stem}.png"

@@ -131,3 +131,24 @@ def test_published_schema_errors(tmp_path: Path, text: str, message: str) -> Non
     path.write_text(text)
     with pytest.raises(PublishedError, match=message):
         load_published(path)
+
+
+def test_every_pdf_figure_embeds_truetype_fonts_not_type3(tmp_path: Path) -> None:
+    """IEEE's and ACM's checks reject Type 3 fonts: save_figure embeds TrueType (the PDF's
+    font dictionaries are plain objects, so their subtypes can be read from the bytes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reports.figures import save_figure, style
+
+    style()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [1, 4, 9], label="noisy SGD, ε = 2")
+    ax.set_xlabel(r"$\varepsilon$ (log scale)")
+    ax.legend()
+    save_figure(fig, tmp_path, "fonts")
+    pdf = (tmp_path / "fonts.pdf").read_bytes()
+    assert b"/Subtype /Type3" not in pdf
+    assert b"/Subtype /TrueType" in pdf or b"/CIDFontType2" in pdf
