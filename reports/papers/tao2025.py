@@ -53,7 +53,7 @@ from reports.paper import (
     deviations,
     settings,
 )
-from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, Trend
+from reports.rules import Always, AtLeast, AtMost, Fraction, NonInferior, Sample, Trend
 
 OURS, BASELINE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"
 EXTRA = "gauss_psgd+escape_noise"  # T10: Gauss-PSGD with [29]'s extra escape noise
@@ -97,6 +97,11 @@ PAPER_DATA = {"MNIST": (784, 1e-3), "CIFAR-10": (3072, 1e-2)}
 PAPER_EPSILONS, PAPER_CLIENTS = (0.5, 1.0, 2.0), (1, 2, 5, 10)
 TRIGGER_STUDY, TRIGGER_SEEDS = "paper_scale_trigger", 3
 
+# T10 ("extra noise does not improve the output"): non-inferiority at 0.1·α, a fraction of
+# the theorem's accuracy α = 4χ this code already declared negligible a priori.
+T10_MARGIN = 0.1
+T10_SOURCE = ("0.1·α, the share of a theorem's α this code declared negligible before these "
+              "runs (xu2026's BINDS = 0.1: below 0.1·α a bound no longer binds)")
 # Corollary 1: one Γ-descent from a strict saddle escapes with probability ≥ 1/8.
 ESCAPE_PROBABILITY = 1 / 8
 # Lemma 2 / Theorem 1 with the paper's Q = 3 escape rounds: a strict saddle survives all Q
@@ -668,9 +673,14 @@ def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 
 def _extra_noise_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """α̂ of Gauss-PSGD with [29]'s extra escape noise against α̂ without (same seeds)."""
-    return Sample.of(violation(_of(runs, EXTRA)).dropna(),
-                     violation(_of(runs, OURS)).dropna().tolist())
+    """α̂/α of Gauss-PSGD with [29]'s extra escape noise against α̂/α without, α = 4χ from
+    each run's χ, paired by seed (same start and batches up to the first extra draw)."""
+    def side(label: str) -> pd.Series:
+        part = _of(runs, label)
+        return pd.Series((violation(part) / theorem_alpha(part)).to_numpy(float),
+                         index=part["seed"])
+
+    return paired_or_welch(side(EXTRA), side(OURS), unit="α")
 
 
 def _selection_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -779,16 +789,15 @@ CLAIMS = (
           kind="paper",
           where="Corollary 1 (§5.3, from Lemma 1): a PSGD sequence from a strict saddle x̃ "
                 "reaches ‖x − x̃‖ ≥ R within Γ steps w.p. ≥ 1/8"),
-    # T10's rule is one-sided against 0: held only if the extra noise is shown to HURT. Where
-    # it changes nothing (every output escapes with or without it) no run count decides it;
-    # "no smaller" proper is a non-inferiority statement, which needs a declared margin.
     Claim("T10", "extra escape noise ([29]'s, on top of the DP noise) does not improve "
-          "Gauss-PSGD's output from a strict saddle: its SOSP violation α̂ is no smaller "
-          "(our ablation of the paper's argument that the DP noise alone escapes; tested "
-          "one-sided as 'degrades or equal', held when shown larger)", "§5.2 (no extra noise)",
+          "Gauss-PSGD's output from a strict saddle: its SOSP violation α̂ is not smaller by "
+          f"more than {T10_MARGIN:g}·α (non-inferiority, α = 4χ; our ablation of the paper's "
+          "argument that the DP noise alone escapes)", "§5.2 (no extra noise)",
           Runs((SADDLE,), {"label": [OURS, EXTRA]}, ("epsilon", "p_prob_d")),
-          Statistic("α̂ with extra escape noise − α̂ without", _extra_noise_cost),
-          AtLeast(0.0, "α̂ difference"), (RAN_P, BOUND_P, SMOOTH_P),
+          Statistic("(α̂ with extra escape noise − α̂ without)/α, paired by seed",
+                    _extra_noise_cost),
+          NonInferior(T10_MARGIN, T10_SOURCE, what="α̂ difference / α"),
+          (RAN_P, BOUND_P, SMOOTH_P),
           kind="design",
           where="our ablation of §3.1 and §5.2 (the DP noise alone escapes: 'it becomes "
                 "possible to avoid the need for additional injected noise'); the paper runs no "
