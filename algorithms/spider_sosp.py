@@ -206,6 +206,33 @@ class Batches:
         """Operator-norm sensitivity target of the Hessian estimate."""
         return self.c.sigma_escape / (self.sigma * self.c.xi)
 
+    def noise(self) -> tuple[float, float]:
+        """(σ_tree, σ_esc): Alg 3-R's, fixed by utility; with ``parameters: paper`` σ·2G/b
+        for both streams (the multiplier σ of O1's sensitivity)."""
+        if self.p.parameters == "paper":
+            sigma = self.sigma * 2 * self.c.G / self.refresh()
+            return sigma, sigma
+        return self.c.sigma_tree, self.c.sigma_escape
+
+    def worst_sensitivities(self) -> tuple[float, float]:
+        """The largest replace-one sensitivity of one record: (a gradient leaf, a Hessian
+        record in operator norm). Alg 3-R sizes every batch to its targets (s_g, s_H). The
+        paper's batches do not: O1's leaf has 2G/b, but an O2 leaf has 2u/b_t with
+        b_t ≥ u·c, c = max{√d/(αε), κ/α², ρκ/(M²α)}, so up to 2/c; an O4 record
+        2ρ(u/M)/b_t ≤ 2ρ/(Mc) beside O3's 2M/b (adaptive batches; u = ‖g_{t−1}‖)."""
+        if self.p.parameters != "paper":
+            return self.s_grad, self.s_hess
+        c, a, e, b = self.c, self.p.alpha, self.epsilon, self.refresh()
+        private = math.sqrt(c.d) / (a * e) if math.isfinite(e) else 0.0
+        per_move = max(private, c.kappa / a**2, c.rho * c.kappa / (c.M**2 * a))
+        return max(2 * c.G / b, 2 / per_move), max(2 * c.M / b, 2 * c.rho / (c.M * per_move))
+
+    def multipliers(self) -> tuple[float, float]:
+        """Noise over the worst record's sensitivity: (a tree node, an escape release,
+        whose sensitivity is the Hessian record's times Ξ)."""
+        (tree, escape), (leaf, hess) = self.noise(), self.worst_sensitivities()
+        return tree / leaf, escape / (hess * self.c.xi)
+
     def refresh(self) -> int:
         c, cv = self.c, self.p.c_var
         if self.p.parameters == "paper":
@@ -256,12 +283,19 @@ def escape(g: np.ndarray, hess: np.ndarray, *, steps: int, radius: float, lr: fl
 @dataclass(frozen=True)
 class SpiderSOSPExtras(Extras):
     """Alg 3-R's constants (stored as ``c_<name>``) and, for a private run, the batch sizes
-    they give at the plan's σ."""
+    they give at the plan's σ, the noise over the worst record's sensitivity per stream
+    (the planned ledger's multipliers) and how far σ_tree falls short of Theorem 2.2's
+    σ = 4s√(log₂T ln(1/δ))/ε at the paper's add/remove sensitivity s of O1's leaf
+    (``tree_shortfall_o1``) and of the largest leaf (``tree_shortfall``)."""
 
     constants: Constants = field(metadata=INTERNAL)
     b: int | None = field(default=None, metadata=OPTIONAL)
     b_t_at_G: int | None = field(default=None, metadata=OPTIONAL)
     escape_releases: int | None = field(default=None, metadata=OPTIONAL)
+    tree_multiplier: float | None = field(default=None, metadata=OPTIONAL)
+    escape_multiplier: float | None = field(default=None, metadata=OPTIONAL)
+    tree_shortfall_o1: float | None = field(default=None, metadata=OPTIONAL)
+    tree_shortfall: float | None = field(default=None, metadata=OPTIONAL)
 
     def to_dict(self) -> dict[str, Any]:
         return {**{f"c_{k}": v for k, v in vars(self.constants).items()}, **super().to_dict()}
@@ -305,8 +339,13 @@ class SpiderSOSP(Algorithm[SpiderSOSPParams, SpiderSOSPExtras]):
         if sigma <= 0:
             return SpiderSOSPExtras(c)
         sizes = Batches(self.params, c, sigma, target.epsilon)
-        return SpiderSOSPExtras(c, b=sizes.refresh(), b_t_at_G=sizes.difference(c.G),
-                                escape_releases=c.escape_releases)
+        b, (tree, escape), (sigma_tree, _) = sizes.refresh(), sizes.multipliers(), sizes.noise()
+        theorem = 4 * math.sqrt(math.log2(c.steps) * math.log(1 / target.delta)) / \
+            (target.epsilon * sigma_tree)  # Thm 2.2's σ per unit of sensitivity, over σ_tree
+        return SpiderSOSPExtras(c, b=b, b_t_at_G=sizes.difference(c.G),
+                                escape_releases=c.escape_releases, tree_multiplier=tree,
+                                escape_multiplier=escape, tree_shortfall_o1=theorem * c.G / b,
+                                tree_shortfall=theorem * sizes.worst_sensitivities()[0] / 2)
 
     def steps(self, data: DataInfo) -> int:
         return self._constants().steps
@@ -319,18 +358,14 @@ class SpiderSOSP(Algorithm[SpiderSOSPParams, SpiderSOSPExtras]):
             raise RuntimeError("spider_sosp: plan() first")
         return self.constants
 
-    def _hessian_ratio(self) -> float:
-        """Escape-release multiplier over the tree multiplier in the worst case."""
-        if self.params.parameters == "paper":  # the same σ for both streams, σ·2G/b
-            c = self._constants()
-            return c.G / (c.M * c.xi)
-        return 1.0
-
     def planned_ledger(self, data: DataInfo, sigma: float) -> Ledger:
-        """The worst record: L tree nodes (gradient stream), K escape releases (Hessian)."""
+        """The worst record: L tree nodes (gradient stream), K escape releases (Hessian),
+        each at the noise over the largest sensitivity a record can have
+        (:meth:`Batches.multipliers`)."""
         c, ledger = self._constants(), Ledger()
-        grad = [Release("gaussian", "tree_node", sigma=sigma)] * c.depth
-        hess = [Release("gaussian", "escape", sigma=sigma * self._hessian_ratio())] * \
+        tree, escape = Batches(self.params, c, sigma, self.epsilon).multipliers()
+        grad = [Release("gaussian", "tree_node", sigma=tree)] * c.depth
+        hess = [Release("gaussian", "escape", sigma=escape)] * \
             (c.escape_releases if self.params.escape else 0)
         pool = Sampling("disjoint", data.n, rate=1 / data.n, size=1)
         if self.params.batching == "shared":
@@ -351,20 +386,17 @@ class SpiderSOSP(Algorithm[SpiderSOSPParams, SpiderSOSPExtras]):
 
     def paper_epsilon(self, data: DataInfo, sigma: float, delta: float) -> float | None:
         """ε as the paper computes it for this run's noise: Thm 2.2 for the tree,
-        4(G/b)√(log₂T ln(1/δ))/σ_tree, plus Lemma 3.13 for the escapes,
-        2Ξ(M/b)√(Γτ ln(1/δ))/σ_t with the paper's τ = α^{3/2}/(M√ρ) (its add/remove
-        sensitivities G/b and M/b; the two parts compose as ε/2 + ε/2)."""
+        4s√(log₂T ln(1/δ))/σ_tree, plus Lemma 3.13 for the escapes,
+        2Ξ s_H √(Γτ ln(1/δ))/σ_t with the paper's τ = α^{3/2}/(M√ρ), at the largest
+        sensitivities of a record (:meth:`Batches.worst_sensitivities`) halved to the
+        paper's add/remove convention (G/b, M/b, …); the two parts compose as ε/2 + ε/2."""
         c = self._constants()
         sizes = Batches(self.params, c, sigma, self.epsilon)
-        b = sizes.refresh()
-        if self.params.parameters == "paper":
-            sigma_tree = sigma_escape = sigma * 2 * c.G / b
-        else:
-            sigma_tree, sigma_escape = c.sigma_tree, c.sigma_escape
+        (sigma_tree, sigma_escape), (leaf, hess) = sizes.noise(), sizes.worst_sensitivities()
         log = math.log(1 / delta)
-        tree = 4 * (c.G / b) * math.sqrt(math.log2(c.steps) * log) / sigma_tree
+        tree = 4 * (leaf / 2) * math.sqrt(math.log2(c.steps) * log) / sigma_tree
         tau = self.params.alpha**1.5 / (c.M * math.sqrt(c.rho))
-        escapes = 2 * c.xi * (c.M / b) * math.sqrt(c.escape_steps * tau * log) / sigma_escape
+        escapes = 2 * c.xi * (hess / 2) * math.sqrt(c.escape_steps * tau * log) / sigma_escape
         return tree + (escapes if self.params.escape else 0.0)
 
     # -- Algorithm 3 ----------------------------------------------------------------------
@@ -405,10 +437,7 @@ class _Run:
         self.oracle, self.mech, self.xp = oracle, mech, oracle.xp
         self.sizes = Batches(self.p, self.c, plan.sigma, plan.target.epsilon)
         self.b = self.sizes.refresh()
-        if self.p.parameters == "paper":  # the paper's σ for both streams, at this σ
-            self.sigma_tree = self.sigma_escape = plan.sigma * 2 * self.c.G / self.b
-        else:
-            self.sigma_tree, self.sigma_escape = self.c.sigma_tree, self.c.sigma_escape
+        self.sigma_tree, self.sigma_escape = self.sizes.noise()
         self.pool: Pool = mech.pool(oracle.n, epochs=1)
         self.x, self.x_prev, self.g_norm = oracle.x0, oracle.x0, 0.0
         self.drift, self.frozen, self.count, self.escaping = self.c.kappa, 0, 0, False

@@ -19,10 +19,11 @@ from problems.base import (
 from problems.synthetic import matrix_sensing as _matrix_sensing
 from problems.synthetic import nc_least_squares as _nc_least_squares
 from problems.synthetic import ncsc_double_well as _ncsc_double_well
+from problems.synthetic import saddle_chain as _saddle_chain
 from problems.synthetic import strict_saddle as _strict_saddle
 
 __all__ = ["PROBLEMS", "DataInfo", "DataSize", "Instance", "Problem", "get_problem",
            "register_problem"]
 
 del (_supervised, _text, _vision, _matrix_sensing, _nc_least_squares, _ncsc_double_well,
-     _strict_saddle)
+     _saddle_chain, _strict_saddle)

@@ -16,7 +16,7 @@ from conftest import make_mech, run_steps, traced
 
 from algorithms import PrivacyTarget, get_algorithm
 from algorithms.privacy.accounting import epsilon, epsilons
-from algorithms.privacy.ledger import Mechanism, Pool
+from algorithms.privacy.ledger import Ledger, Mechanism, Pool, Release, Sampling
 from algorithms.privacy.tree import GaussianSums, TreeSums, leaf_node_counts, tree_depth, tree_nodes
 from algorithms.spider_sosp import SpiderSOSP, _Run, escape
 from bench.experiment import load_experiment
@@ -231,6 +231,43 @@ def test_paper_calibration_overspends_its_target() -> None:
     assert plan.sigma * 2 * c.G / b == pytest.approx(0.3 / math.sqrt(5))  # σ_tree = α/√d
     # the paper's own formulas (Thm 2.2 + Lemma 3.13) at its own σ: also above the target
     assert plan.eps_paper is not None and plan.eps_paper > 1.0
+
+
+def test_paper_parameters_planned_ledger_charges_the_worst_leaf_and_record() -> None:
+    """Issue 37: with ``parameters: paper`` the worst record is an O2 leaf (2‖g‖/b_t, with
+    b_t ≥ ‖g‖·c) and an O4 record (2ρ‖Δx‖/b_t), not O1's 2G/b and O3's 2M/b. The planned
+    ledger is checked against one built by hand from E4's setting (strict_saddle d = 10,
+    λ = μ = 1, σ₁ = σ₂ = 0.5; α = 0.2, ε = 2, δ = 1e-6, the theorem's τ): σ tight 11.8
+    (8.04 before the fix) and a worst case of ε 13.4 at the paper's σ."""
+    problem = get_problem("strict_saddle")
+    inst = problem(problem.Params(d=10, n=500000, lam=1.0)).build(0)
+    alg = SpiderSOSP(SpiderSOSP.Params(alpha=0.2, parameters="paper", tau="paper"))
+    plan = alg.plan(inst, PrivacyTarget(epsilon=2.0, delta=1e-6, calibration="paper"))
+    G, M, rho, d, a, e = math.sqrt(2) + 1, 1.5, 1 + 0.859 + 0.770 * 0.5, 10, 0.2, 2.0
+    b = math.ceil(G * math.sqrt(d) / (e * a) + G**2 / a**2 + M * math.sqrt(d) / (rho * e)
+                  + M**2 / (rho * a))
+    kappa = (2.0 * G * M) ** (1 / 3)  # > α√d/ε = 0.32
+    per_move = max(math.sqrt(d) / (a * e), kappa / a**2, rho * kappa / (M**2 * a))
+    xi, depth = math.sqrt(a / rho), math.ceil(math.log2(math.ceil(32 * 2 * M / a**2))) + 1
+    gamma = math.ceil(2 * M / math.sqrt(rho * a) * math.log(d / 0.05))
+    assert (b, depth, gamma) == (171, 13, 24)
+
+    def by_hand(sigma: float) -> Ledger:
+        noise = sigma * 2 * G / b  # σ_tree = σ_t, the paper's α/√d at the paper's σ
+        leaf, record = max(2 * G / b, 2 / per_move), max(2 * M / b, 2 * rho / (M * per_move))
+        ledger, pool = Ledger(), Sampling("disjoint", inst.n, rate=1 / inst.n, size=1)
+        ledger.record(pool, [Release("gaussian", "tree_node", sigma=noise / leaf)] * depth)
+        ledger.record(pool, [Release("gaussian", "escape", sigma=noise / (xi * record))] * gamma)
+        return ledger
+
+    assert plan.sigma * 2 * G / b == pytest.approx(a / math.sqrt(d))
+    for sigma in (plan.sigma, 5.0, 11.78):
+        planned = alg.resolved(inst, PrivacyTarget(2.0, 1e-6)).planned_ledger(inst, sigma)
+        assert epsilon(planned, 1e-6) == pytest.approx(epsilon(by_hand(sigma), 1e-6), rel=1e-9)
+    assert plan.eps.pld == pytest.approx(13.44, abs=0.01)  # the worst case at the paper's σ
+    assert plan.tight is not None and plan.tight.sigma == pytest.approx(11.78, abs=0.01)
+    assert plan.extra.tree_shortfall_o1 == pytest.approx(5.56, abs=0.01)  # Thm 2.2: O1 leaf
+    assert plan.extra.tree_shortfall == pytest.approx(8.14, abs=0.01)  # the largest leaf
 
 
 def test_batches_shrink_with_privacy_and_adaptive_sizes_follow_the_step() -> None:
