@@ -1,8 +1,8 @@
 """Developer sessions: tests, lint, typecheck, bench, asv, reproduce, report.
 
 Every session installs into its own virtualenv: torch 2.13.0 first (a CPU wheel where
-the machine has one; a newer pin pulls a multi-GB CUDA build), dp-accounting without its
-attrs<24 pin, then the package with the extras the session needs.
+the machine has one; a newer pin pulls a multi-GB CUDA build), then the package with the
+extras the session needs.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 TORCH = "torch==2.13.0"
-DP_ACCOUNTING = "dp-accounting==0.6.0"
 
 
 def install(session: nox.Session, extras: str) -> None:
     session.install(TORCH)
-    session.install("--no-deps", DP_ACCOUNTING)
     session.install("-e", f".[{extras}]")
 
 

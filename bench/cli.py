@@ -217,6 +217,15 @@ def paper_experiments(paper: str, scale: str) -> list[Path]:
     return files
 
 
+def require_reports() -> None:
+    """The report draws with matplotlib and seaborn (the ``reports`` extra): one line naming
+    the extra where they are missing, before any run or page."""
+    from problems.backend import require
+
+    for module in ("matplotlib", "seaborn"):
+        require(module, "reports")
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
@@ -224,6 +233,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     papers = reproducible(args.scale) if args.all else args.papers
     if not papers:
         raise UsageError("name at least one paper, or --all")
+    require_reports()
     start = time.perf_counter()
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
@@ -355,6 +365,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     root = Path(args.results)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    require_reports()
     if (root / "runs").is_dir():
         out = build_report(root, Path(args.out) if args.out else None)
         console.print(f"report written: {out / 'index.html'}")
@@ -629,7 +640,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except UsageError as exc:  # anything else is a bug: its traceback shows
+    except (UsageError, MissingExtraError) as exc:  # anything else is a bug: its traceback shows
         return fail(exc)
     except KeyboardInterrupt as exc:  # Ctrl-C: one line (a sweep's says what is stored)
         print(f"saddlebench: {str(exc) or 'interrupted'}", file=sys.stderr)

@@ -48,9 +48,6 @@ RC = {"font.family": "serif", "font.serif": ["STIXGeneral", "DejaVu Serif"],
       "mathtext.fontset": "stix",
       "font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
       "ytick.labelsize": 9, "legend.fontsize": LEGEND_POINTS, "legend.title_fontsize": 9}
-# TrueType fonts embedded in every PDF (matplotlib's default, Type 3, fails IEEE's and ACM's
-# font checks)
-EMBEDDED_FONTS = {"pdf.fonttype": 42, "ps.fonttype": 42}
 
 
 def headline_metric(runs: pd.DataFrame, problem: str) -> str | None:
@@ -232,7 +229,9 @@ def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
     for text in fig.findobj(Text):
         text.set_fontfamily(RC["font.serif"])
     fig.tight_layout()
-    with plt.rc_context(EMBEDDED_FONTS):
+    # TrueType fonts embedded in every PDF (matplotlib's default, Type 3, fails IEEE's and
+    # ACM's font checks)
+    with plt.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):
         for ext in ("png", "pdf"):
             fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
     plt.close(fig)

@@ -341,3 +341,14 @@ def test_a_suite_whose_data_are_missing_stops_before_any_run(
     assert err[0].startswith("saddlebench: error: needs_mnist: not run: data missing: MNIST")
     assert "saddlebench data fetch mnist" in err[0]
     assert not (tmp_path / "out" / "needs_mnist" / "runs").exists()
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    (tmp_path / "suite" / "runs").mkdir(parents=True)
+    assert main(["report", str(tmp_path / "suite")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["saddlebench: error: matplotlib is not installed; install it with: pip "
+                   "install 'saddlebench[reports]'"]
