@@ -825,6 +825,23 @@ def test_t4_judges_theorem_1s_alpha_from_chi() -> None:
     assert verdict("T4", noisy).verdict == "out of regime"
 
 
+@pytest.mark.known_answer("tao2025", "T4")
+def test_t4_sets_the_baseline_from_the_same_saddle_beside_it() -> None:
+    """T4's control: the baseline's outputs from the same saddle judged by T4's rule at the
+    α = 4χ of its own γ_small = 3χ, reported apart (never one of T4's settings)."""
+    def base(grad: float) -> list[dict[str, Any]]:
+        return [{**saddle_run(s, grad, -0.5, p_alg_chi=None), "label": BASE,
+                 "algorithm": BASE} for s in range(12)]
+
+    sosp = [saddle_run(s, 0.15, -0.5) for s in range(12)]
+    result = verdict("T4", sosp + base(0.15))
+    assert result.verdict == "held" and [s.runs for s in result.settings] == [12]
+    (control,) = result.controls
+    assert control.name.startswith("the baseline [29] from the same saddle")
+    assert control.outcome == "as expected" and "12/12" in control.evidence
+    assert verdict("T4", sosp + base(0.3)).controls[0].outcome == "unexpected"  # > 4χ = 0.2
+
+
 @pytest.mark.known_answer("tao2025", "T5")
 def test_t5_counts_escape_rounds() -> None:
     def runs(rounds: int, escapes: int) -> list[dict[str, Any]]:
