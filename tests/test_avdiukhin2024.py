@@ -446,7 +446,9 @@ def paper_calibrated(eps: float, seed: int = 0, **extra: Any) -> dict[str, Any]:
 @pytest.mark.known_answer("avdiukhin2024", "T1")
 def test_sigma_times_epsilon_is_theorem_3_3() -> None:
     runs = [paper_calibrated(e, s) for e in (0.125, 1, 8) for s in range(2)]
-    assert verdict("T1", runs).verdict == "held"
+    result = verdict("T1", runs)
+    assert result.verdict == "held"
+    assert result.claim.kind == "implementation" and not result.counts  # a check of our code
     off = [*runs, dict(paper_calibrated(4), sigma=1.02 * paper_calibrated(4)["sigma"])]
     result = verdict("T1", off)
     assert result.verdict == "contradicted" and "in 6/7 runs" in result.evidence()
@@ -771,6 +773,39 @@ def test_quick_experiments_sit_in_the_papers_regime() -> None:
             p = spec.algorithm.params
             lam = spec.problem.params["lam"]
             assert p["steps"] >= 64 * 2 * lam / (p["lr"] * SADDLE_ALPHA**2)
+
+
+def test_claims_declare_kind_headline_and_the_papers_setting() -> None:
+    """The paper's main claims lead; figure claims name the paper's data, so the digits
+    runs are stand-ins; theorem claims on instances meeting their assumptions transfer."""
+    assert {c.id for c in PAPER.claims if c.headline} == {"P2", "T1p", "T5"}
+    assert {c.id for c in PAPER.claims if c.kind != "paper"} == {"T1"}
+    figures = {c.id for c in PAPER.claims if c.checks.startswith(("Figure", "Appendix"))}
+    assert all(PAPER.claim(i).setting is not None for i in figures)
+    assert all(c.setting is None for c in PAPER.claims if c.id.startswith("T"))
+    setting = PAPER.claim("P2").setting
+    assert setting is not None and setting.problems == ("cifar10_cnn",)
+    assert verdict("P1", grid(rising)).stand_in.startswith("digits_mlp in place of CIFAR-10")
+    assert [r.quantity.split(" ")[0] for r in PAPER.regime if r.lead] == ["noise-to-bound",
+                                                                           "steps"]
+
+
+def test_quick_suites_run_the_seeds_their_claims_need() -> None:
+    """P4: 10 runs per ε (the paper's number); P2: Algorithm 1 at ε ∈ {4, 8} on every seed
+    of the SGD runs it pairs with, clipped at noisy SGD's C with the tight noise."""
+    quick = EXPERIMENTS / "quick"
+    lemma = load_experiment(quick / "fig3b_digits_mlp_lemma_c.yaml").specs
+    assert {e: sum(s.privacy.epsilon == e for s in lemma) for e in (0.125, 8)} == {
+        0.125: 10, 8: 10}
+    fig1 = load_experiment(quick / "fig1_digits_mlp.yaml").specs
+    clipped = load_experiment(quick / "fig1_dp_sgd_reference.yaml").specs
+    sgd_seeds = {s.seed for s in fig1 if s.algorithm.name == "sgd"}
+    bound = {s.algorithm.params["bound"] for s in fig1 if s.algorithm.name == "noisy_sgd"}
+    for eps in (4, 8):
+        runs = [s for s in clipped if s.privacy.epsilon == eps]
+        assert {s.seed for s in runs} == sgd_seeds
+        assert {s.algorithm.params["clip"] for s in runs} == bound
+        assert {s.privacy.calibration for s in runs} == {"pld"}
 
 
 def test_norm_tracker_keeps_batch_maxima_in_order() -> None:
