@@ -314,7 +314,7 @@ class PaperSetting:
             return ""
         names = []
         for problem, part in other.groupby("problem"):
-            d = numeric(part, "p_prob_d").dropna()
+            d = numeric(part, "p_prob_d").fillna(numeric(part, "plan_d")).dropna()
             names.append(f"{problem}" + (f" (d = {float(d.max()):,.0f})" if len(d) else ""))
         return f"{', '.join(names)}{IN_PLACE_OF}{self.text}"
 

@@ -145,6 +145,8 @@ def test_a_paper_setting_names_the_stand_in_beside_the_paper_s_data() -> None:
     assert setting.stand_in(runs) == ("synthetic_mlp (d = 442) in place of MNIST, 784-128-10 "
                                       "MLP (d = 101,770)")
     assert setting.stand_in(runs.assign(problem="mnist_mlp")) == ""
+    digits = pd.DataFrame({"problem": ["digits_mlp"], "plan_d": [7510]})  # d from the plan
+    assert setting.stand_in(digits).startswith("digits_mlp (d = 7,510) in place of MNIST")
 
 
 def test_a_stand_in_never_gives_the_published_artefact_its_verdict() -> None:
