@@ -726,9 +726,8 @@ CLAIMS = (
                     _trigger_bound),
           Always("‖ξ̄‖ − G ≤ 3χ (the test can fire)"), (PAPER_SETTINGS_P,),
           kind="paper", headline=True,
-          where="implied by App. E ('Results' credits Figures 1–2 to Gauss-PSGD; 'Algorithms': "
-                "χ = 0.01) with §5.2 and Algorithm 1 step 5 (the escape procedure starts when "
-                "‖ĝ_t‖ ≤ 3χ)"),
+          where="implied: App. E ('Algorithms': χ = 0.01; 'Results' credits Figures 1–2 to "
+                "Gauss-PSGD) with §5.2 / Algorithm 1 step 5 (escape starts at ‖ĝ_t‖ ≤ 3χ)"),
     Claim("E1", "Gauss-PSGD's final test accuracy exceeds the baseline's [29] at every ε and "
           "m (and χ = s·ψ̂; one-sided, per setting)", FIG, COMPARED,
           E1_GAP, E1_RULE, COMPARE,
