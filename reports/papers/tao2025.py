@@ -267,14 +267,15 @@ def trigger_study(scale: str) -> pd.DataFrame:
                     noise = float(np.linalg.norm(averaged_o1_noise(alg, plan, data, seed)))
                     rows.append({
                         "data": name, "d": d, "epsilon": eps, "clients": m, "seed": seed,
-                        "n_per_client": PAPER_N, "lr": lr, "chi": p.chi,
+                        "n_per_client": PAPER_N, "lr": lr, "chi": PAPER_CHI,
                         "b1": p.batch_refresh, "G": p.grad_clip, "passes": p.epochs,
                         "calibration": plan.calibration, "sigma": plan.sigma,
                         "eps_pld": plan.eps.pld, "noise_formula": formula,
                         "noise_norm": noise, "lower_bound": noise - p.grad_clip,
-                        "threshold": 3 * p.chi, "can_fire": noise - p.grad_clip <= 3 * p.chi,
+                        "threshold": 3 * PAPER_CHI,
+                        "can_fire": noise - p.grad_clip <= 3 * PAPER_CHI,
                         # the largest b₁ at which ‖ξ̄‖ − G stays above 3χ (noise ∝ 1/b₁)
-                        "b1_max": p.batch_refresh * noise / (p.grad_clip + 3 * p.chi)})
+                        "b1_max": p.batch_refresh * noise / (p.grad_clip + 3 * PAPER_CHI)})
     return pd.DataFrame(rows)
 
 
@@ -305,7 +306,7 @@ def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
                 & (rows["clients"] == 1)]
     one = (cell if not cell.empty else rows).iloc[0]
     drawn = (cell if not cell.empty else rows)["noise_norm"]
-    least = rows.loc[rows["lower_bound"].idxmin()]
+    least = rows.sort_values("lower_bound").iloc[0]
     note = (f"O1 noise norm 2σG√d/(b₁√m) = 2·{one['sigma']:.2f}·{one['G']:g}·√{one['d']:,}/"
             f"{one['b1']:g} = {one['noise_formula']:.2f} on {one['data']} at ε = "
             f"{one['epsilon']:g}, m = {one['clients']:g} (drawn through the mechanism: "
