@@ -268,7 +268,7 @@ def test_tuning_errors(patch: dict[str, Any], message: str) -> None:
 # -- experiment files and the page ------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
-    for scale, count in (("quick", 4), ("paper", 2)):
+    for scale, count in (("quick", 5), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -281,7 +281,7 @@ def test_experiment_files_are_valid() -> None:
 def test_quick_files_tune_every_method_alike_on_three_seeds() -> None:
     for path in sorted((EXPERIMENTS / "quick").glob("*.yaml")):
         exp = load_experiment(path)
-        if exp.tuning is None:
+        if exp.tuning is None or "pilot" in exp.roles:  # the pilot: its own test
             continue
         assert len(exp.tuning.seeds) >= 3 and exp.tuning.extend >= 1
         tuned = {tuple(sorted(k for k in g.candidates[0].algorithm.params
@@ -521,6 +521,60 @@ def test_claim_4_pairs_the_gains_by_seed_across_eps() -> None:
     welch = verdict_of("huang2025", "4", synthetic_results("huang2025", rows))
     assert welch.verdict == "inconclusive"
     assert "difference of means" in welch.settings[0].evidence()
+
+
+def test_the_pilot_sweeps_each_table1_constant_with_lr_on_the_table1_setting() -> None:
+    pilot = load_experiment(EXPERIMENTS / "quick" / "table1_pilot_digits_mlp.yaml")
+    table = load_experiment(EXPERIMENTS / "quick" / "table1_digits_mlp.yaml")
+    assert pilot.tuning is not None and len(pilot.tuning.seeds) == 3
+    point = {g.candidates[0].algorithm.name: g.candidates[0].algorithm.params
+             for g in table.groups}
+    for group in pilot.groups:
+        label = group.key.split("/")[1]
+        method, swept = label.rsplit("_", 1)
+        varied = {k for k in group.candidates[0].algorithm.params
+                  if len({c.algorithm.params[k] for c in group.candidates}) > 1}
+        assert varied == {"lr", swept}, label
+        params = group.candidates[0].algorithm.params
+        assert all(point[method][k] == params[k] for k in ("steps", "batch_size")), label
+        assert {c.algorithm.params["lr"] for c in group.candidates} == {
+            c.algorithm.params["lr"] for g in table.groups for c in g.candidates
+            if c.algorithm.name == method}  # Table 1's η grid
+
+
+def pilot_results(table1_constants: dict[str, dict[str, float]],
+                  chosen: dict[tuple[str, str], dict[float, float]]) -> PaperResults:
+    """Table 1 runs with ``table1_constants`` per method, and a pilot suite whose tuner
+    chose, per (method, constant), ε → value (scores: the chosen value best)."""
+    results = table1({4.0: 1.0}, p_alg_clip1=None)
+    runs = results.runs
+    for method, constants in table1_constants.items():
+        for key, value in constants.items():
+            runs.loc[runs["algorithm"] == method, f"p_alg_{key}"] = value
+    tuning = [{"group": f"digits_mlp[clients=10]/{method}_{param}/eps={eps:g}/paper/jax",
+               "chosen": {"lr": 1.0, param: value},
+               "candidates": [{"params": {"lr": 1.0, param: v}, "score": 0.5 + (v == value)}
+                              for v in (value, 2 * value)]}
+              for (method, param), by_eps in chosen.items() for eps, value in by_eps.items()]
+    results.suites.append({"suite": "huang2025_pilot", "paper": "huang2025",
+                           "scale": "quick", "roles": ["pilot"], "tuning": tuning})
+    return results
+
+
+@pytest.mark.known_answer("huang2025", "P1")
+def test_p1_table1_uses_the_pilots_choice() -> None:
+    chosen = {("prisma", "clip1"): {4.0: 2.0, 32.0: 4.0}, ("prisma", "gamma"): {4.0: 0.9},
+              ("dpsgd_gc", "clip1"): {4.0: 0.5}}  # the strictest ε decides: C₁ = 2
+    ours = {"prisma": {"clip1": 2.0, "gamma": 0.9}, "dpsgd_gc": {"clip1": 0.5}}
+    held = verdict_of("huang2025", "P1", pilot_results(ours, chosen))
+    assert held.verdict == "held" and held.claim.kind == "design"
+    assert "DPSGD-GC clip1 = 0.5 (pilot: 0.5)" in held.settings[0].evidence()
+    other = verdict_of("huang2025", "P1", pilot_results({**ours, "dpsgd_gc": {"clip1": 1.0}},
+                                                        chosen))
+    assert other.verdict == "contradicted"
+    assert "DPSGD-GC clip1 = 1 (pilot: 0.5)" in other.evidence()
+    alone = verdict_of("huang2025", "P1", table1({4.0: 1.0}))
+    assert alone.verdict == "inconclusive" and "no pilot recorded" in alone.evidence()
 
 
 def f1_run(label: str, copies: int, seed: int, norm: float, fresh: bool = False,
