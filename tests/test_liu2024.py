@@ -330,17 +330,20 @@ def test_experiment_files_are_valid() -> None:
     both = ["e2_sosp_vs_fosp.yaml", "e3_sample_complexity.yaml", "e4_ablations.yaml"]
     for scale in ("quick", "paper"):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
-        # quick adds seeds for E2a's probability (the paper-scale E2 file has 200 seeds)
-        # and E2b's FOSP methods at a uniformly random iterate
-        extra = (["e2_sosp_probability.yaml", "e2_uniform_iterate.yaml"] if scale == "quick"
-                 else [])
+        # quick adds seeds for E2a's probability (the paper-scale E2 file has 200 seeds),
+        # E2b's FOSP methods at a uniformly random iterate, E3's chain (a file per α) and
+        # the theorem's batches with honest noise (claim 1U)
+        extra = (["e2_sosp_probability.yaml", "e2_uniform_iterate.yaml",
+                  *(f"e3_chain_a0{a}.yaml" for a in (20, 28, 40)), "e4_honest_noise.yaml"]
+                 if scale == "quick" else [])
         assert [f.name for f in files] == sorted(both + extra)
         for path in files:
             exp = load_experiment(path)
             assert exp.paper == "liu2024" and exp.scale == scale and exp.specs
             assert not exp.skipped
             uniform = path.stem == "e2_uniform_iterate"
-            assert exp.roles == ("e2_uniform" if uniform else path.stem.split("_")[0],)
+            role = "e3_chain" if path.stem.startswith("e3_chain") else path.stem.split("_")[0]
+            assert exp.roles == ("e2_uniform" if uniform else role,)
             assert {s.eval.output for s in exp.specs} == {
                 "uniform_iterate" if uniform else "algorithm"}
             assert set(exp.roles) <= set(PAPER.roles)
@@ -360,7 +363,7 @@ def test_quick_e3_grid_lies_where_privacy_dominates() -> None:
                      "p_prob_d": spec.problem.params["d"], "epsilon": spec.privacy.epsilon,
                      "plan_c_G": constants["G"], "plan_c_M": constants["L"]})
     cells = pd.DataFrame(rows).drop_duplicates()
-    assert len(cells) == 6 and len(exp.specs) == 3 * len(cells)  # 3 seeds per cell
+    assert len(cells) == 6 and len(exp.specs) == 4 * len(cells)  # 2 τ × 2 seeds per cell
     check = PRIVACY_DOMINATES(cells, synthetic_results("liu2024", []))
     assert check.passed, check.measured
     assert "below in 0/6 runs" in check.measured
@@ -522,12 +525,15 @@ def test_claim_e2b_last_is_the_last_iterate_variant_with_the_spent_eps_control()
 
 
 def e3_run(alpha: float, eps: float, seed: int, samples: float, **extra: object) -> dict:
-    return {"role": "e3", "label": "spider_sosp", "algorithm": "spider_sosp",
+    return {"role": "e3", "label": "spider_sosp_paper_tau", "algorithm": "spider_sosp",
             "p_alg_alpha": alpha, "epsilon": eps, "seed": seed, "p_prob_d": 400,
             "plan_c_G": 2.414, "plan_c_M": 1.5, "p_alg_gap": 2.0, "p_alg_c_steps": 32.0,
             "diag_first_certificate_t": 0.7 * 96 / alpha**2, "diag_output": "certificate",
             "diag_stopped": "steps", "diag_samples_used": samples, "diag_escapes": 2.0,
             "diag_escape_horizon": 24.0, "p_alg_c_det": 1.0, "p_alg_c_gamma": 4.0, **extra}
+
+
+CHAIN = {"role": "e3_chain", "p_prob_d": 40000}  # α√d/ε ≥ 5·(BGM)^(1/3): privacy dominates
 
 
 def e3(exponent_alpha: float, exponent_eps: float = -1.0, **extra: object) -> PaperResults:
@@ -538,27 +544,49 @@ def e3(exponent_alpha: float, exponent_eps: float = -1.0, **extra: object) -> Pa
 
 
 @pytest.mark.known_answer("liu2024", "E3")
-def test_claim_e3_is_an_upper_bound_on_the_alpha_slope() -> None:
-    shallow = verdict_of("liu2024", "E3", e3(-1.0))
+def test_claim_e3_is_an_upper_bound_on_the_alpha_slope_where_the_horizon_binds() -> None:
+    shallow = verdict_of("liu2024", "E3", e3(-1.0, **CHAIN))
     assert shallow.verdict == "held" and len(shallow.settings) == 3  # one slope per ε
-    assert verdict_of("liu2024", "E3", e3(-3.0)).verdict == "contradicted"
-    benign = verdict_of("liu2024", "E3", e3(-1.0, diag_first_certificate_t=24.0))
+    assert verdict_of("liu2024", "E3", e3(-2.1, **CHAIN)).verdict == "held"  # within the slack
+    assert verdict_of("liu2024", "E3", e3(-3.0, **CHAIN)).verdict == "contradicted"
+    assert verdict_of("liu2024", "E3", e3(-1.0)).verdict == "not run"  # the cosine's are E3ε's
+    benign = verdict_of("liu2024", "E3", e3(-1.0, **CHAIN, diag_first_certificate_t=24.0))
     assert benign.verdict == "out of regime"
     (failed,) = benign.settings[0].failed
-    assert "first certificate at 0.25–4 % of T_thm = 600–9600 steps" in failed.measured
-    floor = verdict_of("liu2024", "E3", e3(-1.0, p_prob_d=10))
+    assert "slope of log t_cert on log α +0.00" in failed.measured
+    assert "(≤ -1.8 needed; the worst case −2)" in failed.measured
+    floor = verdict_of("liu2024", "E3", e3(-1.0, role="e3_chain", p_prob_d=400))
     assert floor.verdict == "out of regime"
     assert {p.name for s in floor.settings for p in s.failed} == {
-        "privacy term dominates (κ = α√d/ε ≥ (BGM)^(1/3), Thm 3.17 / Lemma 3.15)"}
+        "privacy dominates by ≥ 3× (α√d/ε ≥ 3·(BGM)^(1/3), Lemma 3.16's κ)"}
+
+
+@pytest.mark.known_answer("liu2024", "E3-R")
+def test_claim_e3_r_is_e3_at_the_repaired_tau() -> None:
+    repaired = {**CHAIN, "label": "spider_sosp"}
+    assert verdict_of("liu2024", "E3-R", e3(-2.5, **repaired)).verdict == "contradicted"
+    assert verdict_of("liu2024", "E3-R", e3(-1.5, **repaired)).verdict == "held"
+    assert verdict_of("liu2024", "E3-R", e3(-1.5, **CHAIN)).verdict == "not run"
+    assert PAPER.claim("E3-R").kind == "design" and PAPER.claim("E3").kind == "paper"
 
 
 @pytest.mark.known_answer("liu2024", "E3ε")
-def test_claim_e3_eps_is_an_upper_bound_on_the_eps_slope() -> None:
+def test_claim_e3_eps_is_an_upper_bound_on_the_eps_slope_without_a_horizon_premise() -> None:
     held = verdict_of("liu2024", "E3ε", e3(-2.0, exponent_eps=-0.5))
     assert held.verdict == "held" and len(held.settings) == 3  # one slope per α
     assert verdict_of("liu2024", "E3ε", e3(-2.0, exponent_eps=-2.0)).verdict == "contradicted"
     censored = verdict_of("liu2024", "E3ε", e3(-2.0, diag_output="last"))
     assert censored.verdict == "out of regime"
+    # a benign instance (first certificate at a few % of T_thm) no longer matters for ε
+    benign = e3(-2.0, exponent_eps=-0.5, diag_first_certificate_t=24.0)
+    assert verdict_of("liu2024", "E3ε", benign).verdict == "held"
+
+
+@pytest.mark.known_answer("liu2024", "E3ε-R")
+def test_claim_e3_eps_r_is_e3_eps_at_the_repaired_tau() -> None:
+    repaired = e3(-2.0, exponent_eps=-1.25, label="spider_sosp")
+    assert verdict_of("liu2024", "E3ε-R", repaired).verdict == "contradicted"
+    assert verdict_of("liu2024", "E3ε", repaired).verdict == "not run"
 
 
 def test_e3_excludes_censored_runs_from_the_fit_and_counts_them() -> None:
@@ -566,7 +594,7 @@ def test_e3_excludes_censored_runs_from_the_fit_and_counts_them() -> None:
     lower bound of N; the fit leaves it out (else the α = 0.1 group's slope would steepen
     past the bound) and says how many it left out; a group that loses most of its runs so
     is out of regime."""
-    results = e3(-1.0)
+    results = e3(-1.0, **CHAIN)
     rows = results.runs.to_dict("records")
     capped = {"diag_output": "last", "diag_stopped": "data", "diag_samples_used": 1e9}
     one = [{**r, **capped} if r["p_alg_alpha"] == 0.1 and r["seed"] == 0 else r for r in rows]
@@ -620,26 +648,77 @@ def test_claim_11_adaptive_uses_fewer_samples_and_a_diverged_run_is_excluded() -
     assert "adaptive batches: first certificate reached in 0/5 runs" in failed.measured
 
 
+# E4's plan at the theorem's batches (test_paper_parameters_planned_ledger_...): L = 13 nodes at
+# 1.5296·σ/2.24, K = Γ = 24 escape releases at 3.4248·σ/2.24, Theorem 2.2's shortfall 5.56–8.14
+THEOREM_PLAN = {"delta": 1e-6, "plan_c_steps": 2400, "plan_c_depth": 13,
+                "plan_tree_multiplier": 1.5295804, "plan_escape_releases": 24,
+                "plan_escape_multiplier": 3.4248153, "plan_tree_shortfall_o1": 5.5607,
+                "plan_tree_shortfall": 8.1429, "eps_planned": 13.437969, "p_alg_tau": "paper",
+                "p_alg_parameters": "paper", "p_alg_alpha": 0.2, "p_alg_gap": 2.0,
+                "p_alg_c_steps": 32.0, "plan_c_M": 1.5, "sigma": 2.24, "steps": 41.0,
+                "final_grad_norm": 0.03, "diag_escapes": 1.0, "diag_first_certificate_t": 41.0}
+
+
+def theorem_run(seed: int, calibration: str, **extra: object) -> dict:
+    return e4_run("paper_parameters_paper_tau", seed, 3e3, calibration=calibration,
+                  **{**THEOREM_PLAN, **extra})
+
+
 @pytest.mark.known_answer("liu2024", "1")
 def test_claim_1_the_papers_sigma_against_its_target_is_deterministic() -> None:
     def paper(spent: float) -> PaperResults:
         return synthetic_results("liu2024", [
-            e4_run("paper_parameters", s, 1e4, p_alg_parameters="paper", calibration="paper",
-                   eps_pld=spent + 0.01 * s) for s in range(2)])
-    over = verdict_of("liu2024", "1", paper(10.6))
+            theorem_run(s, "paper", eps_pld=spent + 0.01 * s, eps_gdp=spent + 0.01 * s)
+            for s in range(2)])
+    over = verdict_of("liu2024", "1", paper(5.62))
     assert over.verdict == "contradicted" and "in 0/2 runs" in over.evidence()
+    evidence = over.evidence()  # the issue's numbers, from the plan and the realised ε
+    # add/remove halves μ of these μ-GDP ledgers: dp-accounting's Gaussian ε at 2σ gives 2.58
+    assert "realised ledgers ε 5.62–5.63 replace-one, 2.58 add/remove" in evidence
+    assert "worst case (planned ledger) 13.4/5.9 (replace-one/add/remove)" in evidence
+    assert "tree stream 13.4/5.9, escape stream 7.38/3.35" in evidence
+    assert "σ_tree is 5.56× (O1's leaf G/b) to 8.14× (the largest O2 leaf) too small, " \
+        "ε 11.1–16.3" in evidence
+    assert "lacks its factor 4√(log₂T·ln(1/δ)) = 49.8, which b_t's other terms offset 6.1×" \
+        in evidence
     assert verdict_of("liu2024", "1", paper(1.5)).verdict == "held"
-    pld = synthetic_results("liu2024", [e4_run("paper_parameters", 0, 1e4,
-                                               p_alg_parameters="paper", eps_pld=1.1)])
-    assert verdict_of("liu2024", "1", pld).verdict == "not run"  # PLD runs are claim 1R's
+    pld = synthetic_results("liu2024", [theorem_run(0, "pld", eps_pld=1.1, eps_gdp=1.1)])
+    assert verdict_of("liu2024", "1", pld).verdict == "not run"  # PLD runs are claim 1U's
     both = synthetic_results("liu2024", [
-        e4_run("paper_parameters", 0, 1e4, p_alg_parameters="paper", calibration="paper",
-               p_alg_tau=tau, eps_pld=spent) for tau, spent in (("paper", 1.5),
-                                                                ("repaired", 5.6))])
+        theorem_run(0, "paper", p_alg_tau=tau, eps_pld=spent, eps_gdp=spent)
+        for tau, spent in (("paper", 1.5), ("repaired", 5.6))])
     result = verdict_of("liu2024", "1", both)  # one setting per τ: the theorem's, repaired
     assert [s.verdict for s in result.settings] == ["held", "contradicted"]
     assert [s.setting for s in result.settings] == ["epsilon = 2, tau = paper",
                                                     "epsilon = 2, tau = repaired"]
+    # claim 1U's finding at the same τ stands beside it
+    honest = theorem_run(5, "pld", eps_pld=1.9, eps_gdp=1.9, diag_output="last", steps=2400.0,
+                         diag_first_certificate_t=None, final_grad_norm=0.6, diag_escapes=0.0)
+    beside = verdict_of("liu2024", "1", synthetic_results(
+        "liu2024", [theorem_run(0, "paper", eps_pld=5.62, eps_gdp=5.62), honest]))
+    assert "Beside it (claim 1U): a certificate within T_thm = 2400 steps in 0/1 runs" \
+        in beside.evidence() and "‖∇F‖ = 3·α after 2400 steps and 0 escapes" \
+        in beside.evidence()
+
+
+@pytest.mark.known_answer("liu2024", "1U")
+def test_claim_1u_honest_noise_at_the_theorems_batches_within_its_horizon() -> None:
+    stuck = {"diag_output": "last", "steps": 2400.0, "diag_first_certificate_t": None,
+             "final_grad_norm": 0.6, "diag_escapes": 0.0}
+    none = [theorem_run(s, "pld", eps_pld=1.9, **stuck) for s in range(3)]
+    result = verdict_of("liu2024", "1U", synthetic_results("liu2024", none))
+    assert result.verdict == "contradicted" and "in 0/3 runs" in result.evidence()
+    every = [theorem_run(s, "pld", eps_pld=1.9) for s in range(72)]
+    assert verdict_of("liu2024", "1U", synthetic_results("liu2024", every)).verdict == "held"
+    few = [theorem_run(s, "pld", eps_pld=1.9) for s in range(3)]
+    assert verdict_of("liu2024", "1U", synthetic_results("liu2024", few)).verdict == \
+        "inconclusive"
+    # out of data before T_thm and without a certificate: the horizon was not given
+    short = [theorem_run(s, "pld", eps_pld=1.9, **{**stuck, "plan_c_steps": 900})
+             for s in range(3)]
+    assert verdict_of("liu2024", "1U", synthetic_results("liu2024", short)).verdict == \
+        "out of regime"
+    assert PAPER.claim("1U").kind == "design"
 
 
 @pytest.mark.known_answer("liu2024", "1R")

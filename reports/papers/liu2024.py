@@ -3,10 +3,11 @@ experiments, so its claims are checked on the suite's designs E1–E4 (notes §5
 
 Roles (``role:`` in bench/experiments/liu2024/*/): ``e2`` (SOSP vs FOSP methods end to
 end), ``e2_uniform`` (E2's FOSP methods at their own output rule, a uniformly random iterate:
-claim E2b), ``e3`` (samples to the first certified SOSP over α and ε), ``e4`` (ablations and the
-paper's calibration). E1 (Algorithm 2 alone) and the noise part of E4(i) are studies
-(bench/studies/liu2024.py) that ``saddlebench reproduce`` runs and stores; the page only
-reads them.
+claim E2b), ``e3`` (samples to the first certified SOSP over α and ε on the cosine saddle),
+``e3_chain`` (the same over α on the gated chain of saddles, ``saddle_chain``), ``e4``
+(ablations and the paper's calibration). E1 (Algorithm 2 alone) and the noise part of E4(i)
+are studies (bench/studies/liu2024.py) that ``saddlebench reproduce`` runs and stores; the
+page only reads them.
 
 Why E2's last iterates cannot separate at quick scale (the page's "why results differ"
 gives the numbers): a noisy first-order step from the saddle grows the escape component by
@@ -33,12 +34,18 @@ Declared constants of the rules:
   noise norm over the last to the first quarter of 256 leaves; flat noise gives 1, the √k
   growth of per-step Gaussian noise gives 2.8 there (a threshold between the two, kept from
   the page before the claims were declared);
-* ``HORIZON_SHARE`` = 0.5: the worst-case bound of Theorem 3.17 counts T = Õ(BM/γ²) ∝ α⁻²
-  steps; a run whose first certificate comes before half of them measures a benign
-  instance, where the bound's α-exponent does not bind. With γ-accurate gradients descent
-  alone ends within T_thm/8 (:func:`_descent_steps`), so only an instance with many
-  escapes (a chain of saddles: ≥ 9–24 of Γ steps in the quick E3 grid) can reach half;
-  testbed A has one saddle level (two escapes), so E3 fails this premise at every scale;
+* ``CERT_SLOPE`` = −1.8: the worst-case bound of Theorem 3.17 counts T = Õ(BM/γ²) ∝ α⁻²
+  steps, and its α-exponent binds only where the steps to the first certificate grow so;
+  on testbed A (one saddle level) they do not, so E3 runs on the chain of saddles, whose
+  K ∝ α^{−3/2} escapes of Γ ∝ α^{−1/2} steps predict −2; −1.8 allows the ceilings of K
+  (issue 37's premise, declared before the chain ran). E3ε needs no such premise: its
+  ε-exponent comes from b, b_t ∝ 1/ε at every step, not from the horizon;
+* ``PRIVACY_SHARE`` = 3: on the chain, α√d/ε ≥ 3·(BGM)^{1/3} (issue 37: privacy dominates
+  the drift threshold κ by ≥ 3×, so the samples follow √d/(εα²) and not the non-private
+  1/α³); E3ε's cells need ≥ 1 (its grid was chosen so, tests/test_liu2024.py);
+* ``SLACK`` = 0.25 added to E3's exponent 2: the Õ's polylogs over the chain's factor 2 in α
+  (L = ⌈log₂T⌉ + 1 and ln(T/ι) with T ∝ α⁻² grow by ≤ 2 levels, ≤ 0.15 on the slope),
+  rounded up; declared before the chain ran;
 * ``CENSORED_SHARE`` = 0.5: a run that exhausts its data before the first certificate has
   only a lower bound of N (censored); it is excluded from E3's fits and counted, and a
   group that loses more than half its runs so is out of regime (the exclusion would bias
@@ -65,6 +72,7 @@ from bench.studies.liu2024 import (
     quarter_growth,
     trials_for,
 )
+from problems.synthetic.saddle_chain import SaddleChainParams, link
 from reports.claims import (
     Claim,
     Control,
@@ -89,7 +97,16 @@ from reports.paper import (
     rates_table,
     settings,
 )
-from reports.rules import Always, AtLeast, AtMost, Fraction, Sample, SlopeAtMost, as_float
+from reports.rules import (
+    Always,
+    AtLeast,
+    AtMost,
+    Fraction,
+    Sample,
+    SlopeAtMost,
+    as_float,
+    log_slope,
+)
 
 SOSP_METHODS = ("spider_sosp", "spider_sosp_paper_tau")
 AT_SPENT = "dp_sgd_at_spent_eps"  # E2's control: DP-SGD at about spider_sosp's spent ε
@@ -98,7 +115,9 @@ SLOPES = {"this paper (Thm 3.17)": -2.0, "Ganesh et al. 2023 (claimed)": -7 / 3,
 IOTA = 0.05
 SOSP_GRADIENT = 1.25
 GROWTH_LIMIT = 1.5
-HORIZON_SHARE = 0.5
+CERT_SLOPE = -1.8
+PRIVACY_SHARE = 3.0
+SLACK = 0.25
 CENSORED_SHARE = 0.5
 E1, E4I = "e1_escape", "e4_noise_growth"
 
@@ -135,7 +154,10 @@ ROLES = {
     "e3": "E3, samples to the first certified SOSP over α and ε (claims E3, E3ε, 1R; the E3 "
           "table and figure)",
     "e4": "E4, ablations and the paper's calibration at the theorem's and the repaired τ "
-          "(claims 1, 1R, 11; the E4 and calibration tables)",
+          "(claims 1, 1U, 1R, 11; the E4 and calibration tables)",
+    "e3_chain": "E3 on the gated chain of saddles (saddle_chain), one suite per α: samples and "
+                "steps to the first certificate at the theorem's and the repaired τ (claims "
+                "E3, E3-R; the chain table)",
 }
 
 
@@ -238,45 +260,48 @@ def _stream_left(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
     return not bool(out.any()), f"data stream exhausted in {int(out.sum())}/{len(runs)} runs"
 
 
-@_needs("p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
-def _privacy_dominates(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+def _privacy_share(runs: pd.DataFrame) -> pd.Series:
+    """κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}, Lemma 3.16's two drift thresholds (G, M as run)."""
     private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
-    floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
-    below = private < floor
-    return not bool(below.any()), (
-        f"α√d/ε {private.min():.3g}–{private.max():.3g} vs (BGM)^(1/3) = {floor.max():.3g}: "
-        f"below in {int(below.sum())}/{len(runs)} runs")
+    return private / (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
 
 
-def _descent_steps(runs: pd.DataFrame) -> pd.Series:
-    """The most descent steps a run can take: a step −∇̃/M with ‖∇̃‖ > c_det·α and
-    ‖∇̃ − ∇F‖ ≤ γ = α/c_γ (what the batches guarantee, Lemma 3.14) lowers F by at least
-    (‖∇̃‖²/2 − γ‖∇̃‖)/M ≥ (c_det²/2 − c_det/c_γ)α²/M, so a gap B allows at most
-    BM/((c_det²/2 − c_det/c_γ)α²) of them: 4BM/α² = T_thm/8 at the defaults."""
-    per_step = runs["p_alg_c_det"] ** 2 / 2 - runs["p_alg_c_det"] / runs["p_alg_c_gamma"]
-    return runs["p_alg_gap"] * runs["plan_c_M"] / (per_step * runs["p_alg_alpha"] ** 2)
+def _privacy_dominates(share: float) -> Check:
+    @_needs("p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        ratio = _privacy_share(runs)
+        below = ratio < share
+        floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
+        return not bool(below.any()), (
+            f"(α√d/ε)/(BGM)^(1/3) = {_span(ratio)} (α√d/ε {_span(ratio * floor)}, "
+            f"(BGM)^(1/3) = {_span(floor)}; ≥ {share:g} needed): below in "
+            f"{int(below.sum())}/{len(runs)} runs")
+    return check
 
 
-@_needs("diag_first_certificate_t", "diag_escapes", "diag_escape_horizon", "p_alg_c_det",
-        "p_alg_c_gamma", *T_THM)
-def _horizon_binds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    """Half of T_thm, beside what reaching it takes: descent alone ends within
-    :func:`_descent_steps`, so the rest must be escapes of Γ steps each (a chain of saddles,
-    each lowering F by about Φ; testbed A has one saddle level, so two escapes)."""
-    horizon = _t_thm(runs)
-    share = runs["diag_first_certificate_t"].astype(float) / horizon
-    short = share.isna() | (share < HORIZON_SHARE)
-    descent = _descent_steps(runs) / horizon
-    needed = pd.Series(np.ceil((HORIZON_SHARE - descent) * horizon
-                               / runs["diag_escape_horizon"]), index=runs.index)
-    return not bool(short.any()), (
-        f"first certificate at {100 * share.min():.2g}–{100 * share.max():.2g} % of "
-        f"T_thm = {horizon.min():g}–{horizon.max():g} steps "
-        f"(≥ {100 * HORIZON_SHARE:g} % needed) in {len(runs)} runs; short in "
-        f"{int(short.sum())}. Descent alone ends within {_span(100 * descent, '.3g')} % of "
-        f"T_thm (F falls ≥ (c_det²/2 − c_det/c_γ)α²/M a step from a gap B), so the rest "
-        f"needs ≥ {_span(needed, 'g')} escapes of Γ = {_span(runs['diag_escape_horizon'], 'g')} "
-        f"steps; the runs made {_span(runs['diag_escapes'], 'g')}")
+def _certificate_slope(runs: pd.DataFrame) -> tuple[float, float]:
+    """(OLS slope of log t_cert on log α over the certified runs, its s.e.)."""
+    done = runs[_certified(runs)]
+    groups = {as_float(a): part["diag_first_certificate_t"].astype(float).to_numpy()
+              for a, part in done.groupby("p_alg_alpha")}
+    slope, se, _, _ = log_slope(groups)
+    return slope, se
+
+
+@_needs("diag_first_certificate_t", "diag_output", *T_THM)
+def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    """The steps to the first certificate grow like the worst case's T ∝ α⁻² (slope of
+    log t_cert on log α ≤ CERT_SLOPE), beside their share of T_thm."""
+    slope, se = _certificate_slope(runs)
+    if not math.isfinite(slope):
+        return None, "too few certified runs for a slope (≥ 3 over ≥ 2 values of α)"
+    done = runs[_certified(runs)]
+    share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
+    return slope <= CERT_SLOPE, (
+        f"slope of log t_cert on log α {slope:+.2f} ± {se:.2f} (≤ {CERT_SLOPE:g} needed; the "
+        f"worst case −2); t_cert {_span(done['diag_first_certificate_t'], 'g')} steps, "
+        f"{_span(100 * share, '.2g', ' %')} of T_thm, after "
+        f"{_span(done['diag_escapes'], 'g')} escapes")
 
 
 @_needs("diag_escapes")
@@ -351,14 +376,20 @@ ADAPTIVE_CERTIFIED = Premise(
     _adaptive_certified, "a larger horizon or data stream for the adaptive runs")
 PRIVACY_DOMINATES = Premise(
     "privacy term dominates (κ = α√d/ε ≥ (BGM)^(1/3), Thm 3.17 / Lemma 3.15)",
-    _privacy_dominates,
+    _privacy_dominates(1.0),
     "larger d or smaller ε (the paper-scale E3 has d ∈ {16, 64}, ε down to 0.25), so that "
     "α√d/ε exceeds (BGM)^(1/3) and √d/(εα²) exceeds the non-private 1/α³")
-HORIZON = Premise(
-    "worst-case horizon binds (first certificate ≥ half of T_thm)", _horizon_binds,
-    "an instance where finding an SOSP takes the theorem's T ∝ α⁻² steps (notes §5 E3: a "
-    "k-saddle chain); on one saddle the first certificate comes after a few escapes "
-    "whatever α, so the sample count cannot show the bound's exponent")
+PRIVACY_DOMINATES_CHAIN = Premise(
+    f"privacy dominates by ≥ {PRIVACY_SHARE:g}× (α√d/ε ≥ {PRIVACY_SHARE:g}·(BGM)^(1/3), "
+    "Lemma 3.16's κ)", _privacy_dominates(PRIVACY_SHARE),
+    "a chain with a smaller B·G·M or a larger √d/ε: a ρ-Hessian-Lipschitz chain of "
+    "K ∝ α^{−3/2} links has B = (K + 1)A with A ≥ 32r³(ρα)^{3/2}/ρ², so (BGM)^{1/3} ≈ 8 here, "
+    "and α√d/ε ≥ 24 needs ε ≤ 0.04 at d = 24 (10⁸ samples a run)")
+CERTIFICATES_SCALE = Premise(
+    f"the horizon binds: steps to the first certificate ∝ α^s with s ≤ {CERT_SLOPE:g} (the "
+    "worst case's T = Õ(BM/γ²) ∝ α⁻², Prop. 3.10)", _certificates_scale,
+    "more links per α (K ∝ α^{−3/2} with less ceiling) or a wider α range, so that the "
+    "escapes, not the descent between them, set the steps")
 ESCAPES = Premise(
     "an escape triggers (‖∇̃_t‖ ≤ c_det·α at some t)", _escape_triggers,
     "a start where the private gradient estimate can fall below c_det·α (the saddle), or a "
@@ -429,6 +460,102 @@ def _within_target(runs: pd.DataFrame, _: PaperResults) -> Sample:
                           f"target of {runs['epsilon'].max():g}")
 
 
+def _gdp_epsilon(mu: float, delta: float) -> float:
+    """ε(δ) of μ-GDP: δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022)."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    def gap(eps: float) -> float:
+        return float(norm.cdf(-eps / mu + mu / 2)
+                     - math.exp(eps + norm.logcdf(-eps / mu - mu / 2)) - delta)
+
+    return 0.0 if gap(0.0) <= 0 else float(brentq(gap, 0.0, mu * mu + 40 * mu))
+
+
+def _gdp_mu(eps: float, delta: float) -> float:
+    """The μ whose μ-GDP spends ``eps`` at δ."""
+    from scipy.optimize import brentq
+
+    return float(brentq(lambda mu: _gdp_epsilon(mu, delta) - eps, 1e-6, 50.0))
+
+
+def _add_remove(eps: pd.Series, delta: float) -> pd.Series:
+    """ε under add/remove adjacency of ledgers whose releases are unsampled Gaussians
+    (μ-GDP, exact) accounted with replace-one sensitivities: the paper's sensitivities
+    G/b, M/b, … are half of those, so μ halves."""
+    return eps.map(lambda e: _gdp_epsilon(_gdp_mu(e, delta) / 2, delta))
+
+
+def _streams(runs: pd.DataFrame, delta: float) -> str:
+    """The worst case per stream: L tree nodes, K escape releases, each at the plan's noise
+    over the worst record's sensitivity (μ-GDP), replace-one / add/remove."""
+    def both(mu: pd.Series) -> str:
+        return (f"{_span(mu.map(lambda m: _gdp_epsilon(m, delta)))}/"
+                f"{_span((mu / 2).map(lambda m: _gdp_epsilon(m, delta)))}")
+
+    tree = np.sqrt(runs["plan_c_depth"]) / runs["plan_tree_multiplier"]
+    escapes = np.sqrt(runs["plan_escape_releases"]) / runs["plan_escape_multiplier"]
+    return f"tree stream {both(tree)}, escape stream {both(escapes)}"
+
+
+def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """Claim 1: realised ε ≤ target per run; the note gives the realised and worst-case ε
+    (replace-one/add/remove), per stream, Theorem 2.2's σ at these batches, and claim 1U's
+    finding at the same τ beside it."""
+    if "eps_pld" not in runs or runs.empty:
+        return Sample.of([])
+    spent, target = runs["eps_pld"].astype(float), float(runs["epsilon"].max())
+    delta = float(runs["delta"].iloc[0])
+    factor = 4 * np.sqrt(np.log2(runs["plan_c_steps"]) * math.log(1 / delta))
+    short = runs["plan_tree_shortfall"]
+    note = (f"realised ledgers ε {_span(spent)} replace-one, "
+            f"{_span(_add_remove(runs['eps_gdp'].astype(float), delta))} add/remove "
+            f"(target {target:g}); worst case (planned ledger) "
+            f"{_span(runs['eps_planned'].astype(float))}/"
+            f"{_span(_add_remove(runs['eps_planned'].astype(float), delta))} "
+            f"(replace-one/add/remove): {_streams(runs, delta)}. By the paper's own Theorem "
+            f"2.2 at these batches σ_tree is {_span(runs['plan_tree_shortfall_o1'], '.2f')}× "
+            f"(O1's leaf G/b) to {_span(short, '.2f')}× (the largest O2 leaf) too small, "
+            f"ε {_span(target * runs['plan_tree_shortfall_o1'])}–{_span(target * short)}: "
+            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {_span(factor)}, which b_t's "
+            f"other terms offset {_span(factor / short, '.2g')}×")
+    honest = _honest_note(runs, results)
+    return Sample.of((spent <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float),
+                     note=note + (f". Beside it (claim 1U): {honest}" if honest else ""))
+
+
+def _honest(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
+    """E4's runs at the theorem's batches with honest (PLD) noise, at the τ of ``runs``."""
+    e4 = _done(results, "e4")
+    if e4.empty or "p_alg_parameters" not in e4:
+        return e4
+    return e4[(e4["p_alg_parameters"] == "paper") & (e4["calibration"] == "pld")
+              & e4["p_alg_tau"].isin(runs["p_alg_tau"].unique())]
+
+
+def _in_horizon(runs: pd.DataFrame) -> pd.Series:
+    return _certified(runs) & (runs["diag_first_certificate_t"].astype(float) <= _t_thm(runs))
+
+
+def _horizon_note(runs: pd.DataFrame) -> str:
+    return (f"a certificate within T_thm = {_span(_t_thm(runs), 'g')} steps in "
+            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {_span(runs['sigma'])}× "
+            f"the O1 sensitivity; the output's ‖∇F‖ = "
+            f"{_span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
+            f"{_span(runs['steps'], 'g')} steps and {_span(runs['diag_escapes'], 'g')} escapes")
+
+
+def _honest_note(runs: pd.DataFrame, results: PaperResults) -> str:
+    honest = _honest(runs, results)
+    return _horizon_note(honest) if len(honest) else ""
+
+
+def _certified_in_horizon(runs: pd.DataFrame, _: PaperResults) -> Sample:
+    if runs.empty or "diag_output" not in runs:
+        return Sample.of([])
+    return Sample.of(_in_horizon(runs).to_numpy(float), note=_horizon_note(runs))
+
+
 def _decrease_at_least_phi(runs: pd.DataFrame, _: PaperResults) -> Sample:
     return Sample.of((runs["decrease"] >= runs["phi"]).to_numpy(float))
 
@@ -475,8 +602,27 @@ def _separation_claim(claim_id: str, role: str, output: str, *controls: Control)
 
 RATE_WHERE = ("§3.2, Theorem 3.17 and Remark 3.18 (and the abstract): α = Õ((√d/(nε))^{1/2} "
               "+ n^{−1/3}), i.e. N(α) = Õ(√d/(εα²)) samples where privacy dominates")
+def _rate_claims(claim_id: str, statement: str, runs: Runs, axis: str, rule: SlopeAtMost,
+                 premises: tuple[Premise, ...]) -> tuple[Claim, Claim]:
+    """A rate claim at the theorem's τ (the paper's) and its twin at our repaired τ (a
+    finding about the repair, kind design), side by side."""
+    def at(label: str) -> Runs:
+        return replace(runs, where={**runs.where, "label": label})
+
+    text = "N = Õ(√d/(εα²)) where privacy dominates (Theorem 3.17, Remark 3.18), an upper bound: "
+    return (Claim(claim_id, f"{text}{statement}; at the theorem's τ = α^{{3/2}}/(M√ρ)",
+                  "Theorem 3.17 (rate)", at("spider_sosp_paper_tau"), _samples_along(axis),
+                  rule, premises=premises, kind="paper", where=RATE_WHERE, headline=True),
+            Claim(f"{claim_id}-R", f"{text}{statement}; at our repaired τ = ⌈κ√ρ/(M√α)⌉",
+                  "Theorem 3.17 (rate)", at("spider_sosp"), _samples_along(axis), rule,
+                  premises=premises, kind="design",
+                  where=f"claim {claim_id}'s test of our repaired τ (notes §2.5 G1–G2: one "
+                        "refresh per ⌈κ√ρ/(M√α)⌉ escapes): a finding about our repair"))
+
+
 SADDLES = Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one}, by=("d", "ratio"))
-E3_PREMISES = (PRIVACY_DOMINATES, HORIZON, CENSORING, *ASSUMPTION)
+E3_PREMISES = (CERTIFICATES_SCALE, PRIVACY_DOMINATES_CHAIN, CENSORING, *ASSUMPTION)
+E3_EPS_PREMISES = (PRIVACY_DOMINATES, CENSORING, *ASSUMPTION)
 
 CLAIMS = (
     Claim("7", f"from a saddle with λ_min ≤ −√(ρα), Algorithm 2 moves Ξ within Γ steps with "
@@ -535,17 +681,15 @@ CLAIMS = (
                 "its outputs are Õ(α)-SOSPs more often than not: more noise escapes the "
                 "saddle sooner", Statistic("outputs that are Õ(α)-SOSPs", _sosp_share),
                 Fraction(0.5, event="Õ(α)-SOSP output"))),
-    Claim("E3", "N(α) = Õ(√d/(εα²)) where privacy dominates (Theorem 3.17, Remark 3.18): an "
-          "upper bound, so the samples to the first certificate grow at most like α⁻² as α "
-          "falls (one slope per ε and d)", "Theorem 3.17 (rate)",
-          Runs(roles=("e3",), by=("epsilon", "p_prob_d")), _samples_along("p_alg_alpha"),
-          SlopeAtMost(2.0, axis="α", axis_grows_bound=False), premises=E3_PREMISES,
-          kind="paper", where=RATE_WHERE, headline=True),
-    Claim("E3ε", "N = Õ(√d/(εα²)) where privacy dominates: the samples grow at most like "
-          "1/ε as ε falls (one slope per α and d)", "Theorem 3.17 (rate)",
-          Runs(roles=("e3",), by=("p_alg_alpha", "p_prob_d")), _samples_along("epsilon"),
-          SlopeAtMost(1.0, axis="ε", axis_grows_bound=False), premises=E3_PREMISES,
-          kind="paper", where=RATE_WHERE, headline=True),
+    *_rate_claims("E3", "the samples to the first certificate on the gated chain of "
+                  "saddles (saddle_chain: the worst-case horizon binds) grow at most like "
+                  f"α⁻² as α falls (slope ≤ 2 + {SLACK:g}, the Õ's polylogs)",
+                  Runs(roles=("e3_chain",), by=("epsilon", "p_prob_d")), "p_alg_alpha",
+                  SlopeAtMost(2.0, axis="α", axis_grows_bound=False, slack=SLACK), E3_PREMISES),
+    *_rate_claims("E3ε", "the samples to the first certificate grow at most like 1/ε as ε "
+                  "falls (one slope per α and d; b, b_t ∝ 1/ε at every step, so no horizon "
+                  "premise)", Runs(roles=("e3",), by=("p_alg_alpha", "p_prob_d")), "epsilon",
+                  SlopeAtMost(1.0, axis="ε", axis_grows_bound=False), E3_EPS_PREMISES),
     Claim("11", "adaptive batches need fewer samples to the first certified SOSP than fixed "
           "worst-case batches b_t(G) at equal privacy (difference of means > 0; a fixed-batch "
           "run that stops before its certificate counts the samples it used, a lower bound "
@@ -559,21 +703,33 @@ CLAIMS = (
                 "‖x_t − x_{t−1}‖; B_t ∝ ‖x_t − x_{t−1}‖ 'resolves this paradox' and gives "
                 "better results"),
     Claim("1", "Theorem 3.17 as printed is (ε, δ)-DP: its batches b, b_t and noise "
-          "σ_tree = σ_t = α/√d (calibration: paper) spend at most the target ε (realised "
-          "ledger, PLD accountant, replace-one sensitivities; notes G1 predict not), at the "
-          "theorem's τ = α^{3/2}/(M√ρ) (a refresh after every escape) and the repaired τ",
+          "σ_tree = σ_t = α/√d spend at most the target ε (at the theorem's τ, and at the "
+          "repaired τ). The tree stream decides it: σ = α/√d lacks Theorem 2.2's factor "
+          "4√(log₂T·ln(1/δ)); the escape stream (notes G1) spends less",
           "Theorem 3.17 (privacy)",
           Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
                by=("epsilon", "p_alg_tau")),
-          Statistic("realised ε (PLD) ≤ target", _within_target),
+          Statistic("realised ε (PLD) ≤ target", _theorem_privacy),
           Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="paper",
           where="§3.2, Theorem 3.17: with b, b_t, τ as stated and σ_tree = σ_t = α/√d, "
-                "'Algorithm 3 is (ε, δ)-DP'", headline=True),
+                "'Algorithm 3 is (ε, δ)-DP'; §2.1, Theorem 2.2: σ = 4s√(log Σ log(1/δ))/ε",
+          headline=True),
+    Claim("1U", "Theorem 3.17's batches b, b_t with the noise that makes them (ε, δ)-DP "
+          "(σ calibrated by PLD on the worst-case ledger) still reach a first certificate "
+          f"within T_thm = ⌈32BM/α²⌉ steps with probability ≥ 1 − ι (ι = {IOTA:g})",
+          "Theorem 3.17 (privacy)",
+          Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "pld"},
+               by=("epsilon", "p_alg_tau")),
+          Statistic("runs with a certificate within T_thm", _certified_in_horizon),
+          Fraction(1 - IOTA, event="certificate within T_thm"),
+          premises=(CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="design",
+          where="Theorem 3.17's utility at its own batches once its noise is honest: whether "
+                "claim 1's erratum is repaired by the noise alone (issue 37)"),
     Claim("1R", "Alg 3-R is (ε, δ)-DP: with σ calibrated (PLD) on the planned worst-case "
           "ledger (L tree nodes per leaf, K = Γ·max(1, τ) escape releases per Hessian "
           "lifetime), no run's realised ledger spends more than the target ε",
           "Theorem 3.17 (privacy)",
-          Runs(roles=("e2", "e3", "e4"), where={"algorithm": "spider_sosp",
+          Runs(roles=("e2", "e3", "e3_chain", "e4"), where={"algorithm": "spider_sosp",
                                                 "calibration": _not_paper}, by=("label",)),
           Statistic("realised ε (PLD) ≤ target", _within_target),
           Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="design",
@@ -680,37 +836,53 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
                          "ε planned", "ε spent (PLD)", "runs"], "rows": rows}]
 
 
+def _links(run: pd.Series) -> str:
+    """K of a saddle_chain run, from its problem params (– elsewhere)."""
+    if run["problem"] != "saddle_chain":
+        return "–"
+    given: dict[str, Any] = {
+        str(k)[len("p_prob_"):]: int(v) if float(v).is_integer() else float(v)
+        for k, v in run.items() if str(k).startswith("p_prob_") and pd.notna(v)}
+    return f"{link(SaddleChainParams(**given)).links}"  # the frame holds int params as floats
+
+
 def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
     import matplotlib.pyplot as plt
 
-    runs = _done(results, "e3")
+    runs = pd.concat([_done(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
-    certified = runs[_certified(runs)].assign(N=_samples, alpha=runs["p_alg_alpha"])
-    attempted = runs.groupby(["p_alg_alpha", "epsilon"]).size().to_dict()
-    rows = [[f"{key[0]:g}", f"{key[1]:g}", f"{g['eps_pld'].max():.3g}", _summary(g["N"]),
-             _summary(g["diag_first_certificate_t"]), f"{g['plan_c_steps'].iloc[0]:g}",
-             f"{len(g)}/{attempted[key]}"]
-            for key, g in certified.groupby(["alpha", "epsilon"]) if isinstance(key, tuple)]
+    runs = runs.assign(N=_samples, alpha=runs["p_alg_alpha"], tau=runs["label"].map(_tau_name))
+    keys = ["problem", "tau", "alpha", "epsilon"]
+    rows = []
+    for key, group in runs.groupby(keys):
+        done = group[_certified(group)]
+        rows.append([str(key[0]), str(key[1]), f"{key[2]:g}", f"{key[3]:g}",
+                     _links(group.iloc[0]), f"{group['eps_pld'].max():.3g}",
+                     _summary(done["N"]) if len(done) else "–",
+                     _summary(done["diag_first_certificate_t"]) if len(done) else "–",
+                     f"{_t_thm(group).iloc[0]:g}", f"{len(done)}/{len(group)}"])
     table = {"title": "E3: samples to the first certified SOSP",
              "provenance": results.provenance(runs),
              "note": "N = samples used when the first escape fails (the run stops there), "
-                     "the step of that certificate beside Theorem 3.17's horizon T_thm; ε "
+                     "the step of that certificate beside Theorem 3.17's horizon T_thm, on "
+                     "the cosine saddle (claims E3ε, E3ε-R) and on the gated chain of K "
+                     "saddles (claims E3, E3-R), at the theorem's and the repaired τ; ε "
                      "planned (the target σ is calibrated to on the worst-case ledger) and "
                      "spent (PLD on the realised ledger, largest over the runs). "
                      "Predicted slopes of log N in log α: " + ", ".join(
                          f"{k} {v:+.2f}" for k, v in SLOPES.items())
-                     + "; in ε −1, while privacy dominates (claims E3, E3ε test them as "
-                       "upper bounds).",
-             "columns": ["α", "ε planned", "ε spent (PLD)", "N (mean ± s.e.)",
-                         "certificate step", "T_thm",
-                         "certified"], "rows": rows}
+                     + "; in ε −1, while privacy dominates (tested as upper bounds).",
+             "columns": ["problem", "τ", "α", "ε planned", "K", "ε spent (PLD)",
+                         "N (mean ± s.e.)", "certificate step", "T_thm", "certified"],
+             "rows": rows}
+    certified = runs[_certified(runs)]
     if certified.empty:
         return [table], []
-    fig, ax = plt.subplots(figsize=(4.6, 3.4))
-    for e, part in certified.groupby("epsilon"):
+    fig, ax = plt.subplots(figsize=(4.8, 3.4))
+    for (problem, tau, e), part in certified.groupby(["problem", "tau", "epsilon"]):
         mean = part.groupby("alpha")["N"].mean()
-        ax.plot(mean.index, mean.to_numpy(), marker="o", label=f"ε = {e:g}")
+        ax.plot(mean.index, mean.to_numpy(), marker="o", label=f"{problem}, {tau}, ε = {e:g}")
     grid = np.geomspace(certified["alpha"].min(), certified["alpha"].max(), 10)
     anchor = float(certified["N"].median() * certified["alpha"].median() ** 2)
     ax.plot(grid, anchor * grid**-2.0, "k--", lw=0.8, label="slope −2")
@@ -718,9 +890,9 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     ax.set_yscale("log")
     ax.set_xlabel("α")
     ax.set_ylabel("samples to the first certificate")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
     return [table], [Figure(save_figure(fig, out, "e3_sample_complexity"),
-                            "E3: N(α) by ε (log-log) with a slope −2 guide.",
+                            "E3: N(α) by instance, τ and ε (log-log) with a slope −2 guide.",
                             results.provenance(runs))]
 
 
@@ -802,39 +974,65 @@ def _fosp_at_saddle(results: PaperResults) -> str:
             f"{counts}; spider_sosp's escape horizon Γ = {_span(horizon, 'g')} steps")
 
 
-def _e3_horizon(results: PaperResults) -> str:
-    runs = _spider(results, "e3")
-    done = runs[_certified(runs)]
-    share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
-    per_b = _samples(done) / done["diag_b"]
-    return (f"{_span(100 * share, '.2g', ' %')} of T_thm after "
-            f"{_span(done['diag_escapes'], 'g')} escapes; samples ÷ refresh batch b = "
-            f"{_span(per_b, '.3g')}")
+def _chain_steps(results: PaperResults) -> str:
+    """The chain's steps to the first certificate: their slope in α per τ, share of T_thm."""
+    runs = _spider(results, "e3_chain")
+    parts = []
+    for label, part in runs.groupby("label"):
+        slope, se = _certificate_slope(part)
+        done = part[_certified(part)]
+        share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
+        parts.append(f"{_tau_name(str(label))}: slope {slope:+.2f} ± {se:.2f}, "
+                     f"{_span(100 * share, '.2g', ' %')} of T_thm")
+    return "; ".join(parts) + " (the chain, E3)"
 
 
 def _e3_privacy(results: PaperResults) -> str:
-    runs = _spider(results, "e3")
-    private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
-    floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
-    return f"{_span(private / floor, '.2f')} (α√d/ε = {_span(private)})"
+    parts = []
+    for role, name in (("e3", "E3ε (cosine saddle)"), ("e3_chain", "E3 (chain)")):
+        runs = _spider(results, role)
+        if len(runs):
+            private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
+            parts.append(f"{name} {_span(_privacy_share(runs), '.2g')} "
+                         f"(α√d/ε = {_span(private)})")
+    return "; ".join(parts)
 
 
 def _e3_tau(results: PaperResults) -> str:
     runs = _spider(results, "e3")
-    return "; ".join(f"ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, σ {_span(g['sigma'])}"
-                     for e, g in runs.groupby("epsilon"))
+    return "; ".join(f"{_tau_name(str(label))}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
+                     f"σ {_span(g['sigma'])}"
+                     for (label, e), g in runs.groupby(["label", "epsilon"]))
+
+
+def _tau_name(label: str) -> str:
+    return "theorem's τ" if label.endswith("paper_tau") else "repaired τ"
+
+
+def _theorem_sigma(results: PaperResults) -> str:
+    """Claim 1's σ_tree over Theorem 2.2's at the theorem's batches."""
+    runs = _done(results, "e4")
+    runs = runs[runs["calibration"] == "paper"]
+    return (f"1/{_span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
+            f"1/{_span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
+            f"{_span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
 
 
 REGIME = (
-    Regime("noise-to-curvature at the E2 saddle λ/√(ρα)",
-           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio,
+    Regime("Theorem 3.17's σ_tree = α/√d over the σ Theorem 2.2 needs at its batches "
+           "(claim 1)", "1 (Theorem 3.17: its σ makes Algorithm 3 (ε, δ)-DP)", _theorem_sigma,
+           "Theorem 2.2: σ = 4s√(log₂T ln(1/δ))/ε at the paper's add/remove sensitivity s",
            lead=True),
+    Regime("noise-to-curvature at the E2 saddle λ/√(ρα)",
+           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio),
     Regime("FOSP methods stalled at the saddle (E2)", "some (§1.2: they cannot certify "
            "curvature; notes §5 E2 expects FOSP outputs at the saddle)", _fosp_at_saddle),
     Regime("privacy share κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}", "≥ 1 where Thm 3.17's "
-           "privacy term dominates (n ≲ d^{3/2}/ε³)", _e3_privacy),
-    Regime("first certificate / T_thm (E3)", "≈ 1 in the worst case the α⁻² rate is about "
-           "(Prop. 3.10: T = Õ(BM/γ²) steps)", _e3_horizon, lead=True),
+           f"privacy term dominates (n ≲ d^{{3/2}}/ε³); ≥ {PRIVACY_SHARE:g} asked of E3's chain",
+           _e3_privacy, lead=True),
+    Regime("steps to the first certificate in α, and their share of T_thm", "∝ α⁻², ≈ 1 in "
+           "the worst case the α⁻² rate is about (Prop. 3.10: T = Õ(BM/γ²) steps)",
+           _chain_steps, lead=True),
     Regime("spider_sosp's realised ε / target", "1 (Theorem 3.17: (ε, δ)-DP at the target)",
            _spent_share, "planned ledger = worst case: L tree nodes per leaf, K = Γτ escape "
            "releases per Hessian lifetime"),
@@ -849,15 +1047,14 @@ def _why(results: PaperResults) -> dict[str, Any]:
         except (KeyError, ValueError, IndexError) as exc:
             return f"not recorded ({type(exc).__name__})"
 
-    def paper_eps(results: PaperResults) -> str:
+    def honest(results: PaperResults) -> str:
         runs = _done(results, "e4")
-        runs = runs[(runs["calibration"] == "paper")]
-        return "; ".join(f"τ {tau}: ε_PLD {_span(g['eps_pld'])} against a target of "
-                         f"{g['epsilon'].max():g}" for tau, g in runs.groupby("p_alg_tau"))
+        runs = runs[(runs["p_alg_parameters"] == "paper") & (runs["calibration"] == "pld")]
+        return "; ".join(f"τ {tau}: {_horizon_note(g)}" for tau, g in runs.groupby("p_alg_tau"))
 
     def censored(results: PaperResults) -> str:
         parts = []
-        for role in ("e3", "e4"):
+        for role in ("e3", "e3_chain", "e4"):
             runs = _done(results, role)
             if len(runs):
                 fixed = runs[_censored(runs)]
@@ -866,8 +1063,12 @@ def _why(results: PaperResults) -> dict[str, Any]:
         return "; ".join(parts)
 
     rows = [
-        ["Theorem 3.17's σ = α/√d is not (ε, δ)-DP (notes G1; claim 1)", measured(paper_eps),
-         "claim 1 contradicted: a finding about the paper"],
+        ["Theorem 3.17's σ = α/√d lacks Theorem 2.2's factor 4√(log₂T·ln(1/δ)) (claim 1)",
+         measured(_theorem_sigma), "claim 1 is decided by the tree stream, with the numbers "
+         "in its evidence: a finding about the paper"],
+        ["the theorem's batches with honest noise (claim 1U)", measured(honest),
+         "σ calibrated to the target on the worst-case ledger swamps the batches' "
+         "accuracy: the private gradient never falls below c_det·α, so no escape starts"],
         ["spider_sosp spends part of its budget (claim 1R)", measured(_spent_share),
          "baselines calibrated to the same planned ε spend all of it: E2 compares at equal "
          "planned ε, the table shows both"],
@@ -877,14 +1078,17 @@ def _why(results: PaperResults) -> dict[str, Any]:
          "iteration, so any budget that lets spider_sosp finish one escape (Γ steps) lets "
          "them escape too. Their first iterates are still at the saddle, so E2b scores "
          "their own output rule, a uniformly random iterate"],
-        ["E3's instance is benign (one saddle)", measured(_e3_horizon),
-         "E3, E3ε out of regime: N measures the batch formula, not the α⁻² horizon"],
-        ["privacy share in E3 (κ_priv/κ_np, Thm 3.17)", measured(_e3_privacy),
-         "≥ 1 in every cell: E3 runs where the privacy term dominates (below 1 the "
-         "non-private 1/α³ term would compete)"],
+        ["E3's α-exponent needs the horizon to bind: on the cosine saddle (one saddle "
+         "level) it does not, so E3 runs on the gated chain of saddles",
+         measured(_chain_steps), "E3, E3-R: the scaling premise compares this slope with "
+         "−2; E3ε, E3ε-R need no horizon premise (b, b_t ∝ 1/ε at every step)"],
+        ["privacy share (κ_priv/κ_np, Thm 3.17)", measured(_e3_privacy),
+         "E3ε's cells lie where privacy dominates; a ρ-Hessian-Lipschitz chain has "
+         "(BGM)^{1/3} ≈ 8, so E3's needs ε ≲ 0.04 (10⁸ samples a run) and stays below"],
         ["the repaired τ = ⌈κ√ρ/(M√α)⌉ grows with κ = α√d/ε (notes G1)", measured(_e3_tau),
          "where privacy dominates, τ ∝ 1/ε: the planned ledger (K = Γτ escape releases) "
-         "and σ grow faster than 1/ε, so N falls faster than 1/ε as ε grows (E3ε's slope)"],
+         "and σ grow faster than 1/ε, so N falls faster than 1/ε as ε grows (E3ε-R's "
+         "slope, a finding about our repair; the theorem's τ refreshes after every escape)"],
         ["data cap (censoring)", measured(censored),
          "censored runs are lower bounds: excluded from E3's fits (counted), kept as lower "
          "bounds in claim 11 (conservative)"],
