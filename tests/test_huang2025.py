@@ -514,8 +514,8 @@ def test_claim_4_pairs_the_gains_by_seed_across_eps() -> None:
     assert at8.decision.runs == 5 and "paired difference (per seed)" in at8.decision.text
     assert at8.decision.estimate == pytest.approx(1.0)
     assert "Table 1's own at ε = 8: +0.582 pp, z = 1.2" in at8.evidence()
-    rows = [r for r in table1({4.0: 1.0, 8.0: 0.0}, spread={4.0: 5.0, 8.0: 5.0}
-                              ).runs.to_dict("records")]
+    rows = [{str(k): v for k, v in r.items()} for r in table1(
+        {4.0: 1.0, 8.0: 0.0}, spread={4.0: 5.0, 8.0: 5.0}).runs.to_dict("records")]
     for r in rows:  # other seeds at ε = 8: Welch, and the seed terms leave it undecided
         r["seed"] += 10 * (r["epsilon"] == 8.0)
     welch = verdict_of("huang2025", "4", synthetic_results("huang2025", rows))
@@ -584,6 +584,7 @@ def f1_run(label: str, copies: int, seed: int, norm: float, fresh: bool = False,
     base, dup = (2000 * copies, 1) if fresh else (2000, copies)
     return {"role": "fig1", "label": label, "algorithm": label, "problem": "nc_least_squares",
             "calibration": "paper", "epsilon": 1.0, "seed": seed, "p_prob_clients": 10,
+            "p_prob_d": 10, "p_prob_lam": 1.0, "p_prob_noise_var": 2.0,
             "p_prob_base_n": base, "p_prob_dup": dup, "n": 10 * base * dup,
             "final_grad_norm": norm, **extra}
 
@@ -606,8 +607,25 @@ def fig1(prisma: float, dpsgd: float, fresh: bool = False, c3: float = 0.0,
 def test_claim_6_below_at_every_n() -> None:
     result = verdict_of("huang2025", "6", fig1(-0.4, -1 / 3))
     assert result.verdict == "held" and len(result.settings) == 6
+    assert not result.stand_in  # eq. (22) at the paper's M, d: its own instance
     assert verdict_of("huang2025", "6", fig1(-0.4, -1 / 3, scale=(2.0, 1.0))
                       ).verdict == "contradicted"
+
+
+@pytest.mark.known_answer("huang2025", "6")
+@pytest.mark.known_answer("huang2025", "8")
+def test_figure_1_claims_need_the_papers_instance() -> None:
+    other = fig1(-0.4, -1 / 3, fresh=True)
+    other.runs["p_prob_d"] = 5
+    for claim in ("6", "7e", "8"):
+        result = verdict_of("huang2025", claim, other)
+        assert result.verdict == "out of regime", claim
+        assert "d = 5 (paper 10)" in result.settings[0].failed[0].measured
+
+
+def test_figure_1_runs_the_papers_25_trials() -> None:
+    fig1_file = load_experiment(EXPERIMENTS / "quick" / "fig1_least_squares.yaml")
+    assert all(set(g.seeds) == set(range(25)) for g in fig1_file.groups)  # §5(a)
 
 
 @pytest.mark.known_answer("huang2025", "7")
