@@ -19,16 +19,16 @@ intermediate saddles have λ = A/(2ℓ²) ≥ r·√(ρα) (``ratio`` r > 1: non
 shallowest such link has ℓ₀ = 4r√(ρα)/ρ_chain and depth A₀ = 2r√(ρα)ℓ₀² ∝ α^{3/2}; the chain
 has K = ⌊B/A₀⌋ − 1 links of depth A = B/(K + 1) ≥ A₀ and width ℓ = (2A/ρ_chain)^{1/3}, so
 F(x₀) − inf F = B (``gap``) exactly. Hence K ∝ α^{−3/2} and, with the algorithm's constants
-held fixed over α, K escapes of Γ ∝ α^{−1/2} steps take ∝ α⁻² steps. (A depth of Theorem
-3.4's Φ = γ^{3/2}/√ρ would need a third derivative 64r³ times ρ: the sketch's links of
-issue 37, A = Φ and ℓ² = A/(4√(ρα)), are not ρ-Hessian-Lipschitz.)
+held fixed over α, K escapes of Γ ∝ α^{−1/2} steps take ∝ α⁻² steps. Our links are
+A₀/Φ = 256r³ times as deep as Theorem 3.4's Φ = γ^{3/2}/√ρ (γ = α/4): issue 37's sketch,
+A = Φ and ℓ² = A/(4√(ρα)), has 2A/ℓ³ = 32√2·ρ ≈ 45ρ, so it is not ρ-Hessian-Lipschitz.
 
 Per-sample noise as in ``strict_saddle``, paired so that it cancels exactly in the mean:
 f_i(x) = F(x) + s_i(σ₁⟨ξ_a, x⟩ + σ₂ log cosh⟨v_a, x⟩) with ξ_a, v_a uniform on the sphere.
 The data are n = m·2P records over a bank of P atoms (``atoms``): record i uses atom
 a = i mod P and sign s_i = (−1)^⌊i/P⌋, so the single pass of Algorithm 3 can draw millions
-of records without storing them (the records are i.i.d. draws from the uniform law on the
-2P signed atoms, whose mean is F).
+of records without storing them (the data hold n/(2P) copies of the 2P signed atoms, whose
+mean is F; the single pass draws batches from them uniformly without replacement).
 
 Per-sample constants (proved bounds, the chain's in θ units times A/ℓ, A/ℓ², A/ℓ³):
 * G = √((1.5√K·A/ℓ)² + μ²) + σ₁ + σ₂ (each chain coordinate's partial is
