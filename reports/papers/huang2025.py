@@ -150,7 +150,8 @@ RESOLUTIONS = (
     ("Quick scale", "CIFAR-10 cannot run on 2 CPU cores in minutes",
      "the embedded digits (real images, 8×8) over 10 clients with a tanh MLP (Table 1 "
      "stand-in; its per-step noise-to-signal is near the paper's, its passes fewer: see the "
-     "Regime table), T and η tuned on three tuning seeds, C₁, γ, C₃ fixed from a pilot; "
+     "Regime table), T and η tuned on three tuning seeds, C₁, γ, C₃ fixed from the recorded "
+     "pilot (table1_pilot_digits_mlp.yaml, check P1); "
      "Figure 1's problem itself with T tuned from 100 to 400 (the paper: 2,000–32,000)"),
 )
 
