@@ -833,6 +833,19 @@ def test_c1_needs_each_method_at_its_best_step_and_one_moving() -> None:
         "ada_dp_spider": "contradicted", "sto_spider": "out of regime"}
 
 
+@pytest.mark.known_answer("xu2026", "C1")
+def test_c1_needs_every_tuned_constant_of_a_mover_inside_its_grid() -> None:
+    """A method that moves with a tuned constant other than lr on an edge (here C_u) may do
+    better past it: the setting is out of regime."""
+    results = tuned(table2_results({"dp_rgda": [6.0, 6.5, 7.0], **SPIDERS_HIGH}), {
+        "dp_rgda": None, "sto_spider": None, "ada_dp_spider": None})
+    results.suites[0]["tuning"][0]["edges"] = {"diff_clip": "lower"}
+    result = verdict_of("xu2026", "C1", results)
+    assert result.verdict == "out of regime"
+    assert all("diff_clip on the lower edge" in p.measured
+               for s in result.settings for p in s.failed)
+
+
 def test_the_in_regime_table2_file_keeps_the_constants_and_tunes_alike() -> None:
     """table2_scale100_inregime.yaml: the σ → 0 references' constants at ‖X*‖_F = 100
     (n = 400), (128, 1e-6) under PLD, 5 seeds, lr and C_u tuned alike on one grid each (and

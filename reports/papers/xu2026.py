@@ -549,24 +549,24 @@ SUBSUMED = Premise(
     "compare where the baselines learn (table2_scale*_inregime.yaml)")
 
 
-def _edges(runs: pd.DataFrame, results: PaperResults) -> set[str] | None:
-    """The grid edges ("lower", "upper") on which the tuned lr of ``runs`` still sits; None
-    when no tuning group made them."""
+def _edges(runs: pd.DataFrame, results: PaperResults) -> dict[str, str] | None:
+    """The tuned params of ``runs`` whose choice still sits on an edge of its grid (param →
+    "lower" or "upper"); None when no tuning group made them."""
     ids = set(runs["run_id"]) if "run_id" in runs else set()
     groups = [t for m in results.suites for t in m.get("tuning") or []
               if ids & set(t.get("run_ids") or ())]
-    return None if not groups else {side for t in groups
-                                    for k, side in (t.get("edges") or {}).items() if k == "lr"}
+    return None if not groups else {k: side for t in groups
+                                    for k, side in (t.get("edges") or {}).items()}
 
 
 def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """DP-RGDA and the baseline each at its best step, and at least one of them moving
-    (|mean Φ(x_T)/Φ(x₀) − 1| > ``NO_MOVE``, measured): a tuned lr inside its grid, or on the
-    lower edge where the method does not move (a smaller step only brings x_T closer to x₀,
-    so the edge is that method's optimum in the limit, and a comparison with a method that
-    moves is decided by the mover's margin). Two methods that both stay at x₀ (App. D's
-    level, wherever their tuned lr fell) are compared on noise: out of regime; so is an
-    upper edge (the optimum may lie past it) and a lower edge that moves."""
+    """DP-RGDA and the baseline each at its best configuration, and at least one of them
+    moving (|mean Φ(x_T)/Φ(x₀) − 1| > ``NO_MOVE``, measured): every tuned constant inside
+    its grid, except an lr on the lower edge where the method does not move (a smaller step
+    only brings x_T closer to x₀, so the edge is that method's optimum in the limit, and a
+    comparison with a method that moves is decided by the mover's margin). Two methods that
+    both stay at x₀ (App. D's level, wherever their tuned lr fell) are compared on noise:
+    out of regime; so is any other edge (the optimum may lie past it)."""
     parts = {OURS: _partner(runs, results, OURS), "baseline": _clean(runs)}
     texts, moving = [], 0
     for name, part in parts.items():
@@ -577,9 +577,10 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
         mean = float(np.nanmean(ratio))
         moves = abs(mean - 1) > NO_MOVE
         moving += moves
-        where = f"lr on the {'/'.join(sorted(edges))} edge" if edges else "lr inside its grid"
-        texts.append(f"{name}: {where}, mean Φ(x_T)/Φ(x₀) {mean:.4g}")
-        if "upper" in edges or (edges and moves):
+        where = ", ".join(f"{k} on the {side} edge" for k, side in sorted(edges.items()))
+        texts.append(f"{name}: {where or 'every tuned constant inside its grid'}, mean "
+                     f"Φ(x_T)/Φ(x₀) {mean:.4g}")
+        if any(moves or (k, side) != ("lr", "lower") for k, side in edges.items()):
             return False, texts[-1] + " (its optimum may lie past the edge)"
     if not moving:
         return False, "; ".join(texts) + f": neither moves (within {NO_MOVE:.0%} of x₀)"
@@ -589,7 +590,7 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
 TUNED = Premise(
     "each method at its best step, one of them moving (DP-RGDA and the baseline)",
     _at_best_step,
-    "extend the lr grid past the chosen edge (tuning: extend: N); both on the lower edge "
+    "extend the grid past the chosen edge (tuning: extend: N); both on the lower lr edge "
     "after every extension means no private method moves at this privacy level: compare "
     "them where they do (table2_scale100_inregime.yaml)")
 # The noise-to-signal ratio is not a premise: App. D's own calibration sets it (≈ 133 for
