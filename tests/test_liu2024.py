@@ -363,7 +363,7 @@ def test_quick_e3_grid_lies_where_privacy_dominates() -> None:
                      "p_prob_d": spec.problem.params["d"], "epsilon": spec.privacy.epsilon,
                      "plan_c_G": constants["G"], "plan_c_M": constants["L"]})
     cells = pd.DataFrame(rows).drop_duplicates()
-    assert len(cells) == 6 and len(exp.specs) == 4 * len(cells)  # 2 τ × 2 seeds per cell
+    assert len(cells) == 6 and len(exp.specs) == 6 * len(cells)  # 2 τ × 3 seeds per cell
     check = PRIVACY_DOMINATES(cells, synthetic_results("liu2024", []))
     assert check.passed, check.measured
     assert "below in 0/6 runs" in check.measured
