@@ -270,6 +270,12 @@ def trend_slope(groups: Mapping[float, np.ndarray]) -> tuple[float, float, float
           if x > 0 and np.isfinite(value)]
     ys = [float(value) for x, v in groups.items() for value in v
           if x > 0 and np.isfinite(value)]
+    return ols_slope(xs, ys)
+
+
+def ols_slope(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float, int]:
+    """(slope, s.e., degrees of freedom, points) of OLS ys on xs (nan with fewer than three
+    points or one distinct x)."""
     n = len(xs)
     if n < 3 or len(set(xs)) < 2:
         return math.nan, math.nan, math.nan, n
@@ -459,11 +465,7 @@ def log_slope(groups: Mapping[float, np.ndarray]) -> tuple[float, float, float, 
             if x > 0 and np.isfinite(v) and v > 0:
                 xs.append(math.log(x))
                 ys.append(math.log(float(v)))
-    n = len(xs)
-    if n < 3 or len(set(xs)) < 2:
-        return math.nan, math.nan, math.nan, n
-    fit = stats.linregress(xs, ys)
-    return float(fit.slope), float(fit.stderr), n - 2.0, n
+    return ols_slope(xs, ys)
 
 
 @dataclass(frozen=True)
