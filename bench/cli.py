@@ -596,6 +596,7 @@ def parser() -> argparse.ArgumentParser:
 def cmd_data(args: argparse.Namespace) -> int:
     """List every data set (where, checksums, size, problems, how to get it), or fetch one."""
     from problems.data.catalog import DATASETS, dataset, fetch, status
+    from problems.data.common import data_root
 
     if args.action == "fetch":
         if not args.name:
@@ -606,7 +607,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         except (KeyError, RuntimeError) as exc:
             raise UsageError(str(exc).strip("'\"")) from None
         return 0
-    table = Table(title=f"data sets (data root: {data_root_of(args.root)})")
+    table = Table(title=f"data sets (data root: {data_root(args.root)})")
     for column in ("data set", "found", "where", "checksums", "size", "problems", "get it"):
         table.add_column(column, overflow="fold")
     for d in DATASETS:
@@ -616,12 +617,6 @@ def cmd_data(args: argparse.Namespace) -> int:
                       escape(", ".join(st.problems)), escape(st.how))
     console.print(table)
     return 0
-
-
-def data_root_of(root: str | None) -> Path:
-    from problems.data.common import data_root
-
-    return data_root(root)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

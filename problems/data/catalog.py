@@ -166,8 +166,9 @@ def fetch(d: DataSet, root: PathArg | None = None) -> str:
         if subprocess.run(install, env=env, check=False).returncode != 0:
             subprocess.run([*sudo, "apt-get", "update", "-qq"], env=env, check=False)
             subprocess.run(install, env=env, check=False)
-        if status(d, root, check=False).found:
-            return f"{d.name}: installed Debian's {d.apt} ({status(d, root).where})"
+        after = status(d, root, check=False)
+        if after.found:
+            return f"{d.name}: installed Debian's {d.apt} ({after.where})"
     if d.torchvision and torchvision_download(d.torchvision, data_root(root)):
         return f"{d.name}: downloaded with torchvision into {data_root(root)}"
     raise RuntimeError(f"cannot fetch {d.name} here"
