@@ -329,22 +329,30 @@ def scaling_fits(results: PaperResults, metric: str = "grad_norm", min_runs: int
     return groups
 
 
+MIN_R2 = 0.5  # below it a log-log fit explains too little to read an exponent from
+
+
 def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
                   ) -> dict[str, Any] | None:
     """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
     declared rate predicts (reports/scaling.py), one row per predictor of each group of
-    :func:`scaling_fits`."""
+    :func:`scaling_fits`; a group whose fit has R² < :data:`MIN_R2` is one row marked
+    "no fit", with no exponent and no check against the rate."""
 
     rows = []
     for group in scaling_fits(results, metric, min_runs):
         fit = group.fit
+        first = [group.suite, group.label, group.calibration, group.held or "–"]
+        if not fit.r2 >= MIN_R2:
+            rows.append([*first, ", ".join(fit.predictors), "no fit", "–", "–", "–",
+                         f"{fit.points}", f"{fit.r2:.2f}"])
+            continue
         rate = get_algorithm(group.algorithm).rate
         checks = group.checks(None if rate is None else rate.privacy_exponent)
         for p in fit.predictors:
             lo, hi = fit.intervals[p]
             check = checks.get(p)
-            rows.append([group.suite, group.label, group.calibration, group.held or "–", p,
-                         f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
+            rows.append([*first, p, f"{fit.exponents[p]:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]",
                          "–" if check is None else f"{check.declared:+.3f}",
                          "–" if check is None else ("inside" if check.inside else "outside"),
                          f"{fit.points}", f"{fit.r2:.2f}"])
@@ -355,7 +363,9 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
                     "runs that differ only there (95 % bootstrap intervals over runs), beside "
                     "the exponents each algorithm's declared rate (√d/(nε))^a predicts while "
                     "its privacy term dominates: −a in n and ε, a/2 in d (reports/scaling.py). "
-                    "'outside': the declared exponent is not in the interval.",
+                    "'outside': the declared exponent is not in the interval. 'no fit': the "
+                    f"fit explains less than R² = {MIN_R2:g} of the variance, so no exponent "
+                    "is read from it.",
             "columns": ["suite", "method", "calibration", "held fixed", "predictor", "fitted",
                         "95 % CI",
                         "declared", "declared vs CI", "runs", "R²"], "rows": rows}
@@ -592,23 +602,36 @@ def _contradicting(result: ClaimResult, shown: int = 3) -> str:
 
 def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
                          underspend: float = 0.5) -> list[dict[str, str]]:
-    """Paper calibrations that overspend or underspend their target ε (PLD accountant)."""
+    """Paper calibrations that overspend or underspend their target ε (PLD accountant):
+    one row per method, calibration and direction, with the targets, suites and range of
+    ε spent ÷ target over its settings."""
     if runs.empty or "eps_pld" not in runs:
         return []
     paper = runs[runs["calibration"].isin(["paper", "advanced"])
                  & runs["epsilon"].apply(math.isfinite)]
-    out = []
+    settings = []
     for (suite, label, cal, eps), part in paper.groupby(["suite", "label", "calibration",
                                                          "epsilon"]):
-        spent = part["eps_pld"].astype(float)
-        ratio = float(spent.max()) / as_float(eps)
-        if ratio > overspend or float(spent.min()) / as_float(eps) < underspend:
-            kind = "overspends" if ratio > overspend else "underspends"
-            out.append({"kind": f"calibration {kind} its target",
-                        "what": f"{suite}: {label}, calibration {cal}, target ε = {eps:g}",
-                        "numbers": f"ε spent (PLD) {float(spent.min()):.4g}–"
-                                   f"{float(spent.max()):.4g} = {ratio:.3g}× the target "
-                                   f"over {len(part)} runs"})
+        spent = part["eps_pld"].astype(float) / as_float(eps)
+        if spent.max() > overspend:
+            settings.append((label, cal, "overspends", suite, eps, spent, len(part)))
+        elif spent.min() < underspend:
+            settings.append((label, cal, "underspends", suite, eps, spent, len(part)))
+    grouped: dict[tuple[str, str, str], list[Any]] = {}
+    for label, cal, direction, *rest in settings:
+        grouped.setdefault((label, cal, direction), []).append(rest)
+    out = []
+    for (label, cal, direction), found in grouped.items():
+        ratios = pd.concat([spent for _, _, spent, _ in found])
+        targets = sorted({as_float(eps) for _, eps, _, _ in found})
+        suites = list(dict.fromkeys(suite for suite, *_ in found))
+        out.append({"kind": f"calibration {direction} its target",
+                    "what": f"{label}, calibration {cal}, target ε ∈ "
+                            f"{{{', '.join(f'{e:g}' for e in targets)}}} in "
+                            f"{_settings(suites)}",
+                    "numbers": f"ε spent (PLD) ÷ target {ratios.min():.3g}–{ratios.max():.3g} "
+                               f"over {sum(n for *_, n in found)} runs in {len(found)} "
+                               f"settings"})
     return out
 
 

@@ -104,6 +104,23 @@ class Comparison:
     run_ids: tuple[str, ...] = ()  # the runs behind ``ours``
     interval: tuple[float, float] = (math.nan, math.nan)
     diverged: int = 0  # matching runs that diverged (never averaged in)
+    variant: str = ""  # the spec values that tell this row's runs apart, when several match
+
+
+VARIANT_COLUMNS = ("problem", "algorithm", "backend", "calibration")
+
+
+def variants(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """``runs`` split by every spec field that varies among them (problem and algorithm
+    params, backend, calibration; never the seed), each part named by its values, e.g.
+    "n=1000, lr=0.1"; one unnamed part when nothing varies."""
+    columns = [c for c in runs if (c in VARIANT_COLUMNS or str(c).startswith(("p_prob_",
+               "p_alg_"))) and runs[c].astype(str).nunique() > 1]
+    if not columns:
+        return [("", runs)]
+    return [(", ".join(f"{str(c).split('_', 2)[-1]}={v}" for c, v in
+                       zip(columns, key if isinstance(key, tuple) else (key,), strict=True)),
+             part) for key, part in runs.groupby(columns, dropna=False, sort=True)]
 
 
 def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
@@ -141,33 +158,40 @@ def compare(published: Published, runs: pd.DataFrame) -> list[Comparison]:
     t-interval of our mean over the finished runs that did not diverge (one run gives no
     interval: inconclusive; ``diverged`` counts the others); ``calibrated`` when the entry
     was used to set a constant (never counted as reproduced); ``diverged`` when every
-    matching run diverged (no Δ); ``not run`` when no run matches the entry.
+    matching run diverged (no Δ); ``not run`` when no run matches the entry. Runs that
+    differ in a spec field the entry does not fix are never pooled: each variant is its own
+    row, named by the values that differ (:func:`variants`).
     """
-    from scipy import stats
-
-
     out = []
     for entry in published.entries:
         column = f"final_{entry.match['metric']}"
         match = _matching(runs, entry) if column in runs else runs.iloc[0:0]
-        ids = tuple(sorted(match["run_id"])) if "run_id" in match else ()
-        diverged = diverged_mask(match)
-        if len(match) and diverged.all():
-            out.append(Comparison(entry, None, None, 0, None, "diverged", ids,
-                                  diverged=len(match)))
-            continue
-        match = match[~diverged]
-        values = match[column].dropna().to_numpy(dtype=float) * entry.unit if len(match) \
-            else np.array([])
-        if not len(values):
+        if "run_id" in match:  # a run stored in two suites is one run
+            match = match.drop_duplicates("run_id")
+        if not len(match):
             out.append(Comparison(entry, None, None, 0, None, "not run"))
             continue
-        ours = float(np.median(values) if entry.statistic == "median" else values.mean())
-        se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
-        half = float(stats.t.ppf(0.975, len(values) - 1)) * se if se is not None else math.nan
-        interval = (ours - half, ours + half)
-        status = "calibrated" if entry.calibrated else number_verdict(
-            *interval, entry.value, entry.tolerance_for(entry.value))
-        out.append(Comparison(entry, ours, se, len(values), ours - entry.value, status, ids,
-                              interval, int(diverged.sum())))
+        out += [_compare(entry, part, column, variant) for variant, part in variants(match)]
     return out
+
+
+def _compare(entry: Entry, match: pd.DataFrame, column: str, variant: str) -> Comparison:
+    """One published entry against the runs of one variant (see :func:`compare`)."""
+    from scipy import stats
+
+    ids = tuple(sorted(match["run_id"])) if "run_id" in match else ()
+    diverged = diverged_mask(match)
+    if diverged.all():
+        return Comparison(entry, None, None, 0, None, "diverged", ids, diverged=len(match),
+                          variant=variant)
+    values = match[~diverged][column].dropna().to_numpy(dtype=float) * entry.unit
+    if not len(values):
+        return Comparison(entry, None, None, 0, None, "not run", variant=variant)
+    ours = float(np.median(values) if entry.statistic == "median" else values.mean())
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else None
+    half = float(stats.t.ppf(0.975, len(values) - 1)) * se if se is not None else math.nan
+    interval = (ours - half, ours + half)
+    status = "calibrated" if entry.calibrated else number_verdict(
+        *interval, entry.value, entry.tolerance_for(entry.value))
+    return Comparison(entry, ours, se, len(values), ours - entry.value, status, ids,
+                      interval, int(diverged.sum()), variant)

@@ -100,6 +100,20 @@ def test_published_vs_ours(tmp_path: Path) -> None:
     assert published_for(None, tmp_path) is None
 
 
+def test_published_numbers_never_pool_variants(tmp_path: Path) -> None:
+    published = load_published_text(tmp_path, PUBLISHED)
+    base = runs_frame().assign(p_alg_lr=0.1, p_prob_n=1000, run_id=lambda f: f.index.astype(str))
+    swept = pd.concat([base, base.assign(p_alg_lr=0.5, final_grad_norm=base["final_grad_norm"]
+                                         + 1, run_id=lambda f: "b" + f["run_id"])])
+    rows = [c for c in compare(published, swept) if c.entry.id == "t1-a"]
+    assert [(c.variant, c.seeds) for c in rows] == [("lr=0.1", 3), ("lr=0.5", 3)]
+    assert [c.status for c in rows] == ["held", "contradicted"]
+    # one run stored in two suites counts once; nothing varies, so one unnamed row
+    twice = pd.concat([base.assign(suite="a"), base.assign(suite="b")])
+    (row,) = [c for c in compare(published, twice) if c.entry.id == "t1-a"]
+    assert row.variant == "" and row.seeds == 3
+
+
 def load_published_text(tmp_path: Path, text: str) -> Published:
     path = tmp_path / "calibrated" / "demo2026.yaml"
     path.parent.mkdir(exist_ok=True)

@@ -231,3 +231,20 @@ def test_paper_pages_get_a_scaling_table_against_the_declared_rate() -> None:
     for row in got.values():
         assert float(row[5]) == pytest.approx(-0.5, abs=0.05)
         assert row[7] == "-0.500" and row[8] == "inside"  # dp_sgd declares a = 1/2
+
+
+def test_a_scaling_fit_that_explains_little_is_marked_no_fit() -> None:
+    from reports.paper import MIN_R2, PaperResults, scaling_table
+
+    rng = np.random.default_rng(2)
+    rows = [{"suite": "s", "problem": "strict_saddle", "algorithm": "dp_sgd", "label": "dp_sgd",
+             "calibration": "pld", "status": "done", "n": 1000, "epsilon": eps, "seed": seed,
+             "p_prob_n": 1000, "final_grad_norm": math.exp(rng.normal(0, 1.0))}
+            for eps in (0.5, 2.0, 8.0) for seed in range(4)]  # pure noise: no trend in ε
+    results = PaperResults(paper="x", scale="quick", suites=[], runs=pd.DataFrame(rows),
+                           trajectories=pd.DataFrame())
+    table = scaling_table(results)
+    assert table is not None and len(table["rows"]) == 1
+    row = table["rows"][0]
+    assert float(row[10]) < MIN_R2
+    assert row[4:9] == ["epsilon", "no fit", "–", "–", "–"]

@@ -97,9 +97,15 @@ def test_findings_and_why_out_of_regime_are_assembled_from_the_verdicts() -> Non
     found = findings([result("1", "Theorem 3.17", "contradicted")], runs, [])
     assert [f["kind"] for f in found] == ["contradicted claim",
                                           "calibration overspends its target"]
-    assert "2.8× the target over 2 runs" in found[1]["numbers"]
+    assert "÷ target 2.8–2.8 over 2 runs in 1 settings" in found[1]["numbers"]
     under = runs.assign(eps_pld=0.05)
     assert findings([], under, [])[0]["kind"] == "calibration underspends its target"
+    # repeated settings of one calibration collapse into one row with the range
+    many = pd.DataFrame({"suite": ["s", "s", "t", "t"], "label": "a", "calibration": "paper",
+                         "epsilon": [1.0, 2.0, 1.0, 4.0], "eps_pld": [0.1, 0.4, 0.3, 0.8]})
+    rows = findings([], many, [])
+    assert len(rows) == 1 and "target ε ∈ {1, 2, 4} in s · t" in rows[0]["what"]
+    assert "÷ target 0.1–0.3 over 4 runs in 4 settings" in rows[0]["numbers"]
     assert findings([], runs.assign(eps_pld=1.9), []) == []
 
 
