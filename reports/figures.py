@@ -10,6 +10,10 @@ over seeds (:data:`INTERVAL`).
 accuracy where there is a test set, else ‖∇F‖) at the output point against ε on a log
 axis; mean over seeds with s.e. error bars; non-private runs as a dashed horizontal line.
 Written as PNG (HTML) and PDF (LaTeX).
+
+Every figure goes through :func:`save_figure`: a PNG as drawn for the pages, and PDFs laid
+out for print at a two-column paper's column and page widths (:data:`PRINT_INCHES`), every
+text at least 7 pt there.
 """
 
 from __future__ import annotations
@@ -29,6 +33,13 @@ PALETTE = "colorblind"
 MAX_COLUMNS = 3  # panels per row: at page width (1400 px) a panel stays ~450 px wide
 INTERVAL = "mean ± one standard error over seeds"
 LEGEND_POINTS = 9.0  # the smallest legend font size (pt) any figure is saved with
+#: the print widths every figure's PDF is laid out at (inches): a two-column paper's single
+#: column (``stem_column.pdf``) and its full width (``stem.pdf``)
+PRINT_INCHES = {"single": 3.5, "double": 7.0}
+PRINT_POINTS = (7.0, 8.0)  # every text of a printed figure, in pt, at its print size
+PANEL_INCHES = 2.2  # the narrowest panel a printed figure lays out
+PANEL_ASPECT = (0.55, 0.85)  # a printed panel's height over its width
+LABEL_INCHES = 0.4  # the height a printed panel's title and axis labels add
 #: every registered algorithm's hue (Okabe–Ito, then Paul Tol's muted set), fixed on every
 #: page; non-private references in greys
 ALGORITHM_HUES: dict[str, str] = {
@@ -214,10 +225,61 @@ def curves_with_band(panels: list[tuple[str, pd.DataFrame]], metric: str, ylabel
     return [out_dir / f"{stem}.png", out_dir / f"{stem}.pdf"]
 
 
+def _panels(fig: Any) -> tuple[list[list[Any]], int] | None:
+    """The figure's visible panels in reading order (each: the axes drawn on it, twins
+    included) and its number of grid columns, when every panel is one cell of one grid;
+    None otherwise (a colour bar, a spanning panel: then the figure is only resized)."""
+    cells: dict[tuple[int, int], list[Any]] = {}
+    grids: set[int] = set()
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        spec = ax.get_subplotspec()
+        if spec is None or len(spec.rowspan) != 1 or len(spec.colspan) != 1:
+            return None
+        grids.add(id(spec.get_gridspec()))
+        cells.setdefault((spec.rowspan.start, spec.colspan.start), []).append(ax)
+    if len(grids) != 1:  # none, or panels on several grids
+        return None
+    return [cells[k] for k in sorted(cells)], 1 + max(col for _, col in cells)
+
+
+def fit_to_print(fig: Any, width: float) -> None:
+    """Lay ``fig`` out at ``width`` inches as printed: its panels keep their grid where
+    its columns fit (:data:`PANEL_INCHES` wide at least), else flow row by row into as many
+    columns as fit; each panel keeps its aspect (within :data:`PANEL_ASPECT`; its labels
+    add :data:`LABEL_INCHES`), and every text is set within :data:`PRINT_POINTS` (journals
+    ask for 7 pt at least)."""
+    from matplotlib.gridspec import GridSpec
+    from matplotlib.text import Text
+
+    w, h = fig.get_size_inches()
+    found = _panels(fig)
+    if found is None:
+        fig.set_size_inches(width, h * width / w)
+    else:
+        panels, columns = found
+        rows = -(-len(panels) // columns) if panels else 1
+        cols = max(1, min(columns, int(width // PANEL_INCHES)))
+        aspect = float(np.clip((h / rows) / (w / columns), *PANEL_ASPECT))
+        if cols < columns:
+            rows = -(-len(panels) // cols)
+            grid = GridSpec(rows, cols, figure=fig)
+            for i, axes in enumerate(panels):
+                for ax in axes:
+                    ax.set_subplotspec(grid[i // cols, i % cols])
+        fig.set_size_inches(width, rows * (aspect * width / cols + LABEL_INCHES))
+    low, high = PRINT_POINTS
+    for text in fig.findobj(Text):
+        text.set_fontsize(min(max(text.get_fontsize(), low), high))
+
+
 def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
-    """The one way every figure is written: ``out/stem.png`` (for the HTML, at ``dpi``)
-    and ``out/stem.pdf`` (for LaTeX), after ``tight_layout``, with serif text and legends of
-    at least :data:`LEGEND_POINTS` (whatever style the figure was drawn in); closes the
+    """The one way every figure is written: ``out/stem.png`` for the HTML (at ``dpi``, as
+    drawn), and for print, ``out/stem.pdf`` at double-column width and
+    ``out/stem_column.pdf`` at single-column width (:data:`PRINT_INCHES`,
+    :func:`fit_to_print`); all after ``tight_layout``, with serif text and legends of at
+    least :data:`LEGEND_POINTS` (whatever style the figure was drawn in). Closes the
     figure and returns the PNG's name."""
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
@@ -228,11 +290,14 @@ def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
             text.set_fontsize(max(text.get_fontsize(), LEGEND_POINTS))
     for text in fig.findobj(Text):
         text.set_fontfamily(RC["font.serif"])
-    fig.tight_layout()
     # TrueType fonts embedded in every PDF (matplotlib's default, Type 3, fails IEEE's and
     # ACM's font checks)
     with plt.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):
-        for ext in ("png", "pdf"):
-            fig.savefig(out / f"{stem}.{ext}", dpi=dpi)
+        fig.tight_layout()
+        fig.savefig(out / f"{stem}.png", dpi=dpi)
+        for name, width in (("", PRINT_INCHES["double"]), ("_column", PRINT_INCHES["single"])):
+            fit_to_print(fig, width)
+            fig.tight_layout()
+            fig.savefig(out / f"{stem}{name}.pdf")
     plt.close(fig)
     return f"{stem}.png"
