@@ -47,6 +47,7 @@ from reports.tables import (
     pivot,
     privacy_table,
     summarise,
+    with_variants,
 )
 
 
@@ -185,7 +186,8 @@ def _metric_table(summary: pd.DataFrame, metric: str, suite: str) -> dict[str, A
     return {"title": f"{METRICS[metric]} ({suite})",
             "note": "Mean ± standard error over seeds, at the output point.",
             "columns": ["Problem", "Algorithm", *map(epsilon_label, eps)],
-            "rows": [[r["problem"], r["label"], *map(cell_text, r["cells"])] for r in rows]}
+            "rows": [[r["problem"], f"{r['label']} ({r['variant']})" if r["variant"]
+                      else r["label"], *map(cell_text, r["cells"])] for r in rows]}
 
 
 def _latex(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str,
@@ -197,6 +199,15 @@ def _latex(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str,
                    [(figure.name, "Utility at the output point against ε, mean ± s.e. "
                                   "over seeds.")])
     return written
+
+
+def labelled_variants(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with each variant's values in its label ("dp_sgd (lr=0.1)"), so that a
+    figure drawn per label never pools variants (:func:`reports.tables.with_variants`)."""
+    runs = with_variants(runs)
+    return runs.assign(label=[f"{label} ({variant})" if variant else str(label)
+                              for label, variant in zip(runs["label"], runs["variant"],
+                                                        strict=True)])
 
 
 def build_report(results: Path, out: Path | None = None,
@@ -214,7 +225,7 @@ def build_report(results: Path, out: Path | None = None,
     summary = summarise(runs)
     summary.to_csv(out / "summary.csv", index=False)
     metrics = metric_columns(runs)
-    figures = utility_vs_epsilon(runs, out)
+    figures = utility_vs_epsilon(labelled_variants(runs), out)
     tex = _latex(summary, metrics, out, suite.get("suite", results.name), figures[1])
     published = published_for(suite.get("paper"), published_dir)
     comparisons = compare(published, runs) if published else []

@@ -23,7 +23,32 @@ METRICS = {
     "test_loss": "test loss",
     "test_acc": "test accuracy",
 }
-CELL = ["problem", "label", "epsilon"]
+CELL = ["problem", "label", "variant", "epsilon"]
+
+
+VARIANT_COLUMNS = ("problem", "algorithm", "backend", "calibration")
+
+
+def _spec_columns(runs: pd.DataFrame) -> list[str]:
+    """The run columns that tell spec variants apart (never the seed or ε)."""
+    return [str(c) for c in runs if c in VARIANT_COLUMNS
+            or str(c).startswith(("p_prob_", "p_alg_"))]
+
+
+def variants(runs: pd.DataFrame, columns: list[str] | None = None
+             ) -> list[tuple[str, pd.DataFrame]]:
+    """``runs`` split by every spec field that varies among them (problem and algorithm
+    params, backend, calibration; never the seed), or by ``columns``, each part named by
+    its values, e.g. "n=1000, lr=0.1"; one unnamed part when nothing varies."""
+    columns = [c for c in (_spec_columns(runs) if columns is None else columns)
+               if runs[c].astype(str).nunique() > 1]
+    if not columns:
+        return [("", runs)]
+    values = runs[columns].astype(str)  # params may be lists: group on their text
+    parts = values.groupby(columns, sort=True).indices  # key → row positions
+    return [(", ".join(f"{c.split('_', 2)[-1]}={v}" for c, v in zip(columns, key, strict=True)),
+             runs.iloc[parts[raw]]) for raw in sorted(parts)
+            for key in [raw if isinstance(raw, tuple) else (raw,)]]
 
 
 def metric_columns(runs: pd.DataFrame) -> list[str]:
@@ -31,11 +56,29 @@ def metric_columns(runs: pd.DataFrame) -> list[str]:
     return [m for m in METRICS if f"final_{m}" in runs and runs[f"final_{m}"].notna().any()]
 
 
+def with_variants(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with a ``variant`` column naming, per (problem, label), the spec values that
+    vary among runs of one ε (problem and algorithm params, backend, calibration: a sweep,
+    two entries of one algorithm, two files written into one folder), e.g. "n=1000,
+    lr=0.1"; empty where nothing varies. A run stored twice counts once."""
+    if "run_id" in runs:
+        runs = runs.drop_duplicates("run_id")
+    named = []
+    for _, group in runs.groupby(["problem", "label"], sort=False, dropna=False):
+        varying = {c for _, cell in group.groupby("epsilon", dropna=False)
+                   for c in _spec_columns(cell) if cell[c].astype(str).nunique() > 1}
+        columns = [c for c in _spec_columns(group) if c in varying]
+        named += [part.assign(variant=name) for name, part in variants(group, columns)]
+    return pd.concat(named) if named else runs.assign(variant="")
+
+
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (problem, algorithm label, ε, metric): mean, s.e. and count over seeds.
+    """Per (problem, algorithm label, variant, ε, metric): mean, s.e. and count over seeds
+    (:func:`with_variants`: variants are never pooled).
 
     Only runs with status ``done`` enter the statistics; ``runs``/``failed`` count all.
     """
+    runs = with_variants(runs)
     rows: list[dict[str, Any]] = []
     for key, group in runs.groupby(CELL, sort=True, dropna=False):
         done = group[group["status"] == "done"]
@@ -62,29 +105,33 @@ def epsilon_label(eps: float) -> str:
 
 
 def pivot(summary: pd.DataFrame, metric: str) -> tuple[list[float], list[dict[str, Any]]]:
-    """A metric's table: columns are ε values, rows (problem, label) with cells."""
+    """A metric's table: columns are ε values, rows (problem, label, variant) with cells."""
     part = summary[summary["metric"] == metric]
     eps = sorted(part["epsilon"].unique(), key=lambda e: (math.isinf(e), e))
     rows = []
-    for (problem, label), group in part.groupby(["problem", "label"], sort=True):
+    for (problem, label, variant), group in part.groupby(["problem", "label", "variant"],
+                                                         sort=True):
         by_eps = {r["epsilon"]: r for r in group.to_dict("records")}
-        rows.append({"problem": problem, "label": label,
+        rows.append({"problem": problem, "label": label, "variant": variant,
                      "cells": [by_eps.get(e) for e in eps]})
     return [float(e) for e in eps], rows
 
 
 def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per private configuration: σ and ε from every accountant (identical across seeds)."""
-    private = runs[np.isfinite(runs["epsilon"].astype(float))]
+    """Per private configuration (variants apart, :func:`with_variants`): σ and ε from every
+    accountant (identical across seeds)."""
+    private = with_variants(runs[np.isfinite(runs["epsilon"].astype(float))])
     if private.empty:
         return pd.DataFrame()
-    cols = ["sigma", "eps_pld", "eps_rdp", "eps_gdp", "eps_advanced", "eps_paper"]
-    grouped = private.groupby(["problem", "label", "epsilon", "calibration"], sort=True)
+    cols = [c for c in ("sigma", "eps_pld", "eps_rdp", "eps_gdp", "eps_advanced", "eps_paper")
+            if c in private]
+    keys = ["problem", "label", "variant", "epsilon", "calibration"]
+    grouped = private.groupby(keys, sort=True, dropna=False)
     out = grouped[cols].first().reset_index()
     if "diag_guarantee_void" in private:
         void = private.assign(v=private["diag_guarantee_void"].eq(True))
-        out["guarantee_void"] = void.groupby(
-            ["problem", "label", "epsilon", "calibration"], sort=True)["v"].sum().to_numpy()
+        out["guarantee_void"] = void.groupby(keys, sort=True, dropna=False)["v"].sum(
+            ).to_numpy()
     return out
 
 
@@ -105,22 +152,6 @@ class Comparison:
     interval: tuple[float, float] = (math.nan, math.nan)
     diverged: int = 0  # matching runs that diverged (never averaged in)
     variant: str = ""  # the spec values that tell this row's runs apart, when several match
-
-
-VARIANT_COLUMNS = ("problem", "algorithm", "backend", "calibration")
-
-
-def variants(runs: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """``runs`` split by every spec field that varies among them (problem and algorithm
-    params, backend, calibration; never the seed), each part named by its values, e.g.
-    "n=1000, lr=0.1"; one unnamed part when nothing varies."""
-    columns = [c for c in runs if (c in VARIANT_COLUMNS or str(c).startswith(("p_prob_",
-               "p_alg_"))) and runs[c].astype(str).nunique() > 1]
-    if not columns:
-        return [("", runs)]
-    return [(", ".join(f"{str(c).split('_', 2)[-1]}={v}" for c, v in
-                       zip(columns, key if isinstance(key, tuple) else (key,), strict=True)),
-             part) for key, part in runs.groupby(columns, dropna=False, sort=True)]
 
 
 def _matching(runs: pd.DataFrame, entry: Entry) -> pd.DataFrame:
