@@ -301,3 +301,72 @@ def save_figure(fig: Any, out: Path, stem: str, dpi: int = 130) -> str:
             fig.savefig(out / f"{stem}{name}.pdf")
     plt.close(fig)
     return f"{stem}.png"
+
+
+def dot_plot(points: pd.DataFrame, out: Path, stem: str, xlabel: str, reference: str) -> str:
+    """One row per ``row`` of ``points`` (top to bottom in their order), a marker per
+    ``kind`` at its ``value``: the ``reference`` kind a black bar, the others in the
+    palette, one legend. Returns the PNG's name (:func:`save_figure`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    style()
+    rows = list(dict.fromkeys(points["row"]))
+    kinds = [k for k in dict.fromkeys(points["kind"]) if k != reference]
+    fig, ax = plt.subplots(figsize=(7.5, 1.8 + 0.32 * max(len(rows), 1)))
+    y = {r: -i for i, r in enumerate(rows)}
+    styles = {reference: ("|", (0.0, 0.0, 0.0), 14.0),
+              **{k: (m, c, 7.0) for k, m, c in zip(kinds, "o^Ds*v", palette(len(kinds)),
+                                                   strict=False)}}
+    for kind, (marker, colour, size) in styles.items():
+        part = points[points["kind"] == kind]
+        ax.plot(part["value"].astype(float), [y[r] for r in part["row"]], ls="", marker=marker,
+                color=colour, ms=size, mew=2.0 if kind == reference else 1.0, label=kind)
+    ax.set_yticks(list(y.values()), labels=rows)
+    ax.set_ylim(-len(rows) + 0.4, 0.6)
+    ax.set_xlim(left=0)
+    ax.set_xlabel(xlabel)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)  # below the panel
+    return save_figure(fig, out, stem)
+
+
+#: a predictor's marker in :func:`exponents_against_predicted`
+PREDICTOR_MARKERS = {"n": "o", "d": "s", "ε": "^"}
+
+
+def exponents_against_predicted(points: pd.DataFrame, out: Path, stem: str) -> str:
+    """Fitted exponents (``fitted`` with its interval ``lo``–``hi``) against ``predicted``:
+    a colour per ``algorithm`` (:func:`colours`), a marker per ``predictor``, the diagonal
+    where they agree; a panel that says so when there is nothing to draw. Returns the PNG's
+    name (:func:`save_figure`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    style()
+    fig, ax = plt.subplots(figsize=(6.0, 4.6))
+    if points.empty:
+        ax.text(0.5, 0.5, "no fit with a predicted exponent at this scale", ha="center",
+                va="center", transform=ax.transAxes)
+    colour = colours(points["algorithm"].astype(str))
+    for (algorithm, predictor), part in points.groupby(["algorithm", "predictor"]):
+        ax.errorbar(part["predicted"], part["fitted"],
+                    yerr=[part["fitted"] - part["lo"], part["hi"] - part["fitted"]], ls="",
+                    marker=PREDICTOR_MARKERS.get(str(predictor), "D"), ms=6, capsize=2,
+                    color=colour[str(algorithm)], alpha=0.85)
+    values = points[["predicted", "lo", "hi"]].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    low, high = (finite.min(), finite.max()) if finite.size else (-1.0, 1.0)
+    ax.plot([low, high], [low, high], color="0.4", ls="--", lw=1.0)
+    handles = [Line2D([], [], ls="", marker="o", color=colour[a], label=a) for a in colour]
+    handles += [Line2D([], [], ls="", marker=m, color="0.3", label=f"in {p}")
+                for p, m in PREDICTOR_MARKERS.items() if p in set(points["predictor"])]
+    if handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    ax.set_xlabel("predicted exponent (the bound's privacy term)")
+    ax.set_ylabel("fitted exponent (95 % CI)")
+    return save_figure(fig, out, stem)

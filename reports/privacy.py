@@ -3,6 +3,9 @@ accountants), the exact checks (L0) and the canary audit (L1) with its lower bou
 whether the paper's own calibration meets the ε it is asked for.
 
 Input: the JSON files ``saddlebench audit`` writes (one per algorithm, ``out/audit``).
+The audit's columns are shown as two tables (:data:`PARTS`: what is claimed and checked
+exactly, and the lower bounds), each narrow enough for the page, and the lower bounds are
+drawn against the claimed ε (:func:`lower_bounds`, figure ``epsilon_lower_bounds``).
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
+from reports.figures import dot_plot
 from reports.latex import export_page
 from reports.render import fmt, write_page
 
@@ -20,6 +26,18 @@ COLUMNS = ("algorithm", "paper", "problem", "L1 setting", "σ", "ε claimed (PLD
            "statistic", "μ̂", "μ claimed", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
            "ε lb (threshold)", "L1", "L1 subsampled (ε lb)", "one-run ε lb (95%)",
            "one-run ε lb, real training (95%)", "paper σ spends (PLD)", "CPU s")
+#: the audit table's columns in two parts (the algorithm's name leads each), titles first
+PARTS = (("Privacy audit: claims and exact checks",
+          ("algorithm", "paper", "problem", "σ", "ε claimed (PLD)", "ε RDP", "ε GDP",
+           "ε paper formula", "L0", "max Δ ratio", "noise std", "paper σ spends (PLD)",
+           "CPU s")),
+         ("Privacy audit: lower bounds",
+          ("algorithm", "ε claimed (PLD)", "L1 setting", "L1 runs per side", "statistic", "μ̂",
+           "μ claimed", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥", "ε lb (threshold)", "L1",
+           "L1 subsampled (ε lb)", "one-run ε lb (95%)", "one-run ε lb, real training (95%)")))
+#: the figure's markers per algorithm: the claim, then each lower bound
+BOUNDS = ("ε claimed (PLD)", "ε lb (GDP fit)", "ε lb (threshold)", "one-run ε lb",
+          "one-run ε lb, real training")
 ASSUMPTION_COLUMNS = ("algorithm", "assumption", "declared", "canary", "× declared",
                       "L1 runs per side", "ε claimed", "ε lb", "ε lb ÷ ε", "L0 findings",
                       "guarantee_void", "verdict")
@@ -75,6 +93,31 @@ def row(a: dict[str, Any]) -> list[str]:
             fmt(a["cpu_seconds"], 3)]
 
 
+def part(rows: list[list[str]], columns: tuple[str, ...]) -> list[list[str]]:
+    """The cells of ``columns`` (of :data:`COLUMNS`) of each row."""
+    index = [COLUMNS.index(c) for c in columns]
+    return [[r[i] for i in index] for r in rows]
+
+
+def lower_bounds(audits: list[dict[str, Any]]) -> pd.DataFrame:
+    """The figure's points (``row``, ``kind``, ``value``): per algorithm its claimed ε and
+    each lower bound it has (:data:`BOUNDS`), then per assumption audit its claim and its ε
+    lb (row "algorithm, bound at m×", e.g. "prisma, L at 3×")."""
+    points = []
+    for a in audits:
+        one, training = a.get("one_run"), a.get("one_run_training")
+        values = (a["eps_claimed"]["pld"], a["canary"]["eps_lower"], a["canary"]["eps_lb"],
+                  one and one["eps_lb"], training and training["eps_lb"])
+        points += [(a["algorithm"], kind, v) for kind, v in zip(BOUNDS, values, strict=True)]
+        for x in a.get("assumptions", []):
+            bound = x["assumption"].split()[-1]  # "per-sample smoothness ≤ L": L
+            name = f"{a['algorithm']}, {bound} at {fmt(x['multiple'], 2)}×"
+            points += [(name, BOUNDS[0], x["canary"]["eps_claimed"]),
+                       (name, BOUNDS[1], x["canary"]["eps_lower"])]
+    frame = pd.DataFrame(points, columns=["row", "kind", "value"])
+    return frame[pd.to_numeric(frame["value"], errors="coerce").notna()]
+
+
 def _assumption_verdict(x: dict[str, Any]) -> str:
     """In regime: L0 and L1 pass; a broken assumption: flagged (by the algorithm's
     ``guarantee_void``, else by L0)."""
@@ -102,19 +145,26 @@ def build_privacy_page(audit_dir: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     rows = [row(a) for a in audits]
     assumptions = [r for a in audits for r in assumption_rows(a)]
-    tables = [{"title": "Privacy audit", "columns": list(COLUMNS), "rows": rows,
-               "note": "Claimed ε, exact checks (L0) and the white-box canary audit (L1) per "
-                       "algorithm."}]
+    notes = ("Claimed ε, the paper's formula and the exact checks (L0) per algorithm.",
+             "The white-box canary audit (L1) and the one-run audits: lower bounds on ε.")
+    tables = [{"title": title, "columns": list(columns), "rows": part(rows, columns),
+               "note": note} for (title, columns), note in zip(PARTS, notes, strict=True)]
     if assumptions:
         tables.append({"title": "Assumption audits", "columns": list(ASSUMPTION_COLUMNS),
                        "rows": assumptions,
                        "note": "L0 and L1 with a canary sized against an assumption the "
                                "claim rests on (a gradient bound C, a smoothness L): in "
                                "regime, and broken on purpose."})
-    export_page(out, "Privacy audit", tables, [])
+    figure = dot_plot(lower_bounds(audits), out, "epsilon_lower_bounds", "ε", BOUNDS[0])
+    caption = ("Each audited algorithm's claimed ε (PLD; the bar) beside the lower bounds the "
+               "audits measure; a lower bound right of the bar is a leak. Assumption audits "
+               "(e.g. 'prisma, L at 3×'): a canary that meets (1×) or breaks (3×) the bound "
+               "(C or L) the claim assumes.")
+    export_page(out, "Privacy audit", tables, [(figure.replace(".png", ".pdf"), caption)])
     write_page(
         "privacy.html.j2", out, out.parent, [("Privacy audit", None)],
-        columns=COLUMNS, rows=rows, assumption_columns=ASSUMPTION_COLUMNS,
+        parts=tables[:len(PARTS)], figure=figure, caption=caption,
+        assumption_columns=ASSUMPTION_COLUMNS,
         assumptions=assumptions, audits=audits,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         shas=sorted({a.get("git_sha") or "unknown" for a in audits}))

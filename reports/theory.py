@@ -11,7 +11,8 @@ A second table does the same for the rate each registered algorithm declares
 
 :func:`theory_tables` returns the tables as ``{title, note, columns, rows}`` dicts with string
 cells (the shape the paper pages use); :func:`build_theory_page` renders them to
-``out/index.html`` and exports them as LaTeX beside it.
+``out/index.html`` and exports them as LaTeX beside it, with a figure of every fitted
+exponent against the one its bound predicts (:func:`exponent_points`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from typing import Any
 import pandas as pd
 
 from algorithms import ALGORITHMS
+from reports.figures import exponents_against_predicted
 from reports.latex import export_page
 from reports.paper import (
+    MIN_R2,
     PaperResults,
     ScalingGroup,
     collect,
@@ -180,6 +183,47 @@ def declared_rate_table(fits: dict[str, list[ScalingGroup]]) -> dict[str, Any]:
             "rows": rows}
 
 
+def _bounds() -> list[tuple[str, str, float]]:
+    """(algorithm, where the bound is stated, its privacy exponent a) of every published
+    rate row naming an implementation and of every declared ``Algorithm.rate``."""
+    published = [(rate.algorithm, f"{paper} {rate.table}", rate.privacy_exponent)
+                 for paper in _papers_with_rates()
+                 for rate in getattr(published_for(paper), "rates", [])
+                 if rate.algorithm]
+    declared = [(name, "Algorithm.rate", rate.privacy_exponent) for name in sorted(ALGORITHMS)
+                if (rate := ALGORITHMS[name].rate) is not None
+                and rate.privacy_exponent is not None]
+    return published + declared
+
+
+def exponent_points(fits: dict[str, list[ScalingGroup]]) -> pd.DataFrame:
+    """The figure's points: every fitted exponent (``fitted``, 95 % interval ``lo``,
+    ``hi``) of a fit with R² ≥ MIN_R2 beside the exponent a bound predicts for it
+    (``predicted``), per ``algorithm`` and ``predictor``; a fit predicted alike by several
+    bounds once."""
+    points: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for algorithm, where, exponent in _bounds():
+        for group in fits.get(algorithm, []):
+            if not group.fit.r2 >= MIN_R2:
+                continue
+            for p, check in group.checks(exponent).items():
+                key = (algorithm, group.suite, group.problem, group.label, group.calibration,
+                       group.held, p, round(check.declared, 3))
+                points.setdefault(key, {
+                    "algorithm": algorithm, "predictor": PREDICTOR_LABELS.get(p, p),
+                    "bound": where, "predicted": check.declared, "fitted": check.fitted,
+                    "lo": check.lo, "hi": check.hi, "inside": check.inside})
+    return pd.DataFrame(list(points.values()),
+                        columns=["algorithm", "predictor", "bound", "predicted", "fitted",
+                                 "lo", "hi", "inside"])
+
+
+FIGURE_CAPTION = (
+    "Every fitted exponent of the final ‖∇F‖ in n, d and ε (95 % bootstrap interval) against "
+    "the exponent the bound predicts while its privacy term dominates, per algorithm; on the "
+    f"diagonal they agree. Fits with R² < {MIN_R2:g} are left out.")
+
+
 def _tables(results: PaperResults) -> list[dict[str, Any]]:
     fits = _fits_by_algorithm(results)
     tables = [t for paper in _papers_with_rates() if (t := paper_rate_table(paper, fits))]
@@ -204,6 +248,8 @@ def build_theory_page(results_root: Path, out: Path, scale: str = "quick") -> Pa
 
     results = all_results(Path(results_root), scale)
     tables = _tables(results)
+    figure = exponents_against_predicted(exponent_points(_fits_by_algorithm(results)), out,
+                                         "exponents")
     runs = results.runs
     write_page(
         "theory.html.j2", out, out.parents[1], [("Theory", None), (scale, None)],
@@ -211,6 +257,8 @@ def build_theory_page(results_root: Path, out: Path, scale: str = "quick") -> Pa
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         provenance=results.provenance().summary(), n_suites=len(results.suites),
         counts=runs["status"].value_counts().to_dict() if len(runs) else {},
-        explanation=EXPLANATION, without_rates=_papers_without_rates(), tables=tables)
-    export_page(out, f"Theory: published rates and fitted exponents ({scale})", tables, [])
+        explanation=EXPLANATION, without_rates=_papers_without_rates(), tables=tables,
+        figure=figure, caption=FIGURE_CAPTION)
+    export_page(out, f"Theory: published rates and fitted exponents ({scale})", tables,
+                [(figure.replace(".png", ".pdf"), FIGURE_CAPTION)])
     return out

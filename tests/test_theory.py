@@ -14,7 +14,16 @@ import pytest
 
 from algorithms import ALGORITHMS
 from reports.published import PUBLISHED_DIR, Rate, published_for
-from reports.theory import FIT_COLUMNS, NO_IMPLEMENTATION, NO_RUNS, build_theory_page, theory_tables
+from reports.theory import (
+    FIT_COLUMNS,
+    NO_IMPLEMENTATION,
+    NO_RUNS,
+    _fits_by_algorithm,
+    all_results,
+    build_theory_page,
+    exponent_points,
+    theory_tables,
+)
 
 FITTED_ON = FIT_COLUMNS[0]
 EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -184,3 +193,19 @@ def test_an_empty_results_root_gives_every_table_without_numbers(tmp_path: Path)
     assert len(tables) == len(papers_with_rates()) + 1
     for table in tables:
         assert not any(c in ("inside", "outside") for row in table["rows"] for c in row)
+
+
+def test_the_figure_puts_each_fit_beside_the_exponent_its_bound_predicts(tmp_path: Path) -> None:
+    _, _, rate = a_rate_with_an_implementation()
+    assert rate.algorithm
+    write_suite(tmp_path / "results", "s", rate.algorithm, -rate.privacy_exponent)
+    points = exponent_points(_fits_by_algorithm(all_results(tmp_path / "results", "quick")))
+    ours = points[(points["algorithm"] == rate.algorithm) & (points["predictor"] == "ε")]
+    exact = ours[np.isclose(ours["predicted"].astype(float), -rate.privacy_exponent)]
+    assert len(exact) == 1 and bool(exact["inside"].iloc[0])
+    assert float(exact["fitted"].iloc[0]) == pytest.approx(-rate.privacy_exponent, abs=0.03)
+    out = build_theory_page(tmp_path / "results", tmp_path / "theory")
+    assert '<img src="exponents.png"' in (out / "index.html").read_text()
+    assert all((out / f).is_file() for f in ("exponents.png", "exponents.pdf",
+                                             "exponents_column.pdf"))
+    assert json.loads((out / "latex.json").read_text())["figures"][0]["pdf"] == "exponents.pdf"

@@ -2,7 +2,8 @@
  * Every <table class="sortable">: a click on a header sorts its body rows by that column
  * (numbers by value, "−" read as minus, empty and "–" cells last; again: the other way);
  * tables with more than FILTER_ROWS rows get a filter box above them (rows must contain
- * every word typed). Math between \( and \) is typeset by the vendored KaTeX. */
+ * every word typed). Math between \( and \) is typeset by the vendored KaTeX. A link into
+ * a collapsed section opens it. */
 (function () {
   "use strict";
   var FILTER_ROWS = 10;
@@ -66,8 +67,32 @@
     if (table.tBodies[0].rows.length > FILTER_ROWS) addFilter(table);
   }
 
+  // open every <details> around the element the URL's #fragment names (a link into a
+  // collapsed section of a paper page), then bring it into view
+  function reveal() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") node.open = true;
+    }
+    target.scrollIntoView();
+  }
+
+  // the contents' button: open (or close again) every section of the page
+  function toggleSections(button) {
+    button.addEventListener("click", function () {
+      var open = button.textContent.indexOf("open") === 0;
+      document.querySelectorAll("details.section").forEach(function (d) { d.open = open; });
+      button.textContent = (open ? "close" : "open") + " every section";
+    });
+  }
+
+  window.addEventListener("hashchange", reveal);
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("table.sortable").forEach(enhance);
+    document.querySelectorAll("button.toggle-sections").forEach(toggleSections);
+    reveal();
     if (window.renderMathInElement) {
       window.renderMathInElement(document.body, {
         delimiters: [{ left: "\\(", right: "\\)", display: false }],
