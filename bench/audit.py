@@ -36,6 +36,7 @@ rule; with fixed seeds the outcome is deterministic.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ from bench.canary import (
     make_audit,
     power_params,
 )
+from bench.executors import finished_in_workers
 from bench.one_run_audit import OneRunAudit, one_run_audit, training_one_run
 from problems import Instance
 
@@ -707,6 +709,30 @@ class AuditRequest:
                               assumptions=values["assumptions"], one_run=values["one_run"],
                               one_run_training=values["training"],
                               cpu_seconds=sum(cpu for _, cpu in parts))
+
+
+def run_audits(requests: Sequence[AuditRequest], jobs: int = 1,
+               progress: Callable[[str], None] | None = None) -> list[AlgorithmAudit]:
+    """Every request's audit, in order, with each of its :data:`PARTS` a task of its own:
+    here one algorithm after another, or over ``jobs`` processes, the long L1 parts of all
+    first (so one slow algorithm is not a tail); ``progress`` gets a line per algorithm as
+    soon as its last part is done."""
+    tasks = ([(i, part) for part in PARTS for i in range(len(requests))] if jobs > 1
+             else [(i, part) for i in range(len(requests)) for part in PARTS])
+    done: list[dict[str, tuple[Any, float]]] = [{} for _ in requests]
+    audits: list[AlgorithmAudit | None] = [None] * len(requests)
+    calls = [functools.partial(requests[i].part, part) for i, part in tasks]
+    for k, value in finished_in_workers(calls, jobs):
+        i, part = tasks[k]
+        done[i][part] = value
+        if len(done[i]) == len(PARTS):
+            audits[i] = audit = requests[i].assemble([done[i][p] for p in PARTS])
+            if progress is not None:
+                progress(f"audited {audit.algorithm} ({sum(a is not None for a in audits)}/"
+                         f"{len(requests)}): {'pass' if audit.passed else 'FAIL'}, ε lb "
+                         f"{audit.canary.eps_lower:.3g} for ε {audit.eps_claimed['headline']:.3g}"
+                         f", {audit.cpu_seconds:.0f} CPU s")
+    return [a for a in audits if a is not None]
 
 
 def audit_algorithm(name: str, problem: str | None = None, **options: Any) -> AlgorithmAudit:

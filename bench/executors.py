@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, as_completed, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +116,21 @@ def map_in_workers(calls: Sequence[Callable[[], T]], jobs: int, *, shared: bool 
         return [call() for call in calls]
     pool = worker_pool(jobs if shared else min(jobs, len(calls)))
     return [future.result() for future in [pool.submit(call) for call in calls]]
+
+
+
+def finished_in_workers(calls: Sequence[Callable[[], T]], jobs: int) -> Iterator[tuple[int, T]]:
+    """(index, result) of each call as it finishes: here, in order (``jobs`` = 1), or in
+    :func:`worker_pool`'s workers (no more of them than calls), so that a caller can report
+    progress; the first error is raised."""
+    if jobs == 1 or len(calls) <= 1:
+        for i, call in enumerate(calls):
+            yield i, call()
+        return
+    pool = worker_pool(min(jobs, len(calls)))
+    futures = {pool.submit(call): i for i, call in enumerate(calls)}
+    for future in as_completed(futures):
+        yield futures[future], future.result()
 
 
 @dataclass

@@ -18,11 +18,12 @@ command that rebuilt one page refreshes the front page cheaply.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
-from bench.executors import map_in_workers
+from bench.executors import finished_in_workers
 from reports.index import build_index
 from reports.latex import build_report_tex, compile_pdf, pdflatex_available
 from reports.page import build_paper_page
@@ -42,38 +43,50 @@ def paper_pages(root: Path) -> list[tuple[str, str]]:
 
 
 def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
-               pdf: bool = True, jobs: int = 1) -> Path:
+               pdf: bool = True, jobs: int = 1,
+               progress: Callable[[str], None] = lambda line: None) -> Path:
     """Rebuild ``root/report`` from the results stored under ``root``: the paper pages
     (``pages``, default every (paper, scale) found), the theory page per scale, the privacy
     and runtime pages where their inputs exist, ``report.tex`` (compiled to ``report.pdf``
     when ``pdf`` and pdflatex is installed) and the index. The paper, suite and theory
     pages read only stored results and write only their own folders: with ``jobs`` > 1
-    they are built in that many processes. Returns the index's path."""
+    they are built in that many processes. ``progress`` gets a line per page as it is
+    written. Returns the index's path."""
     report = root / "report"
     found = paper_pages(root)
-    tasks = [partial(build_paper_page, paper, scale, root, report / paper / scale)
+    tasks = [(f"{paper}/{scale}", partial(build_paper_page, paper, scale, root,
+                                          report / paper / scale))
              for paper, scale in (found if pages is None else pages)]
-    tasks += [partial(build_report, store.root, report / "suites" / store.root.name,
-                      site=report)
+    tasks += [(f"suites/{store.root.name}", partial(build_report, store.root,
+                                                    report / "suites" / store.root.name,
+                                                    site=report))
               for meta, store in stored_suites(root)
               if not meta.get("paper") and not store.runs().empty]
-    tasks += [partial(build_theory_page, root, report / "theory" / scale, scale)
+    tasks += [(f"theory/{scale}", partial(build_theory_page, root, report / "theory" / scale,
+                                          scale))
               for scale in sorted({scale for _, scale in found})]
-    map_in_workers(tasks, jobs)
     if any((root / "audit").glob("*.json")):
-        build_privacy_page(root / "audit", report / "privacy")
+        tasks.append(("privacy", partial(build_privacy_page, root / "audit",
+                                         report / "privacy")))
     if (root / "bench" / "micro.json").is_file():
-        build_runtime_page(root / "bench" / "micro.json", report / "runtime",
-                           root / "reproduce_times.jsonl")
-    return finish_site(report, pdf)
+        tasks.append(("runtime", partial(build_runtime_page, root / "bench" / "micro.json",
+                                         report / "runtime", root / "reproduce_times.jsonl")))
+    start = time.perf_counter()
+    for n, (i, _) in enumerate(finished_in_workers([call for _, call in tasks], jobs), 1):
+        seconds = time.perf_counter() - start
+        progress(f"page {tasks[i][0]} written ({n}/{len(tasks)}, {seconds:.0f} s)")
+    return finish_site(report, pdf, progress)
 
 
-def finish_site(report: Path, pdf: bool = True) -> Path:
+def finish_site(report: Path, pdf: bool = True,
+                progress: Callable[[str], None] = lambda line: None) -> Path:
     """After pages changed: the index, ``report.tex`` (and ``report.pdf``), then the index
-    again, which links the PDF, and every page's navigation bar. Returns the index's path."""
+    again, which links the PDF, and every page's navigation bar. Returns the index's path;
+    ``progress`` gets a line before pdflatex runs."""
     build_index(report)  # its LaTeX manifest first, so that report.tex includes the matrix
     tex = build_report_tex(report)
     if pdf and pdflatex_available():
+        progress(f"compiling {tex.with_suffix('.pdf')} (pdflatex)")
         compile_pdf(tex)
     index = build_index(report)
     refresh_nav(report)
