@@ -11,63 +11,33 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.metadata
+import json
 import math
+import os
 import sys
 import time
-from collections import Counter
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rich.markup import escape
-from rich.prompt import Confirm
-from rich.table import Table
+if TYPE_CHECKING:  # each command imports what it uses: --help and --version import nothing
+    from rich.table import Table
 
-import bench.experiment
-from algorithms import ALGORITHMS
-from algorithms.base import CALIBRATIONS
-from algorithms.noisy_sgd import lemma_3_2_bound
-from bench.audit import ABOVE_BOUND, DEFAULT_RUNS, PARTS, SETTINGS, AuditRequest
-from bench.env import git_sha
-from bench.errors import UsageError
-from bench.executors import (
-    EXECUTORS,
-    DaskExecutor,
-    Executor,
-    LocalExecutor,
-    SlurmExecutor,
-    load_resources,
-    map_in_workers,
-)
-from bench.experiment import GridTooLarge, grid_limit, load_experiment
-from bench.model import json_schema, privacy_target
-from bench.parallel import Outcome
-from bench.spec import Experiment, build_params, component, component_class, instantiate_params
-from bench.store import Store
-from bench.sweep import console, known_specs, run_experiments
-from bench.yamlio import yaml_value
-from problems import PROBLEMS, DataSize, get_problem
-from problems.backend import (
-    BACKENDS,
-    BackendSpec,
-    MissingExtraError,
-    available_backends,
-    get_backend,
-)
-from problems.data.common import DataMissingError
-from problems.registry import did_you_mean
-from problems.statistics import start_statistics
-from reports.claims import run_study
-from reports.index import update_readme
-from reports.papers import get_paper, paper_keys
-from reports.privacy import build_privacy_page
-from reports.render import build_report
-from reports.site import build_site, finish_site
+    from bench.executors import Executor
+    from bench.parallel import Outcome
+    from bench.spec import Experiment
+    from bench.store import Store
 
 # -- list -------------------------------------------------------------------------------
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from algorithms import ALGORITHMS
+    from bench.console import console
+    from problems import PROBLEMS
+    from problems.backend import BACKENDS, unavailable
+
     algs = Table(title="algorithms")
     for col in ("name", "paper", "private", "reference"):
         algs.add_column(col)
@@ -81,9 +51,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     backs = Table(title="backends")
     backs.add_column("name")
     backs.add_column("installed")
-    avail = available_backends()
-    for name in BACKENDS:
-        backs.add_row(name, "yes" if avail[name] else f"no (pip install 'saddlebench[{name}]')")
+    for name in BACKENDS:  # installed: found, not imported (torch and jax take seconds)
+        backs.add_row(name, "yes" if unavailable(name) is None
+                      else f"no (pip install 'saddlebench[{name}]')")
     for table in (algs, probs, backs, papers_table()):
         console.print(table)
     return 0
@@ -91,6 +61,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def papers_table() -> Table:
     """Every declared paper: its claims and the roles its experiment files play."""
+    from rich.table import Table
+
+    from reports.papers import get_paper, paper_keys
 
     table = Table(title="papers")
     for col in ("key", "claims", "roles", "title"):
@@ -105,6 +78,9 @@ def papers_table() -> Table:
 # -- run --------------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from bench.errors import UsageError
+    from bench.store import Store
+
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     experiment = load_checked(args.experiment, args)
@@ -118,6 +94,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def explain_cache(experiment: Experiment, store: Store) -> None:
     """Say, per method and problem, which runs would be reused and why the others would run
     (runs nothing; tuned entries' tuning runs included)."""
+    from collections import Counter
+
+    from rich.table import Table
+
+    from bench.console import console
+    from bench.sweep import known_specs
+
     reasons = Counter((s.display, s.problem.name, store.explain(s))
                       for s in known_specs(experiment))
     table = Table(title=f"{experiment.suite}: the cache, run by run")
@@ -132,6 +115,9 @@ def sweep(experiments: list[Experiment], args: argparse.Namespace, executor: Exe
           strict: bool = True) -> list[Outcome]:
     """:func:`bench.sweep.run_experiments` into ``--out/<suite>`` with the CLI's options,
     after the data pre-flight (:func:`with_data`)."""
+    from bench.store import Store
+    from bench.sweep import run_experiments
+
     ready = with_data(experiments, strict and not args.collect)
     return run_experiments([(e, Store(Path(args.out) / e.suite)) for e in ready],
                            executor, force=args.force, collect=args.collect,
@@ -142,6 +128,12 @@ def with_data(experiments: list[Experiment], strict: bool) -> list[Experiment]:
     """The experiments whose data sets are on disk, checked before any run starts; each
     other is one line, "not run: data missing", with the fix — an error when ``strict``
     (``run``), else left out (``reproduce``: the other suites run)."""
+    from rich.markup import escape
+
+    from bench.console import console
+    from bench.errors import UsageError
+    from bench.sweep import known_specs
+    from problems import get_problem
     from problems.data.catalog import missing_data
 
     ready = []
@@ -161,6 +153,13 @@ def with_data(experiments: list[Experiment], strict: bool) -> list[Experiment]:
 def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
     """An experiment file whose grid, if larger than --max-runs, the user confirmed (with
     --yes, or at a prompt on a terminal)."""
+    from rich.markup import escape
+    from rich.prompt import Confirm
+
+    from bench.console import console
+    from bench.errors import UsageError
+    from bench.experiment import GridTooLarge, grid_limit, load_experiment
+
     try:
         return load_experiment(path, math.inf if args.yes else grid_limit(args.max_runs),
                                getattr(args, "set", ()))
@@ -176,6 +175,9 @@ def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
 def make_executor(args: argparse.Namespace) -> Executor:
     """The executor ``--executor`` and its options name (a cluster starts only when runs
     are submitted)."""
+    from bench.errors import UsageError
+    from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
+
     for option, owner in (("cluster", "dask"), ("slurm_resources", "slurm"),
                           ("max_concurrent", "slurm")):
         if getattr(args, option) is not None and args.executor != owner:
@@ -195,18 +197,27 @@ def make_executor(args: argparse.Namespace) -> Executor:
 def experiment_folder(paper: str) -> Path:
     """Where a paper's experiment files are: its Paper's ``experiments`` (a plugin's), else
     bench/experiments/<paper>."""
+    from bench.experiment import EXPERIMENTS
+    from reports.papers import get_paper, paper_keys
+
     declared = get_paper(paper).experiments if paper in paper_keys() else None
-    return declared or bench.experiment.EXPERIMENTS / paper
+    return declared or EXPERIMENTS / paper
 
 
 def reproducible(scale: str) -> list[str]:
     """The papers with experiment files at ``scale`` (built in and plugins)."""
-    found = {p.name for p in bench.experiment.EXPERIMENTS.iterdir() if (p / scale).is_dir()}
+    from bench.experiment import EXPERIMENTS
+    from reports.papers import paper_keys
+
+    found = {p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir()}
     return sorted(found | {k for k in paper_keys() if (experiment_folder(k) / scale).is_dir()})
 
 
 def paper_experiments(paper: str, scale: str) -> list[Path]:
     """The experiment files of a paper at a scale: <its folder>/<scale>/*.yaml."""
+    from bench.errors import UsageError
+    from problems.registry import did_you_mean
+
     folder = experiment_folder(paper) / scale
     files = sorted(folder.glob("*.yaml"))
     if not files:
@@ -227,6 +238,11 @@ def require_reports() -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.console import console
+    from bench.errors import UsageError
+    from bench.executors import map_in_workers
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
@@ -234,6 +250,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if not papers:
         raise UsageError("name at least one paper, or --all")
     require_reports()
+    from reports.papers import get_paper, paper_keys
+    from reports.site import build_site
+
     start = time.perf_counter()
     plans = {paper: [load_checked(f, args) for f in paper_experiments(paper, args.scale)]
              for paper in papers}
@@ -261,6 +280,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def paper_study(paper: str, name: str, scale: str, out: Path) -> Path:
     """A simulation paper ``paper``'s page needs beyond the run grid (study ``name``),
     stored under OUT/studies/ (pages only read them); a task for a worker."""
+    from reports.claims import run_study
+    from reports.papers import get_paper
+
     return run_study(get_paper(paper), name, scale, out)
 
 
@@ -268,9 +290,7 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
                      seconds: float) -> None:
     """Append this reproduction's wall time to OUT/reproduce_times.jsonl (the runtime page
     shows the latest one; cached runs make a rerun faster, so ``force`` is kept too)."""
-    import json
-    import os
-
+    from bench.env import git_sha
 
     entry = {"papers": papers, "all": bool(args.all), "scale": args.scale, "jobs": args.jobs,
              "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
@@ -282,6 +302,9 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
 # -- account ----------------------------------------------------------------------------
 
 def _param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
+    from bench.errors import UsageError
+    from bench.yamlio import yaml_value
+
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -292,6 +315,14 @@ def _param_pairs(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def cmd_account(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from bench.console import console
+    from bench.errors import UsageError
+    from bench.model import privacy_target
+    from bench.spec import build_params, component_class
+    from problems import DataSize
+
     cls = component_class("algorithm", args.algorithm, "--algorithm")
     if args.n < 1:
         raise UsageError(f"--n must be >= 1, got {args.n}")
@@ -332,6 +363,16 @@ def cmd_account(args: argparse.Namespace) -> int:
 # -- estimate ---------------------------------------------------------------------------
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from algorithms.noisy_sgd import lemma_3_2_bound
+    from bench.console import console
+    from bench.errors import UsageError
+    from bench.spec import component, instantiate_params
+    from problems import get_problem
+    from problems.backend import BackendSpec, MissingExtraError, get_backend
+    from problems.data.common import DataMissingError
+    from problems.statistics import start_statistics
 
     spec = component("problem", args.problem, _param_pairs(args.param), "estimate")
     problem = get_problem(spec.name)(instantiate_params("problem", spec))
@@ -361,11 +402,17 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """A suite folder (``runs/`` inside): its report. A results root: the whole site."""
+    from bench.console import console
+    from bench.errors import UsageError
 
     root = Path(args.results)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     require_reports()
+    from reports.index import update_readme
+    from reports.render import build_report
+    from reports.site import build_site
+
     if (root / "runs").is_dir():
         out = build_report(root, Path(args.out) if args.out else None)
         console.print(f"report written: {out / 'index.html'}")
@@ -377,7 +424,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.out:
         raise UsageError("--out applies to a suite folder; a results root's site is written "
                          "to RESULTS/report")
-    index = build_site(root, pdf=not args.no_pdf, jobs=args.jobs)
+    index = build_site(root, pdf=not args.no_pdf, jobs=args.jobs,
+                       progress=functools.partial(console.print, markup=False))
     console.print(f"report written: {index}")
     if args.readme:
         update_readme(Path(args.readme), index.parent)
@@ -388,7 +436,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 # -- audit ------------------------------------------------------------------------------
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    import json
+    from rich.table import Table
+
+    from algorithms import ALGORITHMS
+    from bench.audit import ABOVE_BOUND, AuditRequest, run_audits
+    from bench.console import console
+    from bench.env import git_sha
+    from bench.errors import UsageError
+    from bench.spec import component_class
+    from reports.privacy import build_privacy_page
+    from reports.site import finish_site
 
     private = sorted(name for name, cls in ALGORITHMS.plugins().items() if cls.private)
     names = private if args.all else args.algorithms
@@ -405,10 +462,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                              delta=args.delta, setting=args.setting,
                              above_bound=tuple(args.above_bound or ABOVE_BOUND))
                 for name in names]
-    # every algorithm's parts as tasks of their own, the long L1 parts of all first
-    parts = map_in_workers([functools.partial(request.part, part)
-                            for part in PARTS for request in requests], args.jobs)
-    results = [request.assemble(parts[i::len(requests)]) for i, request in enumerate(requests)]
+    results = run_audits(requests, args.jobs, functools.partial(console.print, markup=False))
     table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
                         "setting)")
     for col in ("algorithm", "ε claimed", "L0", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
@@ -449,10 +503,25 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
+# -- check ------------------------------------------------------------------------------
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """The pre-flight of each target (:mod:`bench.check`); exit status 1 if one fails."""
+    from bench.check import check_targets
+    from bench.console import console
+
+    passed = True
+    for report in check_targets(args.targets, say=console.print):
+        passed &= report.passed
+    return 0 if passed else 1
+
+
 # -- main -------------------------------------------------------------------------------
 
 def add_execution_options(p: argparse.ArgumentParser) -> None:
     """The options of run and reproduce: where results go, where runs execute."""
+    from bench.executors import EXECUTORS
+
     p.add_argument("--out", default="out", help="results root (default: out)")
     p.add_argument("--executor", default="local", choices=EXECUTORS,
                    help="where runs execute: local (this machine, --jobs processes; default), "
@@ -500,15 +569,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **{"formatter_class": DefaultsFormatter, **kwargs})
 
 
-def parser() -> argparse.ArgumentParser:
-    p = Parser(prog="saddlebench", description="Benchmarks for DP non-convex optimisation.")
-    p.add_argument("--version", action="version",
-                   version=f"%(prog)s {importlib.metadata.version('saddlebench')}")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    sub.add_parser("list", help="registered algorithms, problems and backends")
-
-    r = sub.add_parser("run", help="run an experiment grid into out/<suite>")
+def run_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("experiment", help="experiment YAML file")
     r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a value of the file, validated like it (repeatable): "
@@ -519,7 +580,10 @@ def parser() -> argparse.ArgumentParser:
     add_execution_options(r)
     add_grid_options(r)
 
-    a = sub.add_parser("account", help="ε of an algorithm's plan, or σ for a target ε")
+
+def account_arguments(a: argparse.ArgumentParser) -> None:
+    from algorithms.base import CALIBRATIONS
+
     a.add_argument("--algorithm", required=True, help="algorithm name (saddlebench list)")
     a.add_argument("--n", type=int, required=True, help="data set size")
     a.add_argument("--batch", type=int, help="batch size")
@@ -532,7 +596,8 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="other algorithm parameters")
 
-    rp = sub.add_parser("reproduce", help="run a paper's experiments and write its page")
+
+def reproduce_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("papers", nargs="*", help="paper keys, e.g. avdiukhin2024")
     rp.add_argument("--all", action="store_true", help="every paper with experiments")
     rp.add_argument("--scale", default="quick", choices=("quick", "paper"),
@@ -542,7 +607,8 @@ def parser() -> argparse.ArgumentParser:
     rp.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
                     "pdflatex")
 
-    es = sub.add_parser("estimate", help="problem statistics at x0 (L, f_max, σ, Lemma 3.2 C)")
+
+def estimate_arguments(es: argparse.ArgumentParser) -> None:
     es.add_argument("problem", help="problem name (saddlebench list)")
     es.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="problem parameters (repeatable)")
@@ -553,7 +619,10 @@ def parser() -> argparse.ArgumentParser:
     es.add_argument("--delta", type=float, default=0.01, help="δ of Lemma 3.2's bound")
     es.add_argument("--c", type=float, default=1.0, help="Lemma 3.2's absolute constant")
 
-    au = sub.add_parser("audit", help="privacy audit: exact checks and a canary audit")
+
+def audit_arguments(au: argparse.ArgumentParser) -> None:
+    from bench.audit import DEFAULT_RUNS, SETTINGS
+
     au.add_argument("algorithms", nargs="*", help="private algorithm names")
     au.add_argument("--all", action="store_true", help="every private algorithm")
     au.add_argument("--problem", help="problem (default: a small synthetic one)")
@@ -570,7 +639,8 @@ def parser() -> argparse.ArgumentParser:
     au.add_argument("--jobs", type=int, default=1, help="algorithms audited in parallel")
     au.add_argument("--out", default="out", help="results root: OUT/audit, OUT/report/privacy")
 
-    rep = sub.add_parser("report", help="rebuild the HTML + LaTeX report from stored results")
+
+def report_arguments(rep: argparse.ArgumentParser) -> None:
     rep.add_argument("results", help="a results root (e.g. out: the whole site, into "
                                      "out/report) or one suite folder (e.g. out/smoke)")
     rep.add_argument("--out", help="a suite's report directory (default: RESULTS/report)")
@@ -580,21 +650,71 @@ def parser() -> argparse.ArgumentParser:
                      "pdflatex")
     rep.add_argument("--jobs", type=int, default=1, help="pages built in parallel processes")
 
-    sub.add_parser("schema", help="the JSON schema of experiment files, for editors: "
-                                  "saddlebench schema > experiment.schema.json")
 
-    da = sub.add_parser("data", help="the data sets problems read: where they are, whether "
-                                     "their checksums match, how to get them; `data fetch "
-                                     "NAME` gets one")
+def data_arguments(da: argparse.ArgumentParser) -> None:
     da.add_argument("action", nargs="?", choices=("list", "fetch"), default="list")
     da.add_argument("name", nargs="?", help="with fetch: the data set, e.g. fashion-mnist")
     da.add_argument("--root", help="the data root (default: $SADDLEBENCH_DATA, else "
                                    "~/.cache/saddlebench/data)")
+
+
+def check_arguments(ch: argparse.ArgumentParser) -> None:
+    ch.add_argument("targets", nargs="+", metavar="PLUGIN_OR_NAME",
+                    help="a registered algorithm or problem name, or a plugin: an importable "
+                         "module or an installed distribution (all it registers)")
+
+
+def no_arguments(p: argparse.ArgumentParser) -> None:
+    """A command without arguments."""
+
+
+class Usage(NamedTuple):
+    """A command's one-line help and what adds its arguments."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None] = no_arguments
+
+
+USAGE = {
+    "list": Usage("registered algorithms, problems and backends"),
+    "run": Usage("run an experiment grid into out/<suite>", run_arguments),
+    "account": Usage("ε of an algorithm's plan, or σ for a target ε", account_arguments),
+    "reproduce": Usage("run a paper's experiments and write its page", reproduce_arguments),
+    "estimate": Usage("problem statistics at x0 (L, f_max, σ, Lemma 3.2 C)",
+                      estimate_arguments),
+    "audit": Usage("privacy audit: exact checks and a canary audit", audit_arguments),
+    "report": Usage("rebuild the HTML + LaTeX report from stored results", report_arguments),
+    "schema": Usage("the JSON schema of experiment files, for editors: saddlebench schema > "
+                    "experiment.schema.json"),
+    "data": Usage("the data sets problems read: where they are, whether their checksums "
+                  "match, how to get them; `data fetch NAME` gets one", data_arguments),
+    "check": Usage("pre-flight of an outside algorithm or problem: the conformance checks, "
+                   "a tiny run on each backend it claims, the audit's exact checks",
+                   check_arguments),
+}
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, with the arguments of ``command`` only (None: of every command):
+    those of some commands read constants of heavy modules."""
+    p = Parser(prog="saddlebench", description="Benchmarks for DP non-convex optimisation.")
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {importlib.metadata.version('saddlebench')}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, usage in USAGE.items():
+        s = sub.add_parser(name, help=usage.help)
+        if command in (None, name):
+            usage.arguments(s)
     return p
 
 
 def cmd_data(args: argparse.Namespace) -> int:
     """List every data set (where, checksums, size, problems, how to get it), or fetch one."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from bench.console import console
+    from bench.errors import UsageError
     from problems.data.catalog import DATASETS, dataset, fetch, status
     from problems.data.common import data_root
 
@@ -620,7 +740,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    import json
+    from bench.model import json_schema
 
     print(json.dumps(json_schema(), indent=1))
     return 0
@@ -628,11 +748,16 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce,
             "account": cmd_account, "estimate": cmd_estimate, "report": cmd_report,
-            "audit": cmd_audit, "schema": cmd_schema, "data": cmd_data}
+            "audit": cmd_audit, "schema": cmd_schema, "data": cmd_data, "check": cmd_check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # the command is the first word: before it come only --help and --version
+    args = parser(next((a for a in argv if not a.startswith("-")), "")).parse_args(argv)
+    from bench.errors import UsageError
+    from problems.backend import MissingExtraError
+
     try:
         return COMMANDS[args.command](args)
     except (UsageError, MissingExtraError) as exc:  # anything else is a bug: its traceback shows

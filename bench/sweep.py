@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
@@ -23,9 +22,11 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
-from rich.table import Column, Table
+from rich.table import Column
 from rich.text import Text
 
+from bench.console import LogConsole as LogConsole  # the command's console
+from bench.console import console
 from bench.executors import Executor, LocalExecutor
 from bench.experiment import check_backends
 from bench.parallel import Outcome, pending, stored_outcome
@@ -33,32 +34,6 @@ from bench.spec import Experiment, RunSpec
 from bench.store import Store
 from bench.tuning import tune
 
-
-class LogConsole(Console):
-    """The command's console. On a terminal: rich output fitted to its width. Elsewhere (a
-    log file, a pipe), where rich would cut everything at 80 columns: tables as plain
-    lines (:func:`plain_table`), and no line cut or wrapped."""
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        if not self.is_terminal:
-            objects = tuple(plain_table(o) if isinstance(o, Table) else o for o in objects)
-            kwargs.setdefault("soft_wrap", True)
-        super().print(*objects, **kwargs)
-
-
-def plain_table(table: Table) -> Text:
-    """``table`` as plain lines: ``# title``, the header, a line per row, cells separated by
-    `` | `` (plain text, markup removed)."""
-    def plain(cell: Any) -> str:
-        text = cell if isinstance(cell, Text) else Text.from_markup(str(cell))
-        return text.plain.replace("\n", " ")
-
-    columns = [[plain(c.header), *map(plain, c.cells)] for c in table.columns]
-    lines = [" | ".join(row) for row in zip(*columns, strict=True)]
-    return Text("\n".join([f"# {plain(table.title)}"] * bool(table.title) + lines))
-
-
-console = LogConsole()
 T = TypeVar("T")
 
 

@@ -268,7 +268,7 @@ def test_grid_above_the_limit_asks_on_a_terminal(tmp_path: Path,
                                                  answer: bool) -> None:
     asked = []
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
-    monkeypatch.setattr("bench.cli.Confirm.ask",
+    monkeypatch.setattr("rich.prompt.Confirm.ask",
                         lambda prompt, **kw: asked.append(prompt) or answer)
     path, out = grid(tmp_path, lrs=3, seeds=1), tmp_path / "out"
     code, text, err = run_cli(capsys, "run", str(path), "--out", str(out), "--max-runs", "2",
