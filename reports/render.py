@@ -25,11 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 import pandas as pd
 from markupsafe import Markup, escape
+from scipy import stats
 
+from algorithms import ALGORITHMS
 from bench.store import Store
-from reports.figures import utility_vs_epsilon
+from reports.figures import curves_with_band, headline_metric, utility_vs_epsilon
 from reports.latex import (
     RATE_START,
     TEMPLATES,
@@ -38,7 +41,9 @@ from reports.latex import (
     write_manifest,
     write_table,
 )
+from reports.papers import paper_keys
 from reports.published import PUBLISHED_DIR, published_for
+from reports.rules import mean_difference
 from reports.tables import (
     METRICS,
     compare,
@@ -47,6 +52,7 @@ from reports.tables import (
     pivot,
     privacy_table,
     summarise,
+    variants,
     with_variants,
 )
 
@@ -210,6 +216,80 @@ def labelled_variants(runs: pd.DataFrame) -> pd.DataFrame:
                                                         strict=True)])
 
 
+# -- the suite report's curves and its differences from the reference method ----------------
+DELTA_COLUMNS = ["problem", "metric", "method", "ε", "Δ vs reference (95 % CI)", "seeds"]
+
+
+def reference_label(runs: pd.DataFrame) -> str | None:
+    """The suite's reference method: the label run only without privacy (ε = ∞; the first
+    by name where several are); None where every method is private."""
+    private = np.isfinite(runs["epsilon"].astype(float))
+    labels = sorted(set(runs.loc[~private, "label"].astype(str))
+                    - set(runs.loc[private, "label"].astype(str)))
+    return labels[0] if labels else None
+
+
+def reference_deltas(runs: pd.DataFrame, reference: str) -> list[list[str]]:
+    """Per problem (each problem variant apart), method, variant and ε: Δ = its mean −
+    the reference's mean of the problem's headline metric (:func:`headline_metric`) over
+    finished runs, with Welch's 95 % t-interval; rows of :data:`DELTA_COLUMNS`."""
+    done = runs[runs["status"] == "done"]
+    problem_params = [str(c) for c in done if str(c).startswith("p_prob_")]
+    rows = []
+    for problem, name, part in [(str(problem), name, with_variants(part))
+                                for problem, of_problem in done.groupby("problem", sort=True)
+                                for name, part in variants(of_problem, problem_params)]:
+        metric = headline_metric(part, problem)
+        base = part[part["label"] == reference]
+        if metric is None or base.empty:
+            continue
+        values = f"final_{metric}"
+        for (label, variant, _), cell in part[part["label"] != reference].groupby(
+                ["label", "variant", "epsilon"], sort=True):
+            est, se, df, _ = mean_difference(cell[values].to_numpy(float),
+                                             base[values].to_numpy(float))
+            half = float(stats.t.ppf(0.975, df)) * se if math.isfinite(se) else math.nan
+            interval = f" [{fmt(est - half, 3)}, {fmt(est + half, 3)}]" if math.isfinite(
+                half) else " (one run: no interval)"
+            rows.append([f"{problem} ({name})" if name else problem, METRICS.get(metric, metric),
+                         f"{label} ({variant})" if variant else str(label),
+                         epsilon_label(float(cell["epsilon"].iloc[0])),
+                         f"{fmt(est, 3)}{interval}",
+                         f"{cell[values].notna().sum()} vs {base[values].notna().sum()}"])
+    return rows
+
+
+def training_curves(store: Store, runs: pd.DataFrame, out: Path, stem: str = "curves"
+                    ) -> str | None:
+    """The training loss over steps, one panel per problem and method (variants apart), a
+    curve per ε with a band of ± one s.e. over seeds (:func:`curves_with_band`); the PNG's
+    name, None where no run recorded a trajectory."""
+    traj = store.trajectories()
+    if traj.empty or "loss" not in traj:
+        return None
+    named = labelled_variants(runs[runs["status"] == "done"])
+    rows = traj[traj["point"] == "iterate"].merge(
+        named[["run_id", "problem", "label", "epsilon"]], on="run_id").rename(
+        columns={"step": "x"})
+    panels = [(f"{problem} · {label}", part)
+              for (problem, label), part in rows.groupby(["problem", "label"], sort=True)]
+    if not panels:
+        return None
+    return curves_with_band(panels, "loss", METRICS["loss"], out, stem, xlabel="step")[0].name
+
+
+def paper_epsilons(privacy: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``privacy`` (:func:`privacy_table`) with ε paper kept only for methods from a paper
+    this project reproduces (a plugin inheriting an accountant has no paper's ε)."""
+    if privacy.empty or "eps_paper" not in privacy:
+        return privacy
+    papers = set(paper_keys())
+    algorithm = dict(zip(runs["label"].astype(str), runs["algorithm"], strict=False))
+    from_paper = np.array([getattr(ALGORITHMS.get(algorithm.get(str(label), "")), "paper",
+                                   None) in papers for label in privacy["label"]], dtype=bool)
+    return privacy.assign(eps_paper=privacy["eps_paper"].where(from_paper))
+
+
 def build_report(results: Path, out: Path | None = None,
                  published_dir: Path = PUBLISHED_DIR, site: Path | None = None) -> Path:
     """Write the report of the suite stored at ``results``; returns the report folder.
@@ -230,6 +310,8 @@ def build_report(results: Path, out: Path | None = None,
     published = published_for(suite.get("paper"), published_dir)
     comparisons = compare(published, runs) if published else []
     name = str(suite.get("suite", results.name))
+    reference = reference_label(runs)
+    privacy = paper_epsilons(privacy_table(runs), runs)
     write_page(
         "index.html.j2", out, site or out,
         [("Suites", "index.html#suites"), (name, None)] if site else [], suite=suite,
@@ -238,7 +320,11 @@ def build_report(results: Path, out: Path | None = None,
         tables=[{"metric": m, "name": METRICS[m], "pivot": pivot(summary, m)} for m in metrics],
         figure=figures[0].name,
         tex=[p.relative_to(out).as_posix() for p in tex],
-        privacy=privacy_table(runs).to_dict("records"),
+        privacy=privacy.to_dict("records"),
+        paper_column="eps_paper" in privacy and bool(privacy["eps_paper"].notna().any()),
+        curves=training_curves(store, runs, out), reference=reference,
+        deltas=reference_deltas(runs, reference) if reference else [],
+        delta_columns=DELTA_COLUMNS,
         published=published,
         comparisons=comparisons,
         runs=runs.sort_values(["problem", "label", "epsilon", "seed"]).to_dict("records"),
