@@ -55,7 +55,6 @@ from problems import PROBLEMS, Instance
 from problems.backend import BACKENDS, BackendSpec, get_backend, unavailable
 from problems.registry import GROUP, Registry, import_plugins
 
-STEPS = 4
 EPSILON, DELTA = 2.0, 1e-5  # the exact checks calibrate σ to them
 #: the algorithms a problem is checked under (the first ones registered)
 UNDER = {False: ("sgd", "dp_sgd"), True: ("dp_sgda",)}
@@ -200,7 +199,7 @@ def run_steps(alg: Algorithm, instance: Instance, backend: str, target: PrivacyT
 def algorithm_conformance(name: str) -> list[Check]:
     cls = ALGORITHMS.lookup(name)
     instance = audit_problem(name)
-    alg = cls(audit_params(name, steps=STEPS))
+    alg = cls(audit_params(name))
     target = target_of(cls.private)
     checks = [guarded("no per-run state on self", lambda: self_assignments(cls)),
               guarded("plan", lambda: plan_failures(alg, instance, target))]
@@ -266,7 +265,7 @@ def algorithm_runs(name: str) -> list[Check]:
     cls = ALGORITHMS.lookup(name)
     problem, params = AUDIT_PROBLEMS[cls.minimax]
     prob = component("problem", problem, {**params, **AUDIT_DATA.get(name, {})}, "check")
-    alg = component("algorithm", name, dataclasses.asdict(audit_params(name, steps=STEPS)),
+    alg = component("algorithm", name, dataclasses.asdict(audit_params(name)),
                     "check")
     return [tiny_run(prob, alg, cls.private, b) for b in PROBLEMS[problem].backends]
 
@@ -277,7 +276,7 @@ def problem_runs(name: str) -> list[Check]:
     checks = []
     for under in UNDER[cls.minimax]:
         alg = component("algorithm", under,
-                        dataclasses.asdict(audit_params(under, steps=STEPS)), "check")
+                        dataclasses.asdict(audit_params(under)), "check")
         checks += [tiny_run(prob, alg, ALGORITHMS[under].private, b) for b in cls.backends]
     return checks
 
