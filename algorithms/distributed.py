@@ -41,9 +41,11 @@ def clipped_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: A
     """(m, d): each client's mean over its batch of ∇f_i(x) − ∇f_i(x_prev) (∇f_i(x) when
     ``x_prev`` is None), each row clipped at ``clip``, the row norms going to ``tracker``
     (``scale`` as in :meth:`NormTracker.add`); one :meth:`Oracle.clipped_group_means`
-    call per group of clients (:func:`_client_groups`)."""
+    call per group of clients (:func:`_client_groups`), or for all of them where the oracle
+    holds no per-sample rows."""
     means = []
-    for chunk in _client_groups(oracle, batches):
+    chunks = _client_groups(oracle, batches) if oracle.materialises_rows else iter([batches])
+    for chunk in chunks:
         values, norms = oracle.clipped_group_means(x, x_prev, [b.indices for b in chunk],
                                                    clip)
         if tracker is not None:

@@ -35,7 +35,7 @@ loss keeps the per-sample (vmap) path.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations_with_replacement
 from typing import Any
@@ -111,17 +111,47 @@ class Layer:
         weight, *bias = self.per_sample()
         return sum((torch.linalg.vecdot(r, r) for r in bias), torch.linalg.vecdot(weight, weight))
 
-    def add_weighted(self, c: torch.Tensor, flat: torch.Tensor) -> None:
-        """Add Σ_i c_i Σ_t G_t,i into the flat gradient vector."""
-        if not self.materialised:  # each term's weight-gradient contraction, g scaled by c
-            for site, g in self.terms:
-                _weighted(site, g, c, flat)
-            return
-        for part, rows in zip(self._parts(), self.per_sample(), strict=True):
-            flat[part] += c @ rows
+    def weighted(self, c: torch.Tensor, groups: Groups) -> list[torch.Tensor]:
+        """(Σ_{i ∈ group j} c_i Σ_t G_t,i)_j of the weight, then the bias: (m, O·K), (m, O)."""
+        if self.materialised:
+            w = groups.weights(c).unsqueeze(1)
+            return [torch.bmm(w, groups.gather(rows)).squeeze(1) for rows in self.per_sample()]
+        if self.site.kind == "linear":
+            return _linear_weighted(self.terms, c, groups)
+        parts = [_weighted_by_group(site, g, c, groups) for site, g in self.terms]
+        return [sum(column[1:], column[0]) for column in zip(*parts, strict=True)]
 
     def _parts(self) -> list[slice]:
         return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
+
+
+class Groups:
+    """A batch cut into m contiguous groups (clients' batches) of ``sizes``, laid out as
+    (m, s) for batched contractions: a view where the sizes are equal, else a gather in
+    which each shorter group is padded with its last sample at weight 0."""
+
+    def __init__(self, sizes: Sequence[int], device: torch.device) -> None:
+        self.sizes = list(sizes)
+        ends = np.cumsum(self.sizes)
+        self.parts = [slice(e - n, e) for e, n in zip(ends.tolist(), self.sizes, strict=True)]
+        width = max(self.sizes)
+        self.index: torch.Tensor | None = None
+        self.valid: torch.Tensor | None = None
+        if min(self.sizes) < width:
+            slots = np.arange(width)
+            self.index = torch.as_tensor(np.stack([np.minimum(slots, n - 1) + e - n for e, n
+                                                   in zip(ends, self.sizes, strict=True)]),
+                                         device=device)
+            self.valid = torch.as_tensor(slots < np.array(self.sizes)[:, None], device=device)
+
+    def gather(self, t: torch.Tensor) -> torch.Tensor:
+        """(B, ...) → (m, s, ...)."""
+        return t.unflatten(0, (len(self.sizes), -1)) if self.index is None else t[self.index]
+
+    def weights(self, c: torch.Tensor) -> torch.Tensor:
+        """Per-sample weights (B,) → (m, s), zero at the padding."""
+        w = self.gather(c)
+        return w if self.valid is None else w * self.valid
 
 
 Traced = tuple[torch.Tensor, list[Site], list[torch.Tensor]]
@@ -239,25 +269,46 @@ def _bias_rows(site: Site, g: torch.Tensor) -> torch.Tensor:
     return g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)
 
 
-def _weighted(site: Site, g: torch.Tensor, c: torch.Tensor, flat: torch.Tensor) -> None:
-    """Add Σ_i c_i G_i of one site into the flat gradient vector."""
+def _linear_weighted(terms: list[Term], c: torch.Tensor, groups: Groups
+                     ) -> list[torch.Tensor]:
+    """A linear layer's :meth:`Layer.weighted`: one batched product over the groups, its
+    terms joined along the samples (Σ_t a_tᵀ g_t = [a_1; a_2]ᵀ [g_1; g_2])."""
+    w = groups.weights(c)[:, :, None, None]
+    gw = _joined([(groups.gather(g) * w).flatten(1, 2) for _, g in terms])  # (m, s·L, O)
+    a = _joined([groups.gather(site.inputs).flatten(1, 2) for site, _ in terms])  # (m, s·L, K)
+    site = terms[0][0]
+    product = torch.bmm(gw.mT, a) if site.transposed else torch.bmm(a.mT, gw)
+    return [product.flatten(1), *([gw.sum(1)] if site.bias is not None else [])]
+
+
+def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
+    """``parts`` concatenated along the samples (axis 1); one part as it is."""
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+def _weighted_by_group(site: Site, g: torch.Tensor, c: torch.Tensor, groups: Groups
+                       ) -> list[torch.Tensor]:
+    """:meth:`Layer.weighted` of one term of a convolution or scale site, group by group."""
+    rows = [_weighted_one(site, g[part], c[part], site.inputs[part]) for part in groups.parts]
+    return [torch.stack(column) for column in zip(*rows, strict=True)]
+
+
+def _weighted_one(site: Site, g: torch.Tensor, c: torch.Tensor, inputs: torch.Tensor
+                  ) -> list[torch.Tensor]:
+    """Σ_i c_i G_i of a convolution or scale site over the samples of ``g`` and ``inputs``:
+    the weight's, then the bias's."""
     gc = g * c.view(-1, *([1] * (g.ndim - 1)))
     if site.kind == "scale":
-        flat[site.weight] += (site.inputs * gc).sum((0, 2))
+        weight = (inputs * gc).sum((0, 2))
         reduce: tuple[int, ...] = (0, 2)
-    elif site.kind == "linear":
-        eq = "blo,blk->ok" if site.transposed else "blo,blk->ko"
-        flat[site.weight] += torch.einsum(eq, gc, site.inputs).reshape(-1)
-        reduce = (0, 1)
     else:
         conv = site.conv
         assert conv is not None
-        flat[site.weight] += conv2d_weight(
-            site.inputs, (gc.shape[1], site.inputs.shape[1], *conv.kernel_size), gc,
+        weight = conv2d_weight(
+            inputs, (gc.shape[1], inputs.shape[1], *conv.kernel_size), gc,
             stride=conv.stride, padding=conv.padding, dilation=conv.dilation).reshape(-1)
         reduce = (0, 2, 3)
-    if site.bias is not None:
-        flat[site.bias] += gc.sum(reduce)
+    return [weight, *([gc.sum(reduce)] if site.bias is not None else [])]
 
 
 def _same_input(first: Site, second: Site) -> bool:
@@ -278,6 +329,8 @@ def _stacked_layer(site: Site, g: torch.Tensor) -> Layer:
 # -- tracing ----------------------------------------------------------------------------------
 class BookkeepingOracle(TorchOracle):
     """A :class:`TorchOracle` whose clipped sums come from book-keeping (module docstring)."""
+
+    materialises_rows = False
 
     def __init__(self, backend: Backend, losses: BatchLoss, data: Any, *, trace: Tracer,
                  **kw: Any) -> None:
@@ -308,18 +361,26 @@ class BookkeepingOracle(TorchOracle):
         grads = torch.autograd.grad(loss, outputs, grad_outputs=root)
         return [(s, s.view(g)) for s, g in zip(sites, grads, strict=True)]
 
-    def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(Σ_i c_i G_i, (‖G_i‖)_i) over the layers' per-sample gradients G_i, with clip
-        factors c_i = min(1, C/‖G_i‖) (c_i = 1 where ``clip`` is None)."""
+    def _sums(self, layers: list[Layer], clip: float | None, like: torch.Tensor,
+              sizes: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """((Σ_{i ∈ group j} c_i G_i)_j, stacked (m, d); (‖G_i‖)_i) over the layers'
+        per-sample gradients G_i, with clip factors c_i = min(1, C/‖G_i‖) (c_i = 1 where
+        ``clip`` is None); with ``sizes``, the batch cut into contiguous groups of those
+        sizes and each group's mean, c_i/|group| (folded into the weights: no pass over
+        the (m, d) result), else one group's sum."""
         with torch.no_grad():
             sq_norms = torch.stack([layer.sq_norms() for layer in layers]).sum(0)
             norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
             c = torch.ones_like(norms) if clip is None else 1.0 / torch.clamp(norms / clip,
                                                                                 min=1.0)
-            total = torch.zeros_like(like)
+            groups = Groups([len(norms)] if sizes is None else sizes, like.device)
+            if sizes is not None:
+                counts = torch.tensor(groups.sizes, device=like.device)
+                c = c / torch.repeat_interleave(counts.to(c.dtype), counts)
+            total = like.new_zeros((len(groups.sizes), like.shape[-1]))
             for layer in layers:
-                layer.add_weighted(c, total)
+                for part, value in zip(layer._parts(), layer.weighted(c, groups), strict=True):
+                    total[:, part] = value
             return total, norms
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
@@ -329,10 +390,12 @@ class BookkeepingOracle(TorchOracle):
                                    ) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        return self._sums(self._layers(idx, x), clip, x)
+        total, norms = self._sums(self._layers(idx, x), clip, x)
+        return total[0], norms
 
     def grad_sum_and_norms(self, x: Any, idx: np.ndarray) -> tuple[Any, Any]:
-        return self._sums(self._layers(idx, x), None, x)
+        total, norms = self._sums(self._layers(idx, x), None, x)
+        return total[0], norms
 
     def clipped_grad_diff_sum(self, x: Any, x_prev: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_diff_sum_and_norms(x, x_prev, idx, clip)[0]
@@ -341,7 +404,19 @@ class BookkeepingOracle(TorchOracle):
                                         clip: float) -> tuple[Any, Any]:
         if len(idx) == 0:
             return torch.zeros_like(x), torch.zeros(0, dtype=x.dtype, device=x.device)
-        return self._sums(self._layers(idx, x, x_prev), clip, x)
+        total, norms = self._sums(self._layers(idx, x, x_prev), clip, x)
+        return total[0], norms
+
+    def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],
+                            clip: float) -> tuple[Any, Any]:
+        """Every client's clipped mean from one forward and backward pass over all their
+        batches (of any sizes, none empty), each client's sum a contraction over its own
+        samples: no per-sample (b, d) rows where the layers allow it."""
+        sizes = [len(group) for group in groups]
+        if min(sizes) == 0:
+            raise ValueError("clipped_group_means needs a non-empty batch per group")
+        points = (x,) if x_prev is None else (x, x_prev)
+        return self._sums(self._layers(np.concatenate(groups), *points), clip, x, sizes)
 
 
 # -- torch modules ----------------------------------------------------------------------------

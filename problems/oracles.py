@@ -36,7 +36,12 @@ BatchLoss = Callable[..., Any]
 
 
 class Oracle:
-    """Access to a finite-sum objective F(x) = (1/n) Σ_i f_i(x) on one backend."""
+    """Access to a finite-sum objective F(x) = (1/n) Σ_i f_i(x) on one backend.
+
+    ``materialises_rows``: whether its clipped sums and group means hold the per-sample
+    (b, d) gradients (callers then bound the samples per call; book-keeping does not)."""
+
+    materialises_rows: bool = True
 
     def __init__(
         self,
@@ -123,14 +128,16 @@ class Oracle:
                             clip: float) -> tuple[Any, Any]:
         """((len(groups), d): the mean over each group of ∇f_i(x) − ∇f_i(x_prev) (of ∇f_i(x)
         when ``x_prev`` is None), each row clipped at C; the rows' norms, groups in order).
-        The groups (clients' batches) have one size; jax computes them in one kernel."""
+        The groups (clients' batches) may differ in size but none is empty; all go through
+        one call (jax: one kernel, torch book-keeping: one forward and backward pass)."""
         idx = np.concatenate(groups)
         rows = self.per_sample_grads(x, idx)
         if x_prev is not None:
             rows = rows - self.per_sample_grads(x_prev, idx)
         clipped, norms = clip_rows_and_norms(self.xp, rows, clip)
-        shape = (len(groups), len(groups[0]), self.d)
-        return self.xp.mean(self.xp.reshape(clipped, shape), axis=1), norms
+        ends = np.cumsum([len(group) for group in groups]).tolist()
+        return self.xp.stack([self.xp.mean(clipped[end - len(group):end], axis=0)
+                              for end, group in zip(ends, groups, strict=True)]), norms
 
     def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
         """Mean loss over ``idx`` (all samples if None)."""
@@ -321,7 +328,7 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int) -> _J
     return _JaxKernels(
         rows=jax.jit(rows),
         clipped_sum=jax.jit(clipped_sum),
-        group_clipped_sums=jax.jit(jax.vmap(clipped_sum, in_axes=(None,) * 4 + (0, None))),
+        group_clipped_sums=jax.jit(jax.vmap(clipped_sum, in_axes=(None,) * 3 + (0, 0, None))),
         loss_sum=jax.jit(masked_sum),
         grad_sum=jax.jit(jax.grad(masked_sum)),
         hvp_sum=jax.jit(lambda x, v, *args: jax.jvp(
@@ -408,11 +415,13 @@ class JaxOracle(_AutodiffOracle):
 
     def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],
                             clip: float) -> tuple[Any, Any]:
-        padded = [self._padded(group) for group in groups]
-        b = padded[0][0]
-        sums, norms = self._group_clipped_sums(x, x_prev, clip, b,
-                                               np.stack([p for _, p in padded]), self.data)
-        return sums / b, self.xp.reshape(norms[:, :b], (-1,))
+        sizes = np.array([len(group) for group in groups])
+        bucket = _bucket(int(sizes.max()))  # every group padded to the largest's bucket
+        padded = np.stack([np.pad(np.asarray(group, dtype=np.int64), (0, bucket - len(group)),
+                                  mode="edge") for group in groups])
+        sums, norms = self._group_clipped_sums(x, x_prev, clip, sizes, padded, self.data)
+        return (sums / self.backend.asarray(sizes)[:, None],
+                self.xp.concat([norms[j, :b] for j, b in enumerate(sizes.tolist())]))
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self._loss_sum_j(x, *self._padded(idx), self.data)

@@ -1,5 +1,6 @@
 """What the micro benchmarks share: problems at the paper's size (CIFAR on fake images, as
-the tests build them), cached oracles, the backend × device parametrisation, the timed
+the tests build them; Fashion-MNIST on its real files, skipped where they are absent), cached
+oracles, the backend × device parametrisation, the timed
 oracle kernels and the ``extra_info`` scheme that :mod:`bench.micro.ratios` reads.
 
 Every benchmark records ``extra_info`` with ``problem``, ``backend``, ``device``,
@@ -23,7 +24,7 @@ import pytest
 
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, MissingExtraError, get_backend
-from problems.data.common import Split
+from problems.data.common import DataMissingError, Split
 from problems.oracles import Oracle
 
 BATCH = 64
@@ -33,8 +34,11 @@ DTYPE = "float32"
 FAKE_N = 512  # fake training images: enough for a batch of MEMORY_BATCH
 # Problems whose data are files (absent here): the loader is patched with fake_images.
 FAKE_DATA = {"cifar10_vgg": "problems.vision.load_images"}
+# Params other than the defaults: tao2025's n = 6,000 training images.
+PARAMS: dict[str, dict[str, Any]] = {"fashion_mnist_mlp": {"n_train": 6000, "n_test": 1000}}
 # Timed rounds of kernels too slow for pytest-benchmark's calibration (None: calibrated).
-ROUNDS: dict[str, int | None] = {"digits_mlp": None, "cifar10_vgg": 3}
+ROUNDS: dict[str, int | None] = {"digits_mlp": None, "cifar10_vgg": 3,
+                                 "fashion_mnist_mlp": None}
 ORACLE_KERNELS = ("grad", "per_sample_grads", "clipped_grad_sum", "clipped_grad_diff_sum",
                   "hvp")
 
@@ -66,15 +70,15 @@ def _fake_data(problem: str) -> Iterator[None]:
 def _instance(problem: str) -> Instance:
     cls = PROBLEMS[problem]
     with _fake_data(problem):
-        return cls(cls.Params()).build(0)
+        return cls(cls.Params(**PARAMS.get(problem, {}))).build(0)
 
 
 def instance(problem: str) -> Instance:
-    """``problem`` with its default params (the paper's model), built once; skips the
-    benchmark when the problem needs a missing extra."""
+    """``problem`` with its default params (the paper's model; :data:`PARAMS`), built once;
+    skips the benchmark when the problem needs a missing extra or data set."""
     try:
         return _instance(problem)
-    except MissingExtraError as exc:
+    except (MissingExtraError, DataMissingError) as exc:
         pytest.skip(str(exc))
 
 

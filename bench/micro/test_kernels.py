@@ -1,6 +1,8 @@
 """Oracle kernels (the non-private gradient, per-sample gradients, the clipped sums, HVPs)
 and the problem-free hot paths (clipping, Gaussian noise, tree aggregation), per backend
-and device, at batch 64 on digits_mlp and the paper-size cifar10_vgg."""
+and device, at batch 64 on digits_mlp and the paper-size cifar10_vgg; the private kernels
+of tao2025's Fashion-MNIST MLP (d = 101,770) at batch 256, the clients' means of one
+distributed step included (issue 38)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from bench.micro.common import (
     instance,
     make_backend,
     oracle_kernel,
+    probe,
     record,
     setup,
     synced,
@@ -30,6 +33,10 @@ from problems.clipping import clip_rows
 pytestmark = pytest.mark.benchmark(max_time=0.5)
 
 PROBLEMS = ("digits_mlp", "cifar10_vgg")
+FASHION = ("fashion_mnist_mlp",)
+FASHION_BATCH = 256
+FASHION_KERNELS = ("grad", "clipped_grad_sum", "clipped_grad_diff_sum")
+CLIENTS = (1, 10)
 ANY_BACKEND = targets(PROBLEMS, ("numpy", "torch", "jax"), declared=False)
 TREE_LEAVES = 32
 NOISE_DRAWS = 64  # ≥ a jax block of any shape (problems.backend.BLOCK_ROWS)
@@ -42,6 +49,35 @@ def test_oracle(benchmark: Any, problem: str, backend: str, device: str, kernel:
     record(benchmark, synced(s.backend, oracle_kernel(s.oracle, kernel)),
            rounds=ROUNDS[problem], problem=problem, backend=backend, device=device,
            kernel=kernel, batch=BATCH, d=s.oracle.d)
+
+
+@pytest.mark.parametrize("kernel", FASHION_KERNELS)
+@pytest.mark.parametrize(("problem", "backend", "device"), targets(FASHION))
+def test_private_kernels(benchmark: Any, problem: str, backend: str, device: str,
+                         kernel: str) -> None:
+    s = setup(problem, backend, device)
+    record(benchmark, synced(s.backend, oracle_kernel(s.oracle, kernel, FASHION_BATCH)),
+           rounds=ROUNDS[problem], problem=problem, backend=backend, device=device,
+           kernel=kernel, batch=FASHION_BATCH, d=s.oracle.d)
+
+
+@pytest.mark.parametrize("difference", [False, True])
+@pytest.mark.parametrize("clients", CLIENTS)
+@pytest.mark.parametrize(("problem", "backend", "device"), targets(FASHION))
+def test_client_means(benchmark: Any, problem: str, backend: str, device: str, clients: int,
+                      difference: bool) -> None:
+    """A distributed step's private oracle work: every client's clipped mean (of gradients,
+    or of differences between two points) over ``clients`` batches that together hold
+    :data:`FASHION_BATCH` samples (kernel ``client_means_m<clients>`` or
+    ``client_diff_means_m<clients>``)."""
+    s = setup(problem, backend, device)
+    x = s.oracle.x0
+    x_prev = x - 1e-2 * probe(s.oracle) if difference else None
+    groups = np.array_split(np.arange(FASHION_BATCH), clients)
+    kernel = f"client_{'diff_' if difference else ''}means_m{clients}"
+    record(benchmark, synced(s.backend, lambda: s.oracle.clipped_group_means(
+        x, x_prev, groups, CLIP)[0]), rounds=ROUNDS[problem], problem=problem,
+        backend=backend, device=device, kernel=kernel, batch=FASHION_BATCH, d=s.oracle.d)
 
 
 def _on(problem: str, name: str, device: str) -> tuple[Backend, int]:
