@@ -206,20 +206,26 @@ def experiment_folder(paper: str) -> Path:
 
 def reproducible(scale: str) -> list[str]:
     """The papers with experiment files at ``scale`` (built in and plugins)."""
-    from bench.experiment import EXPERIMENTS
+    from bench.experiment import EXPERIMENTS, SCALES
     from reports.papers import paper_keys
 
-    found = {p.name for p in EXPERIMENTS.iterdir() if (p / scale).is_dir()}
-    return sorted(found | {k for k in paper_keys() if (experiment_folder(k) / scale).is_dir()})
+    def has(folder: Path) -> bool:
+        return any((folder / name).is_dir() for name in SCALES[scale])
+
+    found = {p.name for p in EXPERIMENTS.iterdir() if has(p)}
+    return sorted(found | {k for k in paper_keys() if has(experiment_folder(k))})
 
 
 def paper_experiments(paper: str, scale: str) -> list[Path]:
-    """The experiment files of a paper at a scale: <its folder>/<scale>/*.yaml."""
+    """The experiment files of a paper at a scale: <its folder>/<folder>/*.yaml for each
+    folder the scale runs (``bench.experiment.SCALES``)."""
     from bench.errors import UsageError
+    from bench.experiment import SCALES
     from problems.registry import did_you_mean
 
     folder = experiment_folder(paper) / scale
-    files = sorted(folder.glob("*.yaml"))
+    files = [f for name in SCALES[scale]
+             for f in sorted((experiment_folder(paper) / name).glob("*.yaml"))]
     if not files:
         raise UsageError(f"no {scale} experiments for {paper!r}"
                          f"{did_you_mean(paper, reproducible(scale))} in {folder} "
@@ -600,8 +606,9 @@ def account_arguments(a: argparse.ArgumentParser) -> None:
 def reproduce_arguments(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("papers", nargs="*", help="paper keys, e.g. avdiukhin2024")
     rp.add_argument("--all", action="store_true", help="every paper with experiments")
-    rp.add_argument("--scale", default="quick", choices=("quick", "paper"),
-                    help="quick: minutes on a CPU; paper: the papers' settings")
+    rp.add_argument("--scale", default="quick", choices=("quick", "standard", "paper"),
+                    help="quick: minutes on a CPU; standard: quick and the longer checks, "
+                         "about an hour on a CPU; paper: the papers' settings")
     add_execution_options(rp)
     add_grid_options(rp)
     rp.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "

@@ -51,6 +51,9 @@ from problems.base import DataSize, get_problem
 from problems.registry import PluginError, did_you_mean, import_plugins
 
 EXPERIMENTS = Path(__file__).resolve().parent / "experiments"  # <paper>/<scale>/*.yaml
+#: the experiment folders each scale runs: ``standard`` is ``quick`` and the longer checks
+#: of <paper>/standard/ (about an hour on one CPU machine); its page collects both
+SCALES = {"quick": ("quick",), "standard": ("quick", "standard"), "paper": ("paper",)}
 MAX_RUNS = 10_000  # default grid size above which the CLI asks for confirmation
 MAX_RUNS_VAR = "SADDLEBENCH_MAX_RUNS"
 

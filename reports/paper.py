@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from algorithms import get_algorithm
+from bench.experiment import SCALES
 from bench.store import Store
 from reports.claims import (
     DIVERGENCE_FACTOR,
@@ -142,12 +143,13 @@ def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:
 def collect(results_root: Path, paper: str, scale: str, trajectories: bool = True,
             divergence_factor: float | None = None) -> PaperResults:
     """Runs (and, with ``trajectories``, trajectories) of every suite under
-    ``results_root`` for (paper, scale), with each run's ``diverged`` flag (see
+    ``results_root`` for (paper, scale) (the suites of every folder the scale runs:
+    ``bench.experiment.SCALES``), with each run's ``diverged`` flag (see
     :func:`flag_divergence`) and the paper's stored studies."""
 
     suites, runs, curves = [], [], []
     for meta, store in stored_suites(results_root):
-        if meta.get("paper") != paper or meta.get("scale") != scale:
+        if meta.get("paper") != paper or meta.get("scale") not in SCALES.get(scale, (scale,)):
             continue
         frame, curve = store.runs_and_trajectories() if trajectories else (store.runs(), None)
         if frame.empty:

@@ -399,7 +399,7 @@ def test_horizon_check_is_the_figures_stand_in_at_20_passes_and_its_tuned_lr() -
     """The horizon files change only the passes (and the lr the regime then allows, tuned
     alike on a grid that ends at the cap) and keep m = 1 and 10 of the Figures' m."""
     def shape(name: str) -> dict[str, Any]:
-        exp = load_experiment(EXPERIMENTS / "quick" / name)
+        exp = load_experiment(EXPERIMENTS / ("standard" if "long" in name else "quick") / name)
         return {(s.algorithm.name, s.problem.params["clients"], s.privacy.epsilon, s.seed):
                 dict(s.algorithm.params) for s in exp.specs}
 
@@ -407,7 +407,7 @@ def test_horizon_check_is_the_figures_stand_in_at_20_passes_and_its_tuned_lr() -
     assert set(long) == {k for k in judged if k[1] in (1, 10)}
     for key, params in long.items():
         assert params == {**judged[key], "epochs": 20, "lr": 0.045}
-    tuning = load_experiment(EXPERIMENTS / "quick" / "tune_lr_long_horizon.yaml")
+    tuning = load_experiment(EXPERIMENTS / "standard" / "tune_lr_long_horizon.yaml")
     assert tuning.roles == ("horizon_tuning",)
     for group in tuning.groups:
         lrs = sorted({s.algorithm.params["lr"] for s in group.candidates})
