@@ -111,15 +111,19 @@ class Layer:
         weight, *bias = self.per_sample()
         return sum((torch.linalg.vecdot(r, r) for r in bias), torch.linalg.vecdot(weight, weight))
 
-    def weighted(self, c: torch.Tensor, groups: Groups) -> list[torch.Tensor]:
-        """(Σ_{i ∈ group j} c_i Σ_t G_t,i)_j of the weight, then the bias: (m, O·K), (m, O)."""
+    def write_weighted(self, c: torch.Tensor, groups: Groups, flat: torch.Tensor) -> None:
+        """Write Σ_{i ∈ group j} c_i Σ_t G_t,i into row j of the flat gradients (m, d), at
+        this layer's weight and bias: the batched products write there directly."""
         if self.materialised:
             w = groups.weights(c).unsqueeze(1)
-            return [torch.bmm(w, groups.gather(rows)).squeeze(1) for rows in self.per_sample()]
-        if self.site.kind == "linear":
-            return _linear_weighted(self.terms, c, groups)
-        parts = [_weighted_by_group(site, g, c, groups) for site, g in self.terms]
-        return [sum(column[1:], column[0]) for column in zip(*parts, strict=True)]
+            for part, rows in zip(self._parts(), self.per_sample(), strict=True):
+                torch.bmm(w, groups.gather(rows), out=flat[:, part].unsqueeze(1))
+        elif self.site.kind == "linear":
+            _linear_weighted(self.terms, c, groups, flat)
+        else:
+            parts = [_weighted_by_group(site, g, c, groups) for site, g in self.terms]
+            for part, column in zip(self._parts(), zip(*parts, strict=True), strict=True):
+                flat[:, part] = sum(column[1:], column[0])
 
     def _parts(self) -> list[slice]:
         return [self.site.weight, *([self.site.bias] if self.site.bias is not None else [])]
@@ -269,16 +273,20 @@ def _bias_rows(site: Site, g: torch.Tensor) -> torch.Tensor:
     return g.sum(1) if site.kind == "linear" else g.flatten(2).sum(2)
 
 
-def _linear_weighted(terms: list[Term], c: torch.Tensor, groups: Groups
-                     ) -> list[torch.Tensor]:
-    """A linear layer's :meth:`Layer.weighted`: one batched product over the groups, its
-    terms joined along the samples (Σ_t a_tᵀ g_t = [a_1; a_2]ᵀ [g_1; g_2])."""
+def _linear_weighted(terms: list[Term], c: torch.Tensor, groups: Groups,
+                     flat: torch.Tensor) -> None:
+    """A linear layer's :meth:`Layer.write_weighted`: one batched product over the groups,
+    its terms joined along the samples (Σ_t a_tᵀ g_t = [a_1; a_2]ᵀ [g_1; g_2])."""
     w = groups.weights(c)[:, :, None, None]
     gw = _joined([(groups.gather(g) * w).flatten(1, 2) for _, g in terms])  # (m, s·L, O)
     a = _joined([groups.gather(site.inputs).flatten(1, 2) for site, _ in terms])  # (m, s·L, K)
-    site = terms[0][0]
-    product = torch.bmm(gw.mT, a) if site.transposed else torch.bmm(a.mT, gw)
-    return [product.flatten(1), *([gw.sum(1)] if site.bias is not None else [])]
+    site, m, (k, o) = terms[0][0], len(groups.sizes), (a.shape[-1], gw.shape[-1])
+    if site.transposed:  # torch's O × K
+        torch.bmm(gw.mT, a, out=flat[:, site.weight].view(m, o, k))
+    else:
+        torch.bmm(a.mT, gw, out=flat[:, site.weight].view(m, k, o))
+    if site.bias is not None:
+        torch.sum(gw, 1, out=flat[:, site.bias])
 
 
 def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
@@ -288,7 +296,8 @@ def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
 
 def _weighted_by_group(site: Site, g: torch.Tensor, c: torch.Tensor, groups: Groups
                        ) -> list[torch.Tensor]:
-    """:meth:`Layer.weighted` of one term of a convolution or scale site, group by group."""
+    """Σ_{i ∈ group j} c_i G_i of one term of a convolution or scale site, group by
+    group: the weight's (m, O·K), then the bias's (m, O)."""
     rows = [_weighted_one(site, g[part], c[part], site.inputs[part]) for part in groups.parts]
     return [torch.stack(column) for column in zip(*rows, strict=True)]
 
@@ -379,8 +388,7 @@ class BookkeepingOracle(TorchOracle):
                 c = c / torch.repeat_interleave(counts.to(c.dtype), counts)
             total = like.new_zeros((len(groups.sizes), like.shape[-1]))
             for layer in layers:
-                for part, value in zip(layer._parts(), layer.weighted(c, groups), strict=True):
-                    total[:, part] = value
+                layer.write_weighted(c, groups, total)
             return total, norms
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
