@@ -137,7 +137,7 @@ def assumption_rows(a: dict[str, Any]) -> list[list[str]]:
 
 
 def build_privacy_page(audit_dir: Path, out: Path) -> Path:
-    """Write ``out/index.html`` and the LaTeX (``out/tables/privacy_audit.tex``,
+    """Write ``out/index.html`` and the LaTeX (``out/tables/privacy_audit_*.tex``,
     ``out/latex.json``) from the audits in ``audit_dir``."""
     audits = load_audits(audit_dir)
     if not audits:
@@ -160,10 +160,12 @@ def build_privacy_page(audit_dir: Path, out: Path) -> Path:
                "audits measure; a lower bound right of the bar is a leak. Assumption audits "
                "(e.g. 'prisma, L at 3×'): a canary that meets (1×) or breaks (3×) the bound "
                "(C or L) the claim assumes.")
-    export_page(out, "Privacy audit", tables, [(figure.replace(".png", ".pdf"), caption)])
+    manifest = export_page(out, "Privacy audit", tables,
+                           [(figure.replace(".png", ".pdf"), caption)])
     write_page(
         "privacy.html.j2", out, out.parent, [("Privacy audit", None)],
         parts=tables[:len(PARTS)], figure=figure, caption=caption,
+        tex=[t["standalone"] for t in json.loads(manifest.read_text())["tables"]],
         assumption_columns=ASSUMPTION_COLUMNS,
         assumptions=assumptions, audits=audits,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
