@@ -1,10 +1,14 @@
 """Progress of the long commands: ``audit`` says each algorithm and ``report`` each page as
-it finishes (through a callback the CLI points at its console)."""
+it finishes (through a callback the CLI points at its console), from tasks that come back
+as they finish."""
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
+
+import pytest
 
 from bench.audit import AuditRequest, run_audits
 from reports.site import build_site
@@ -27,3 +31,15 @@ def test_audit_and_report_say_each_algorithm_and_page_as_it_is_done(tmp_path: Pa
     build_site(tmp_path, pdf=False, progress=lines.append)
     assert len(lines) == 1 and lines[0].startswith("page privacy written (1/1, ")
     assert (tmp_path / "report" / "privacy" / "index.html").is_file()
+
+
+def test_tasks_in_processes_come_back_as_they_finish_and_raise_the_first_error(
+        tmp_path: Path) -> None:
+    from bench.executors import finished_in_workers
+
+    calls = [partial(Path.write_text, tmp_path / n, n * 2) for n in "abc"]
+    assert sorted(finished_in_workers(calls, 2)) == [(0, 2), (1, 2), (2, 2)]
+    assert list(finished_in_workers(calls, 1)) == [(0, 2), (1, 2), (2, 2)]  # here, in order
+    with pytest.raises(FileNotFoundError):
+        list(finished_in_workers([partial(Path.read_text, tmp_path / "missing"),
+                                  partial(Path.read_text, tmp_path / "a")], 2))
