@@ -621,7 +621,7 @@ def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
             settings.append((label, cal, "underspends", suite, eps, spent, len(part)))
     grouped: dict[tuple[str, str, str], list[Any]] = {}
     for label, cal, direction, *rest in settings:
-        grouped.setdefault((label, cal, direction), []).append(rest)
+        grouped.setdefault((str(label), str(cal), direction), []).append(rest)
     out = []
     for (label, cal, direction), found in grouped.items():
         ratios = pd.concat([spent for _, _, spent, _ in found])

@@ -47,7 +47,7 @@ def variants(runs: pd.DataFrame, columns: list[str] | None = None
     values = runs[columns].astype(str)  # params may be lists: group on their text
     parts = values.groupby(columns, sort=True).indices  # key → row positions
     return [(", ".join(f"{c.split('_', 2)[-1]}={v}" for c, v in zip(columns, key, strict=True)),
-             runs.iloc[parts[raw]]) for raw in sorted(parts)
+             runs.iloc[parts[raw]]) for raw in sorted(parts, key=str)
             for key in [raw if isinstance(raw, tuple) else (raw,)]]
 
 
