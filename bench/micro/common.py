@@ -34,6 +34,7 @@ DTYPE = "float32"
 FAKE_N = 512  # fake training images: enough for a batch of MEMORY_BATCH
 # Problems whose data are files (absent here): the loader is patched with fake_images.
 FAKE_DATA = {"cifar10_vgg": "problems.vision.load_images"}
+DATA_SKIP = "data missing"  # how a benchmark whose data set is absent skips
 # Params other than the defaults: tao2025's n = 6,000 training images.
 PARAMS: dict[str, dict[str, Any]] = {"fashion_mnist_mlp": {"n_train": 6000, "n_test": 1000}}
 # Timed rounds of kernels too slow for pytest-benchmark's calibration (None: calibrated).
@@ -78,8 +79,10 @@ def instance(problem: str) -> Instance:
     skips the benchmark when the problem needs a missing extra or data set."""
     try:
         return _instance(problem)
-    except (MissingExtraError, DataMissingError) as exc:
+    except MissingExtraError as exc:
         pytest.skip(str(exc))
+    except DataMissingError as exc:
+        pytest.skip(f"{DATA_SKIP}: {exc}")
 
 
 @dataclass(frozen=True)
