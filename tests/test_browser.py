@@ -418,6 +418,67 @@ def test_every_page_has_the_navigation_and_no_raw_markup(site: Path, chromium: s
     assert facts["theory/quick/index.html"]["katex"] > 0  # the rate formulas, typeset
 
 
+# what the navigation checks read off a page at 1,400 px, with every section opened
+NAV_JS = """() => {
+  const open = [...document.querySelectorAll("details.section[open]")].map(d => d.id);
+  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  const width = document.documentElement.clientWidth;
+  const toc = [...document.querySelectorAll("nav.toc a")].map(a => a.getAttribute("href"));
+  return {
+    toc: toc,
+    toc_missing: toc.filter(h => !h.startsWith("#") || !document.getElementById(h.slice(1))),
+    sections: document.querySelectorAll("details.section").length,
+    open_at_load: open,
+    wide_tables: [...document.querySelectorAll("table")].filter(t => {
+        const r = t.getBoundingClientRect(); return r.width > 0 && r.right > width + 1; })
+      .map(t => (t.closest("[id]") || {id: "?"}).id),
+    page_scrolls_sideways: document.documentElement.scrollWidth > width,
+    figures: [...document.images].filter(img => img.closest("figure, p")).length,
+  };
+}"""
+
+
+def test_pages_have_contents_figures_and_no_table_wider_than_the_window(site: Path,
+                                                                         chromium: str) -> None:
+    """At 1,400 px: a paper page lists its sections in a contents box whose every link lands
+    on the page, its sections below the claims collapse (the claims table and the bottom
+    line stay open above them) and a link into a closed one opens it; no table on any page
+    is wider than the window (a wide one scrolls in its own box); every page but the front
+    page (the status matrix) has a figure."""
+    from playwright.sync_api import sync_playwright
+
+    report = site.parent
+    pages = sorted(p.relative_to(report).as_posix() for p in report.rglob("index.html")
+                   if p.parent != report)
+    assert {"xu2026/quick/index.html", "privacy/index.html", "theory/quick/index.html"} <= set(
+        pages)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        paper = (report / "xu2026" / "quick" / "index.html").as_uri()
+        page.goto(paper, wait_until="load")
+        assert page.evaluate("document.getElementById('regime').open") is False
+        assert page.evaluate("document.getElementById('verdict-table').offsetHeight") > 0
+        page.click("nav.toc a[href='#regime']")
+        assert page.evaluate("document.getElementById('regime').open") is True
+        detail = page.get_attribute("#verdict-table tbody tr a", "href")  # a claim's detail
+        assert detail is not None and detail.startswith("#detail-")
+        page.click(f"#verdict-table a[href='{detail}']")
+        assert page.evaluate("document.getElementById('claims').open") is True
+        facts = {}
+        for rel in ["index.html", *pages]:
+            page.goto((report / rel).as_uri(), wait_until="load")
+            facts[rel] = page.evaluate(NAV_JS)
+        browser.close()
+    paper_facts = facts["xu2026/quick/index.html"]
+    assert len(paper_facts["toc"]) >= 10 and not paper_facts["toc_missing"], paper_facts
+    assert paper_facts["sections"] >= 10
+    assert set(paper_facts["open_at_load"]) == {"findings", "figures"}
+    for rel, f in facts.items():
+        assert not f["wide_tables"] and not f["page_scrolls_sideways"], (rel, f)
+        assert rel == "index.html" or f["figures"] >= 1, (rel, f)
+
+
 def test_tables_sort_and_filter_and_math_renders_offline(tmp_path: Path, chromium: str) -> None:
     """One page in the site's layout (static files copied beside it): a click on a header
     sorts numbers by value, the filter hides rows, a rate formula is typeset by the vendored
