@@ -50,8 +50,8 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     and runtime pages where their inputs exist, ``report.tex`` (compiled to ``report.pdf``
     when ``pdf`` and pdflatex is installed) and the index. The paper, suite and theory
     pages read only stored results and write only their own folders: with ``jobs`` > 1
-    they are built in that many processes. ``progress`` gets a line per page as it is
-    written. Returns the index's path."""
+    they are built in that many processes. ``progress`` gets the pages to write, then a
+    line per page as it is written. Returns the index's path."""
     report = root / "report"
     found = paper_pages(root)
     tasks = [(f"{paper}/{scale}", partial(build_paper_page, paper, scale, root,
@@ -71,6 +71,7 @@ def build_site(root: Path, pages: Iterable[tuple[str, str]] | None = None,
     if (root / "bench" / "micro.json").is_file():
         tasks.append(("runtime", partial(build_runtime_page, root / "bench" / "micro.json",
                                          report / "runtime", root / "reproduce_times.jsonl")))
+    progress(f"writing {len(tasks)} page(s): {', '.join(name for name, _ in tasks)}")
     start = time.perf_counter()
     for n, (i, _) in enumerate(finished_in_workers([call for _, call in tasks], jobs), 1):
         seconds = time.perf_counter() - start

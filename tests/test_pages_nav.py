@@ -29,7 +29,8 @@ def test_audit_and_report_say_each_algorithm_and_page_as_it_is_done(tmp_path: Pa
         (tmp_path / "audit" / f"{audit.algorithm}.json").write_text(json.dumps(audit.to_dict()))
     lines.clear()
     build_site(tmp_path, pdf=False, progress=lines.append)
-    assert len(lines) == 1 and lines[0].startswith("page privacy written (1/1, ")
+    assert lines[0] == "writing 1 page(s): privacy"
+    assert len(lines) == 2 and lines[1].startswith("page privacy written (1/1, ")
     assert (tmp_path / "report" / "privacy" / "index.html").is_file()
 
 
