@@ -386,7 +386,9 @@ class BookkeepingOracle(TorchOracle):
             if sizes is not None:
                 counts = torch.tensor(groups.sizes, device=like.device)
                 c = c / torch.repeat_interleave(counts.to(c.dtype), counts)
-            total = like.new_zeros((len(groups.sizes), like.shape[-1]))
+            covered = sum(part.stop - part.start for layer in layers for part in layer._parts())
+            shape = (len(groups.sizes), like.shape[-1])  # every entry written, or zeros
+            total = like.new_empty(shape) if covered == shape[1] else like.new_zeros(shape)
             for layer in layers:
                 layer.write_weighted(c, groups, total)
             return total, norms
