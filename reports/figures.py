@@ -332,6 +332,33 @@ def dot_plot(points: pd.DataFrame, out: Path, stem: str, xlabel: str, reference:
     return save_figure(fig, out, stem)
 
 
+#: a verdict's colour in :func:`verdict_bars` (the site's CSS hues, muted)
+VERDICT_COLOURS = {"held": "#3a7d44", "contradicted": "#b03a2e", "inconclusive": "#c9a227",
+                   "out of regime": "#7f8c8d", "not run": "#d5d8dc"}
+
+
+def verdict_bars(counts: pd.DataFrame, out: Path, stem: str) -> str:
+    """One horizontal bar per ``row`` of ``counts`` (a paper), stacked by verdict column (its
+    number of claims with that verdict), one legend. Returns the PNG's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    style()
+    rows = list(counts.index)
+    fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.35 * max(len(rows), 1)))
+    left = pd.Series(0.0, index=counts.index)
+    for verdict in counts.columns:
+        ax.barh(rows, counts[verdict], left=left, color=VERDICT_COLOURS.get(verdict),
+                label=verdict)
+        left += counts[verdict]
+    ax.invert_yaxis()  # the first paper on top, as in the table
+    ax.set_xlabel("the paper's claims")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.02), ncol=len(counts.columns))
+    return save_figure(fig, out, stem)
+
+
 #: a predictor's marker in :func:`exponents_against_predicted`
 PREDICTOR_MARKERS = {"n": "o", "d": "s", "ε": "^"}
 

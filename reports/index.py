@@ -10,7 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from reports.claims import VERDICTS
+from reports.figures import verdict_bars
 from reports.latex import export_page
 from reports.paper import artefact_verdict
 from reports.render import write_page
@@ -75,8 +78,12 @@ def build_index(report: Path) -> Path:
     extra += [(f"theory ({p.parent.name})", f"theory/{p.parent.name}/")
               for p in sorted(report.glob("theory/*/index.html"))]
     pages = paper_statuses(report)
+    figure = verdict_bars(pd.DataFrame([p["counts"] for p in pages], columns=list(VERDICTS),
+                                       index=[f"{p['paper']} ({p['scale']})" for p in pages]),
+                          report, "verdicts") if pages else None
     path = write_page(
         "site.html.j2", report, report, [], papers=pages, verdicts=VERDICTS, extra=extra,
+        figure=figure,
         artefact_verdict=artefact_verdict,
         suites=other_suites(report),
         latex=[name for name in ("report.tex", "report.pdf") if (report / name).exists()],
@@ -91,7 +98,9 @@ def build_index(report: Path) -> Path:
         "title": "Verdicts per paper",
         "note": "The claims each paper states, by verdict (checks of the reproduction not "
                 "counted).",
-        "columns": ["paper", "scale", *VERDICTS], "rows": verdict_counts(pages)}], [])
+        "columns": ["paper", "scale", *VERDICTS], "rows": verdict_counts(pages)}],
+        [(figure.replace(".png", ".pdf"), "The paper's claims per verdict, one bar per paper.")]
+        if figure else [])
     return path
 
 
