@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from bench.env import git_sha
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
+from reports.figures import dot_plot
 from reports.index import build_index
 from reports.latex import export_page
 from reports.render import fmt, write_page
@@ -192,6 +194,23 @@ def suite_costs(results: Path) -> list[list[str]]:
     return sorted(rows, key=lambda r: -float(r[2]))
 
 
+FIGURE_CAPTION = "Each runtime target's measured ratio beside its target (lower is better)."
+
+
+def ratios_figure(ratios: list[dict[str, Any]], out: Path) -> str | None:
+    """Each ratio's measured value beside its target, one row per ratio (:func:`dot_plot`);
+    None when no ratio was measured."""
+    import pandas as pd
+
+    points = pd.DataFrame([{"row": r["name"], "kind": kind, "value": float(r[key])}
+                           for r in ratios for kind, key in (("target", "target"),
+                                                             ("measured", "value"))
+                           if r.get(key) is not None and math.isfinite(float(r[key]))])
+    if points.empty:
+        return None
+    return dot_plot(points, out, "ratios", "ratio (lower is better)", reference="target")
+
+
 def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -> Path:
     """Write ``out/index.html`` and the LaTeX of its tables (``out/tables/``,
     ``out/latex.json``) from ``bench_json`` (and the main job's wall time from ``times``,
@@ -202,6 +221,7 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
     rows = ratio_rows(ratios)
     kernel_columns, kernel_rows = kernel_table(data)
     memory = memory_rows(measurements(data))
+    figure = ratios_figure(ratios, out)
     export_page(out, "Runtime", [
         {"title": "Runtime targets", "columns": list(RATIO_COLUMNS), "rows": rows,
          "note": "Ratios of medians (peak memory: of peaks) measured in one pytest-benchmark "
@@ -209,7 +229,8 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         {"title": "Kernels: median ± IQR (rounds)", "columns": kernel_columns,
          "rows": kernel_rows, "note": ""},
         *([{"title": "Peak memory", "columns": list(MEMORY_COLUMNS), "rows": memory,
-            "note": ""}] if memory else [])], [])
+            "note": ""}] if memory else [])],
+        [(figure.replace(".png", ".pdf"), FIGURE_CAPTION)] if figure else [])
     write_page(
         "runtime.html.j2", out, out.parent, [("Runtime", None)],
         ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
@@ -218,6 +239,7 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         machine=machine_facts(data), commands=COMMANDS, bench_json=BENCH_JSON,
         source=str(bench_json), run_sha=run_sha(data), page_sha=git_sha() or "unknown",
         measured=data.get("datetime", "unknown"), main_job=main_job(times),
+        figure=figure, caption=FIGURE_CAPTION,
         costs=suite_costs(times.parent) if times is not None and times.exists() else [],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     return out

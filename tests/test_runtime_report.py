@@ -129,6 +129,10 @@ def test_runtime_page(tmp_path: Path) -> None:
     assert "250 ms ± 25 ms (n = 5)" in html  # cifar10_vgg grad: median ± IQR
     tex = (out / "tables" / "runtime_targets.tex").read_text()
     assert r"\begin{tabular}" in tex and "not met" in tex
+    # a figure: each ratio beside its target, for the web and at both print widths
+    assert '<img src="ratios.png"' in html
+    assert all((out / name).is_file() for name in ("ratios.png", "ratios.pdf",
+                                                    "ratios_column.pdf"))
 
 
 def test_page_cli_and_formatting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
