@@ -615,25 +615,23 @@ def calibration_findings(runs: pd.DataFrame, overspend: float = 1.01,
     for (suite, label, cal, eps), part in paper.groupby(["suite", "label", "calibration",
                                                          "epsilon"]):
         spent = part["eps_pld"].astype(float) / as_float(eps)
-        if spent.max() > overspend:
-            settings.append((label, cal, "overspends", suite, eps, spent, len(part)))
-        elif spent.min() < underspend:
-            settings.append((label, cal, "underspends", suite, eps, spent, len(part)))
-    grouped: dict[tuple[str, str, str], list[Any]] = {}
-    for label, cal, direction, *rest in settings:
-        grouped.setdefault((str(label), str(cal), direction), []).append(rest)
+        direction = ("overspends" if spent.max() > overspend
+                     else "underspends" if spent.min() < underspend else None)
+        if direction:
+            settings.append({"label": str(label), "calibration": str(cal),
+                             "direction": direction, "suite": suite, "epsilon": as_float(eps),
+                             "low": spent.min(), "high": spent.max(), "runs": len(part)})
     out = []
-    for (label, cal, direction), found in grouped.items():
-        ratios = pd.concat([spent for _, _, spent, _ in found])
-        targets = sorted({as_float(eps) for _, eps, _, _ in found})
-        suites = list(dict.fromkeys(suite for suite, *_ in found))
-        out.append({"kind": f"calibration {direction} its target",
+    for (label, cal, way), found in pd.DataFrame(settings).groupby(
+            ["label", "calibration", "direction"], sort=False) if settings else []:
+        targets = sorted(set(found["epsilon"]))
+        out.append({"kind": f"calibration {way} its target",
                     "what": f"{label}, calibration {cal}, target ε ∈ "
                             f"{{{', '.join(f'{e:g}' for e in targets)}}} in "
-                            f"{_settings(suites)}",
-                    "numbers": f"ε spent (PLD) ÷ target {ratios.min():.3g}–{ratios.max():.3g} "
-                               f"over {sum(n for *_, n in found)} runs in {len(found)} "
-                               f"settings"})
+                            f"{_settings(list(dict.fromkeys(found['suite'])))}",
+                    "numbers": f"ε spent (PLD) ÷ target {found['low'].min():.3g}–"
+                               f"{found['high'].max():.3g} over {found['runs'].sum()} runs in "
+                               f"{len(found)} settings"})
     return out
 
 

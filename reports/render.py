@@ -52,6 +52,7 @@ from reports.tables import (
     pivot,
     privacy_table,
     summarise,
+    variant_label,
     variants,
     with_variants,
 )
@@ -192,8 +193,8 @@ def _metric_table(summary: pd.DataFrame, metric: str, suite: str) -> dict[str, A
     return {"title": f"{METRICS[metric]} ({suite})",
             "note": "Mean ± standard error over seeds, at the output point.",
             "columns": ["Problem", "Algorithm", *map(epsilon_label, eps)],
-            "rows": [[r["problem"], f"{r['label']} ({r['variant']})" if r["variant"]
-                      else r["label"], *map(cell_text, r["cells"])] for r in rows]}
+            "rows": [[r["problem"], variant_label(r["label"], r["variant"]),
+                      *map(cell_text, r["cells"])] for r in rows]}
 
 
 def _latex(summary: pd.DataFrame, metrics: list[str], out: Path, suite: str,
@@ -211,9 +212,8 @@ def labelled_variants(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` with each variant's values in its label ("dp_sgd (lr=0.1)"), so that a
     figure drawn per label never pools variants (:func:`reports.tables.with_variants`)."""
     runs = with_variants(runs)
-    return runs.assign(label=[f"{label} ({variant})" if variant else str(label)
-                              for label, variant in zip(runs["label"], runs["variant"],
-                                                        strict=True)])
+    return runs.assign(label=[variant_label(label, variant) for label, variant
+                              in zip(runs["label"], runs["variant"], strict=True)])
 
 
 # -- the suite report's curves and its differences from the reference method ----------------
@@ -251,8 +251,8 @@ def reference_deltas(runs: pd.DataFrame, reference: str) -> list[list[str]]:
             half = float(stats.t.ppf(0.975, df)) * se if math.isfinite(se) else math.nan
             interval = f" [{fmt(est - half, 3)}, {fmt(est + half, 3)}]" if math.isfinite(
                 half) else " (one run: no interval)"
-            rows.append([f"{problem} ({name})" if name else problem, METRICS.get(metric, metric),
-                         f"{label} ({variant})" if variant else str(label),
+            rows.append([variant_label(problem, name), METRICS.get(metric, metric),
+                         variant_label(label, variant),
                          epsilon_label(float(cell["epsilon"].iloc[0])),
                          f"{fmt(est, 3)}{interval}",
                          f"{cell[values].notna().sum()} vs {base[values].notna().sum()}"])

@@ -63,13 +63,18 @@ def with_variants(runs: pd.DataFrame) -> pd.DataFrame:
     lr=0.1"; empty where nothing varies. A run stored twice counts once."""
     if "run_id" in runs:
         runs = runs.drop_duplicates("run_id")
+    columns = _spec_columns(runs)
     named = []
     for _, group in runs.groupby(["problem", "label"], sort=False, dropna=False):
-        varying = {c for _, cell in group.groupby("epsilon", dropna=False)
-                   for c in _spec_columns(cell) if cell[c].astype(str).nunique() > 1}
-        columns = [c for c in _spec_columns(group) if c in varying]
-        named += [part.assign(variant=name) for name, part in variants(group, columns)]
+        spread = group[columns].astype(str).groupby(group["epsilon"], dropna=False).nunique()
+        varying = [c for c in columns if (spread[c] > 1).any()]
+        named += [part.assign(variant=name) for name, part in variants(group, varying)]
     return pd.concat(named) if named else runs.assign(variant="")
+
+
+def variant_label(label: object, variant: object) -> str:
+    """A method's label with its variant's values where it has one: "dp_sgd (lr=0.1)"."""
+    return f"{label} ({variant})" if variant else str(label)
 
 
 def summarise(runs: pd.DataFrame) -> pd.DataFrame:
