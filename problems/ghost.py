@@ -3,17 +3,24 @@ forward and one backward pass, without materialising the (b, d) per-sample gradi
 
 Every parametrised layer is an affine map applied at L positions of each sample,
 z_l = W a_l (+ b) (a linear layer: L = 1, or the tokens of a sequence; a convolution: the
-output pixels, a the unfolded input patches), or a per-channel scale z = ŵ ⊙ x̂ + b (GroupNorm,
-x̂ the normalised input). A forward pass keeps each layer's input; one backward pass of the
-summed loss gives g = ∂L/∂z, which is per sample because samples never interact (no
-BatchNorm). From (a, g), for sample i:
+output pixels, a the unfolded input patches; an embedding: the tokens, a_l the one-hot
+vector of token l, so a_l·a_m = [id_l = id_m]), or a per-channel scale z = ŵ ⊙ x̂ + b
+(GroupNorm, LayerNorm, x̂ the normalised input). A forward pass keeps each layer's input;
+one backward pass of the summed loss gives g = ∂L/∂z, which is per sample because samples
+never interact (no BatchNorm). From (a, g), for sample i:
 
 * the weight gradient is G_i = Σ_l g_il a_ilᵀ; for its squared norm it is materialised as
   an O × K matrix when O·K ≤ L², else the norm comes from the L × L Gram matrices,
   Σ_{l,m} (a_l·a_m)(g_l·g_m) (the ghost norm of Li et al. 2022; Goodfellow 2015 for
   L = 1); the bias gradient is Σ_l g_il;
 * clip factors c_i = min(1, C/‖G_i‖) over all layers, and the clipped sum of each layer is
-  its ordinary weight-gradient contraction with g scaled by c (Bu et al. 2023, "book-keeping").
+  its ordinary weight-gradient contraction with g scaled by c (Bu et al. 2023, "book-keeping");
+  an embedding's is the rows of c·g added into the rows of their tokens.
+
+An embedding is never materialised (its rows would be vocabulary × width per sample); a
+padding token's gradient is zero (``padding_idx``), so g is masked there. A transformer's
+linear layers (L tokens) take the ghost norm where O·K > L², so no layer of a BERT holds a
+per-sample gradient larger than its LayerNorms' (Li et al. 2022's ghost clipping).
 
 Differences of per-sample gradients at two points (SPIDER, PriSMA) take a forward and a
 backward pass at each point on the same batch, of loss(x) and of −loss(x'), which hand
@@ -28,7 +35,9 @@ padded inputs' pixels (over channels), summed over the kernel offsets
 (:func:`_patch_gram`), which costs b·(H_p·W_p)²·C instead of b·L²·C·k_h·k_w.
 
 Supported: torch ``nn.Linear``, ``nn.Conv2d`` (groups = 1, numeric zero padding),
-``nn.GroupNorm`` and the flat-parameter :class:`~problems.models.mlp.MLP`. A network with
+``nn.GroupNorm``, ``nn.LayerNorm`` (over the last axis), ``nn.Embedding`` (no ``max_norm``,
+frequency scaling or sparse gradients; its output batched like the loss) and the
+flat-parameter :class:`~problems.models.mlp.MLP`. A network with
 any other parametrised layer, a layer used twice in one forward pass, or an L2 term in the
 loss keeps the per-sample (vmap) path.
 """
@@ -57,13 +66,13 @@ class Site:
     """One parametrised layer in one forward pass.
 
     ``inputs``: (b, L, K) for a linear layer, the input (b, C, H, W) for a convolution, the
-    normalised input (b, C, P) for a scale; ``view`` maps the gradient at its output to
-    (b, L, O), (b, O, H', W') or (b, C, P);
+    normalised input (b, C, P) for a scale, the token ids (b, L) for an embedding; ``view``
+    maps the gradient at its output to (b, L, O), (b, O, H', W'), (b, C, P) or (b, L, O);
     ``weight``/``bias``: slices of the flat parameter vector; ``transposed``: a linear
     weight stored O × K (torch) instead of K × O; ``conv``: the convolution's module.
     """
 
-    kind: str  # "linear", "conv" or "scale"
+    kind: str  # "linear", "conv", "scale" or "embedding"
     inputs: torch.Tensor
     view: Callable[[torch.Tensor], torch.Tensor]
     weight: slice
@@ -120,6 +129,8 @@ class Layer:
                 torch.bmm(w, groups.gather(rows), out=flat[:, part].unsqueeze(1))
         elif self.site.kind == "linear":
             _linear_weighted(self.terms, c, groups, flat)
+        elif self.site.kind == "embedding":
+            _embedding_weighted(self.terms, c, groups, flat)
         else:
             parts = [_weighted_by_group(site, g, c, groups) for site, g in self.terms]
             for part, column in zip(self._parts(), zip(*parts, strict=True), strict=True):
@@ -157,6 +168,11 @@ class Groups:
         w = self.gather(c)
         return w if self.valid is None else w * self.valid
 
+    def of_samples(self, device: torch.device) -> torch.Tensor:
+        """Each sample's group, (B,)."""
+        sizes = torch.tensor(self.sizes, device=device)
+        return torch.repeat_interleave(torch.arange(len(self.sizes), device=device), sizes)
+
 
 Traced = tuple[torch.Tensor, list[Site], list[torch.Tensor]]
 """(summed loss, sites, their outputs in the autograd graph): the outputs are kept apart so
@@ -180,8 +196,8 @@ class Tracer:
 # -- per-layer algebra ------------------------------------------------------------------------
 def _materialise(site: Site, g: torch.Tensor) -> bool:
     """Per-sample rows (O·K numbers per sample) where they are cheaper than L × L Grams."""
-    if site.kind == "scale":
-        return True
+    if site.kind in ("scale", "embedding"):
+        return site.kind == "scale"
     if site.kind == "linear":
         length, k = site.inputs.shape[1:]
         # rows come out O × K: the torch layout (an MLP's K × O layers have L = 1: ghost)
@@ -216,7 +232,7 @@ def _patch_gram(conv: nn.Conv2d, first: torch.Tensor, second: torch.Tensor,
     matrix of the padded pixels (Σ over channels), summed over the kernel offsets (u, v),
     ⟨patch_(i,j), patch'_(i',j')⟩ = Σ_{u,v} ⟨pixel(s·i + d·u, s·j + d·v),
     pixel'(s·i' + d·u, s·j' + d·v)⟩ (strides s, dilations d); the sum over u, then v."""
-    assert not isinstance(conv.padding, str)  # refused by :func:`_plain`
+    assert not isinstance(conv.padding, str)  # refused by :func:`_handled`
     (ph, pw), (sh, sw), (dh, dw) = conv.padding, conv.stride, conv.dilation
     kh, kw = conv.kernel_size
     b, c = first.shape[:2]
@@ -258,6 +274,9 @@ def _ghost(terms: list[Term]) -> torch.Tensor:
 def _inner(first: Term, second: Term) -> torch.Tensor:
     """⟨G_i, G'_i⟩ of two terms of a layer's weight: Σ_{l,m} (a_l·a'_m)(g_l·g'_m)."""
     (s1, g1), (s2, g2) = first, second
+    if s1.kind == "embedding":
+        same = (s1.inputs.unsqueeze(2) == s2.inputs.unsqueeze(1)).to(g1.dtype)
+        return (same * torch.bmm(g1, g2.transpose(1, 2))).sum((1, 2))
     if s1.kind == "conv":
         assert s1.conv is not None
         activations = _patch_gram(s1.conv, s1.inputs, s2.inputs, (g1.shape[2], g1.shape[3]))
@@ -287,6 +306,20 @@ def _linear_weighted(terms: list[Term], c: torch.Tensor, groups: Groups,
         torch.bmm(a.mT, gw, out=flat[:, site.weight].view(m, k, o))
     if site.bias is not None:
         torch.sum(gw, 1, out=flat[:, site.bias])
+
+
+def _embedding_weighted(terms: list[Term], c: torch.Tensor, groups: Groups,
+                        flat: torch.Tensor) -> None:
+    """An embedding's :meth:`Layer.write_weighted`: c_i g_il added into row id_il of its
+    group's table, every term, sample and token in one accumulating write per term."""
+    site = terms[0][0]
+    width = terms[0][1].shape[-1]
+    table = flat[:, site.weight].view(len(groups.sizes), -1, width)
+    table.zero_()
+    group = groups.of_samples(c.device)
+    for s, g in terms:
+        rows = group.unsqueeze(1).expand_as(s.inputs)
+        table.index_put_((rows, s.inputs), g * c.view(-1, 1, 1), accumulate=True)
 
 
 def _joined(parts: list[torch.Tensor]) -> torch.Tensor:
@@ -430,12 +463,24 @@ class BookkeepingOracle(TorchOracle):
 
 
 # -- torch modules ----------------------------------------------------------------------------
-SUPPORTED = (nn.Linear, nn.Conv2d, nn.GroupNorm)
+SUPPORTED = (nn.Linear, nn.Conv2d, nn.GroupNorm, nn.LayerNorm, nn.Embedding)
 
 
-def _plain(conv: nn.Conv2d) -> bool:
-    """A convolution book-keeping handles: one group, numeric zero padding."""
-    return conv.groups == 1 and conv.padding_mode == "zeros" and not isinstance(conv.padding, str)
+def _handled(sub: nn.Module) -> bool:
+    """Whether book-keeping handles the parametrised layer ``sub``: a supported type; a
+    convolution with one group and numeric zero padding; an affine GroupNorm; a LayerNorm
+    over the last axis with its weight; an embedding without renormalisation, frequency
+    scaling or sparse gradients."""
+    if isinstance(sub, nn.Conv2d):
+        return (sub.groups == 1 and sub.padding_mode == "zeros"
+                and not isinstance(sub.padding, str))
+    if isinstance(sub, nn.GroupNorm):
+        return sub.affine
+    if isinstance(sub, nn.LayerNorm):
+        return len(sub.normalized_shape) == 1 and sub.weight is not None
+    if isinstance(sub, nn.Embedding):
+        return sub.max_norm is None and not sub.scale_grad_by_freq and not sub.sparse
+    return isinstance(sub, SUPPORTED)
 
 
 def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], int]]
@@ -452,13 +497,11 @@ def module_layers(module: nn.Module, layout: list[tuple[str, tuple[int, ...], in
         own = [n for n, _ in sub.named_parameters(recurse=False)]
         if not own:
             continue
-        if not isinstance(sub, SUPPORTED) or (isinstance(sub, nn.Conv2d) and not _plain(sub)):
-            return None
-        if isinstance(sub, nn.GroupNorm) and not sub.affine:
+        if not _handled(sub):
             return None
         name = f"{prefix}." if prefix else ""
         weight = offsets[f"{name}weight"]
-        bias = offsets.get(f"{name}bias") if sub.bias is not None else None
+        bias = offsets.get(f"{name}bias") if getattr(sub, "bias", None) is not None else None
         layers[sub] = (weight, bias)
         covered |= {f"{name}{n}" for n in own}
     return layers if covered == set(offsets) else None
@@ -471,6 +514,20 @@ def _module_site(sub: nn.Module, a: torch.Tensor, weight: slice, bias: slice | N
                     lambda g: g.reshape(b, -1, g.shape[-1]), weight, bias)
     if isinstance(sub, nn.Conv2d):
         return Site("conv", a.detach(), lambda g: g, weight, bias, conv=sub)
+    if isinstance(sub, nn.Embedding):
+        ids = a.detach().reshape(b, -1)
+        keep = None if sub.padding_idx is None else (ids != sub.padding_idx).unsqueeze(-1)
+
+        def tokens(g: torch.Tensor) -> torch.Tensor:
+            g = g.reshape(b, -1, g.shape[-1])
+            return g if keep is None else g * keep
+
+        return Site("embedding", ids, tokens, weight, None)
+    if isinstance(sub, nn.LayerNorm):
+        normed = F.layer_norm(a.detach(), sub.normalized_shape, eps=sub.eps)
+        width = normed.shape[-1]
+        return Site("scale", normed.reshape(b, -1, width).mT,
+                    lambda g: g.reshape(b, -1, width).mT, weight, bias)
     assert isinstance(sub, nn.GroupNorm)
     normed = F.group_norm(a.detach(), sub.num_groups, eps=sub.eps).flatten(2)
     return Site("scale", normed, lambda g: g.flatten(2), weight, bias)
@@ -483,11 +540,17 @@ def module_tracer(module: nn.Module, layers: dict[nn.Module, tuple[slice, slice 
         sites: list[Site] = []
         outputs: list[torch.Tensor] = []
         seen: set[nn.Module] = set()
+        size = len(batch[-1])  # the labels: one per sample
 
         def hook(sub: nn.Module, inputs: tuple[Any, ...], out: torch.Tensor) -> None:
             if sub in seen:
                 raise RuntimeError("a layer used twice in one pass: book-keeping needs "
                                    "each parameter used once")
+            if out.shape[0] != size:
+                raise RuntimeError(f"{type(sub).__name__}'s output {tuple(out.shape)} is not "
+                                   f"batched per sample ({size}): book-keeping needs each "
+                                   "layer applied to the samples one by one (pass "
+                                   "broadcast inputs, e.g. position ids, per sample)")
             seen.add(sub)
             sites.append(_module_site(sub, inputs[0], *layers[sub]))
             outputs.append(out)

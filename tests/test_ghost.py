@@ -8,15 +8,18 @@ import pytest
 from conftest import make_setup
 
 torch = pytest.importorskip("torch")
+nn = torch.nn
 
 from problems.backend import BackendSpec, get_backend  # noqa: E402
-from problems.ghost import BookkeepingOracle  # noqa: E402
+from problems.ghost import BookkeepingOracle, module_layers, module_tracer  # noqa: E402
 from problems.oracles import TorchOracle, auto_chunk  # noqa: E402
 
 # one model per layer mix: linear MLP (flat parameters), conv + GroupNorm, conv + tanh
-# (VGG), residual conv + GroupNorm, the appendix CNN (no biases)
+# (VGG), residual conv + GroupNorm, the appendix CNN (no biases), a small BERT (embeddings
+# with padding, LayerNorm, linear layers over tokens: ghost norms)
 MODELS = [("digits_mlp", {}), ("digits_cnn", {"width": 0.25}), ("cifar10_vgg", {"width": 0.125}),
-          ("cifar10_resnet18", {"width": 0.0625}), ("cifar10_cnn", {"width": 0.0625})]
+          ("cifar10_resnet18", {"width": 0.0625}), ("cifar10_cnn", {"width": 0.0625}),
+          ("cola_bert", {"max_length": 32})]  # padded: most CoLA sentences are shorter
 
 
 def oracle(name: str, **overrides: object) -> TorchOracle:
@@ -65,7 +68,26 @@ def test_empty_batch_and_the_non_clipping_sum() -> None:
 
 def test_l2_and_unsupported_layers_keep_the_per_sample_path() -> None:
     assert not isinstance(oracle("digits_mlp", l2=1e-3), BookkeepingOracle)  # L2 per sample
-    assert not isinstance(oracle("cola_bert"), BookkeepingOracle)  # embeddings, LayerNorm
+    assert module_layers(nn.Sequential(nn.Embedding(9, 4, max_norm=1.0)),
+                         [("0.weight", (9, 4), 36)]) is None  # renormalising embedding
+
+
+def test_a_layer_broadcast_over_the_batch_is_refused() -> None:
+    """An embedding applied to one row of ids shared by the batch has no per-sample
+    output: book-keeping says so instead of mixing the samples' gradients."""
+    emb, head = nn.Embedding(5, 3), nn.Linear(3, 2)
+    module = nn.ModuleDict({"emb": emb, "head": head})
+    layout = [(n, tuple(p.shape), p.numel()) for n, p in module.named_parameters()]
+    layers = module_layers(module, layout)
+    assert layers is not None
+
+    def losses(x: object, ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        shared = emb(torch.arange(4).unsqueeze(0))  # (1, 4, 3): positions, not per sample
+        return head(shared.sum(1) + 0 * ids.unsqueeze(-1)).sum(-1)
+
+    trace = module_tracer(module, layers, losses)
+    with pytest.raises(RuntimeError, match="not batched per sample"):
+        trace(torch.zeros(1), (torch.zeros(6), torch.zeros(6)))
 
 
 def test_auto_chunk_follows_the_memory_budget(monkeypatch: pytest.MonkeyPatch) -> None:

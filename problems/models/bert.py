@@ -11,7 +11,9 @@ from a vocabulary list, e.g. :func:`char_vocab`). Implementation notes:
 * eval mode (dropout off), so per-sample losses are deterministic;
 * eager attention, and the padding mask is handed to BERT as a ready 4-D additive mask:
   transformers' own mask construction branches on the mask's values, which ``vmap``
-  cannot trace, and the SDPA kernel has no batching rule (it would loop per sample).
+  cannot trace, and the SDPA kernel has no batching rule (it would loop per sample);
+* position and token-type ids are passed per sample (BERT's defaults broadcast one row
+  over the batch), so that book-keeping (problems/ghost.py) sees every embedding per sample.
 """
 
 from __future__ import annotations
@@ -64,7 +66,10 @@ class BertLogits(nn.Module):
     def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
         dtype = self.model.bert.embeddings.word_embeddings.weight.dtype
         additive = (1.0 - attention_mask.to(dtype))[:, None, None, :] * torch.finfo(dtype).min
-        return self.model(input_ids=input_ids, attention_mask=additive).logits
+        positions = torch.arange(input_ids.shape[-1], device=input_ids.device)
+        return self.model(input_ids=input_ids, attention_mask=additive,
+                          position_ids=positions.expand_as(input_ids),
+                          token_type_ids=torch.zeros_like(input_ids)).logits
 
 
 class BertClassifier(TorchModel):
