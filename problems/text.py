@@ -16,7 +16,7 @@ for bert-base-uncased). Per-sample gradients of BERT-base are 110M floats each: 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from annotated_types import Ge
@@ -34,9 +34,16 @@ from problems.supervised import (
     subsampled,
 )
 
-# The stand-in for model_dir=None (vocab_size and max_position_embeddings are filled in).
-SMALL_BERT: dict[str, Any] = {"hidden_size": 64, "num_hidden_layers": 2,
-                              "num_attention_heads": 2, "intermediate_size": 128}
+# The stand-ins for model_dir=None (vocab_size and max_position_embeddings are filled in):
+# "small" for CPU runs; "base", bert-base-uncased's sizes (Devlin et al. 2019: 12 layers of
+# 768, 12 heads, 3,072 hidden, a 30,522-token table), randomly initialised: its cost and
+# memory without the checkpoint (the character vocabulary uses the table's first rows).
+BERTS: dict[str, dict[str, Any]] = {
+    "small": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+              "intermediate_size": 128},
+    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+             "intermediate_size": 3072, "vocab_size": 30522},
+}
 
 
 def load_text(data_dir: str | None, download: bool = False) -> TextSplit:
@@ -60,11 +67,12 @@ def subsampled_text(split: TextSplit, p: DataParams) -> TextSplit:
 @params
 class ColaBertParams(DataParams):
     """``model_dir``: local bert-base-uncased saved with ``save_pretrained`` (relative paths
-    are read under the data root; None: a small random BERT); ``max_length``:
+    are read under the data root; None: a random BERT of ``size``, :data:`BERTS`); ``max_length``:
     word pieces per sentence, [CLS] and [SEP] included; ``download``: fetch CoLA into
     ``data_dir`` when missing (not part of the run id, see :data:`bench.spec.UNHASHED`)."""
 
     model_dir: str | None = None
+    size: Literal["small", "base"] = "small"
     max_length: Annotated[int, Ge(2)] = 64
     chunk_size: Count | None = 8
     eval_chunk: Count = 256
@@ -90,7 +98,7 @@ class ColaBert(Problem):
         split = subsampled_text(load_text(p.data_dir, p.download), p)
         if p.model_dir is None:
             vocab = char_vocab()
-            config = {**SMALL_BERT, "vocab_size": len(vocab),
+            config = {"vocab_size": len(vocab), **BERTS[p.size],
                       "max_position_embeddings": p.max_length}
             model = BertClassifier(config=config, vocab=vocab, max_length=p.max_length,
                                    num_labels=split.classes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -26,8 +26,7 @@ from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Step, Trace
 from algorithms.privacy.ledger import Mechanism
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, get_backend
-from problems.data.cola import TextSplit
-from problems.data.common import Split
+from problems.data.fake import FAKE_DATA, fake_images, fake_text  # noqa: F401
 from problems.oracles import Oracle
 
 # Small versions of the registered problems. A problem registered later and missing here
@@ -49,48 +48,6 @@ SMALL_PARAMS: dict[str, dict[str, Any]] = {
     "cola_bert": {"max_length": 16},
     "matrix_sensing": {"p": 4, "q": 3, "rank": 2, "n": 40},
     "ncsc_double_well": {"d": 3, "d_y": 4, "n": 60},
-}
-
-
-def fake_images(variant: str, data_dir: str | None = None, download: bool = False,
-                n: int = 48) -> Split:
-    """A tiny stand-in for CIFAR-10/100, MNIST or Fashion-MNIST: random images in [0, 1],
-    every class."""
-    rng = np.random.default_rng(0)
-    classes = {"cifar10": 10, "cifar100": 100, "mnist": 10, "fashion_mnist": 10}[variant]
-    shape = (1, 28, 28) if variant in ("mnist", "fashion_mnist") else (3, 32, 32)
-
-    def images(m: int) -> np.ndarray:
-        return rng.random((m, *shape), dtype=np.float32)
-
-    return Split(images(n), np.arange(n) % classes, images(n // 2),
-                 np.arange(n // 2) % classes, classes)
-
-
-FAKE_SENTENCES = ("The cat sat on the mat.", "Cat the mat on sat.", "She reads books daily.",
-                  "Books she daily reads the.", "It rained all day long.", "Rained it day all.")
-
-
-def fake_text(data_dir: str | None = None, download: bool = False, n: int = 24) -> TextSplit:
-    """A tiny stand-in for CoLA: a few (un)grammatical sentences, both labels."""
-    sentences = [FAKE_SENTENCES[i % len(FAKE_SENTENCES)] for i in range(n)]
-    labels = (np.arange(n) + 1) % 2
-    return TextSplit(sentences, labels, sentences[: n // 2], labels[: n // 2])
-
-
-# Problems whose data sets are files (absent here) are built from a tiny fake data set
-# patched over their loader, so the registry-driven tests still exercise them.
-FAKE_DATA: dict[str, tuple[str, Callable[..., Any]]] = {
-    "cifar10_cnn": ("problems.vision.load_images", fake_images),
-    "cifar10_resnet18": ("problems.vision.load_images", fake_images),
-    "cifar10_vgg": ("problems.vision.load_images", fake_images),
-    "mnist_mlp": ("problems.vision.load_images", fake_images),
-    "fashion_mnist_mlp": ("problems.vision.load_images", fake_images),
-    "fashion_mnist_cnn": ("problems.vision.load_images", fake_images),
-    "fashion_mnist_vgg": ("problems.vision.load_images", fake_images),
-    "cifar10_mlp": ("problems.vision.load_images", fake_images),
-    "cifar100_resnet18": ("problems.vision.load_images", fake_images),
-    "cola_bert": ("problems.text.load_text", fake_text),
 }
 
 

@@ -1,5 +1,6 @@
 """What the micro benchmarks share: problems at the paper's size (CIFAR on fake images, as
-the tests build them; Fashion-MNIST on its real files, skipped where they are absent), cached
+the tests build them, and CoLA on a few sentences; Fashion-MNIST on its real files,
+skipped where they are absent), cached
 oracles, the backend × device parametrisation, the timed
 oracle kernels and the ``extra_info`` scheme that :mod:`bench.micro.ratios` reads.
 
@@ -15,7 +16,7 @@ import importlib.util
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any
 from unittest import mock
 
@@ -24,16 +25,15 @@ import pytest
 
 from problems import PROBLEMS, Instance
 from problems.backend import Backend, BackendSpec, MissingExtraError, get_backend
-from problems.data.common import DataMissingError, Split
+from problems.data.common import DataMissingError
+from problems.data.fake import FAKE_DATA
 from problems.oracles import Oracle
 
 BATCH = 64
 MEMORY_BATCH = 256
 CLIP = 1.0
 DTYPE = "float32"
-FAKE_N = 512  # fake training images: enough for a batch of MEMORY_BATCH
-# Problems whose data are files (absent here): the loader is patched with fake_images.
-FAKE_DATA = {"cifar10_vgg": "problems.vision.load_images"}
+FAKE_N = 1024  # fake training samples: enough for the papers' batches (512 images)
 DATA_SKIP = "data missing"  # how a benchmark whose data set is absent skips
 # Params other than the defaults: tao2025's n = 6,000 training images.
 PARAMS: dict[str, dict[str, Any]] = {"fashion_mnist_mlp": {"n_train": 6000, "n_test": 1000}}
@@ -42,40 +42,40 @@ ROUNDS: dict[str, int | None] = {"digits_mlp": None, "cifar10_vgg": 3,
                                  "fashion_mnist_mlp": None}
 ORACLE_KERNELS = ("grad", "per_sample_grads", "clipped_grad_sum", "clipped_grad_diff_sum",
                   "hvp")
-
-
-def fake_images(variant: str, data_dir: str | None = None, download: bool = False,
-                n: int = FAKE_N) -> Split:
-    """Random CIFAR-shaped images in [0, 1] with every class, in
-    :func:`problems.vision.load_images`' signature (tests/conftest.py's stand-in)."""
-    rng = np.random.default_rng(0)
-    classes = 100 if variant == "cifar100" else 10
-
-    def images(m: int) -> np.ndarray:
-        return rng.random((m, 3, 32, 32), dtype=np.float32)
-
-    return Split(images(n), np.arange(n) % classes, images(n // 2),
-                 np.arange(n // 2) % classes, classes)
+#: the torch-module kernels of :mod:`bench.micro.reference`
+REFERENCE_KERNELS = ("module_grad", "opacus_clipped_sum", "opacus_ghost_clipped_sum")
 
 
 @contextmanager
 def _fake_data(problem: str) -> Iterator[None]:
-    if problem in FAKE_DATA:
-        with mock.patch(FAKE_DATA[problem], fake_images):
+    """CIFAR and CoLA (files absent here) patched with :mod:`problems.data.fake`'s stand-ins
+    of :data:`FAKE_N` samples; Fashion-MNIST is real (skipped where absent)."""
+    if problem in FAKE_DATA and not problem.startswith("fashion_mnist"):
+        target, fake = FAKE_DATA[problem]
+        with mock.patch(target, partial(fake, n=FAKE_N)):
             yield
     else:
         yield
 
 
+#: benchmark problems that are a registered problem at other params: bert-base's sizes
+#: (randomly initialised, 128 word pieces) as cola_bert
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "cola_bert_base": ("cola_bert", {"size": "base", "max_length": 128}),
+}
+
+
 @cache
 def _instance(problem: str) -> Instance:
-    cls = PROBLEMS[problem]
-    with _fake_data(problem):
-        return cls(cls.Params(**PARAMS.get(problem, {}))).build(0)
+    name, params = VARIANTS.get(problem, (problem, PARAMS.get(problem, {})))
+    cls = PROBLEMS[name]
+    with _fake_data(name):
+        return cls(cls.Params(**params)).build(0)
 
 
 def instance(problem: str) -> Instance:
-    """``problem`` with its default params (the paper's model; :data:`PARAMS`), built once;
+    """``problem`` with its default params (the paper's model; :data:`PARAMS`, or a
+    :data:`VARIANTS` entry), built once;
     skips the benchmark when the problem needs a missing extra or data set."""
     try:
         return _instance(problem)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.micro.common import MEMORY_BATCH, ORACLE_KERNELS, oracle_kernel, setup
+from bench.micro.common import MEMORY_BATCH, ORACLE_KERNELS, REFERENCE_KERNELS
 
 STATUS = Path("/proc/self/status")
 
@@ -74,10 +74,12 @@ def cuda_peak(fn: Callable[[], Any]) -> tuple[int, int]:
 
 
 def measure(problem: str, kernel: str, batch: int, device: str) -> dict[str, int]:
-    """Peak and baseline bytes of ``kernel`` on ``problem`` (torch, ``device``)."""
-    oracle = setup(problem, "torch", device).oracle
-    oracle_kernel(oracle, kernel, 2)()
-    fn = oracle_kernel(oracle, kernel, batch)
+    """Peak and baseline bytes of ``kernel`` on ``problem`` (torch, ``device``): an oracle
+    kernel or a reference one (:mod:`bench.micro.reference`)."""
+    from bench.micro.reference import kernel_call
+
+    kernel_call(problem, kernel, 2, device)[1]()
+    fn = kernel_call(problem, kernel, batch, device)[1]
     peak, base = cuda_peak(fn) if device == "cuda" else cpu_peak(fn)
     return {"peak_bytes": peak, "baseline_bytes": base}
 
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.micro.memory",
                                      description="peak memory of one oracle call")
     parser.add_argument("problem")
-    parser.add_argument("kernel", choices=ORACLE_KERNELS)
+    parser.add_argument("kernel", choices=(*ORACLE_KERNELS, *REFERENCE_KERNELS))
     parser.add_argument("--batch", type=int, default=MEMORY_BATCH)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args(argv)

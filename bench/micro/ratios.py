@@ -67,6 +67,17 @@ RULES = (
          {"kernel": "client_diff_means_m10", "metric": "time",
           "problem": "fashion_mnist_mlp"},
          {"kernel": "client_diff_means_m1"}, 1.3),
+    # issue 39, on a GPU at the papers' batches (bench/micro/test_paper_batches.py)
+    *(Rule(f"clipped_sum_vs_plain_gpu_{p}", "clipped sum ÷ plain backward",
+           {"kernel": "clipped_grad_sum", "metric": "time", "device": "cuda", "problem": p},
+           {"kernel": "module_grad"}, 1.5)
+      for p in ("cifar10_cnn", "cifar10_vgg", "cifar10_resnet18")),
+    Rule("clipped_sum_vs_opacus_ghost", "clipped sum ÷ Opacus ghost clipping",
+         {"kernel": "clipped_grad_sum", "metric": "time", "device": "cuda"},
+         {"kernel": "opacus_ghost_clipped_sum"}, 0.5),
+    Rule("bert_base_memory", "private ÷ plain backward peak memory",
+         {"kernel": "clipped_grad_sum", "metric": "peak_bytes", "problem": "cola_bert_base"},
+         {"kernel": "module_grad"}, 2.0),
     Rule("jax_vs_torch", "jax ÷ torch",
          {"backend": "jax", "problem": "digits_mlp", "metric": "time"}, {"backend": "torch"},
          1.2),

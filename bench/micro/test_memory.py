@@ -18,10 +18,11 @@ from bench.micro.common import MEMORY_BATCH, instance, record, targets
 TIMEOUT = 600
 
 
-def peak(problem: str, kernel: str, device: str) -> dict[str, int]:
+def peak(problem: str, kernel: str, device: str, batch: int = MEMORY_BATCH
+         ) -> dict[str, int]:
     """:func:`bench.micro.memory.measure` in a fresh interpreter."""
     cmd = [sys.executable, "-m", "bench.micro.memory", problem, kernel,
-           "--batch", str(MEMORY_BATCH), "--device", device]
+           "--batch", str(batch), "--device", device]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
                           check=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))

@@ -1,6 +1,7 @@
-"""Opacus side by side with the oracles: the clipped sum through ``GradSampleModule``
-(``kernel="opacus_clipped_sum"``) and the plain ``nn.Module`` backward
-(``kernel="module_grad"``), on the same network, parameters, batch and clip."""
+"""Opacus side by side with the oracles, on the same network, parameters, batch and clip:
+the clipped sum through ``GradSampleModule`` (``kernel="opacus_clipped_sum"``), through
+ghost clipping (``"opacus_ghost_clipped_sum"``) and the plain ``nn.Module`` backward
+(``"module_grad"``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.micro.common import BATCH, CLIP, ROUNDS, record, setup, synced, targets
+from bench.micro.common import BATCH, REFERENCE_KERNELS, ROUNDS, record, synced, targets
 
 pytestmark = [pytest.mark.benchmark(max_time=0.5),
               pytest.mark.filterwarnings("ignore:Full backward hook is firing")]
@@ -17,33 +18,21 @@ PROBLEMS = ("digits_mlp", "cifar10_vgg")
 TORCH = targets(PROBLEMS, ("torch",))
 
 
-def _inputs(problem: str, device: str) -> tuple[Any, Any, Any, Any]:
-    """The setup, the module at x0 and the batch (features, one-hot labels)."""
+def reference_call(problem: str, device: str, kernel: str, batch: int) -> Any:
+    """:func:`bench.micro.reference.kernel_call`, skipped without torch (or without Opacus
+    for its kernels)."""
     pytest.importorskip("torch")
-    from bench.micro import reference
+    if kernel.startswith("opacus"):
+        pytest.importorskip("opacus")
+    from bench.micro.reference import kernel_call
 
-    s = setup(problem, "torch", device)
-    module = reference.torch_module(s.instance, s.instance.x0, device)  # type: ignore[arg-type]
-    return s, module, *reference.batch(s.oracle, BATCH)
+    return kernel_call(problem, kernel, batch, device)
 
 
+@pytest.mark.parametrize("kernel", REFERENCE_KERNELS)
 @pytest.mark.parametrize(("problem", "backend", "device"), TORCH)
-def test_opacus_clipped_sum(benchmark: Any, problem: str, backend: str, device: str) -> None:
-    pytest.importorskip("opacus")
-    from bench.micro.reference import grad_sample_module, opacus_clipped_sum
-
-    s, module, features, onehot = _inputs(problem, device)
-    gsm = grad_sample_module(module)
-    record(benchmark, synced(s.backend, lambda: opacus_clipped_sum(gsm, features, onehot, CLIP)),
-           rounds=ROUNDS[problem], problem=problem, backend=backend, device=device,
-           kernel="opacus_clipped_sum", batch=BATCH, d=s.oracle.d)
-
-
-@pytest.mark.parametrize(("problem", "backend", "device"), TORCH)
-def test_module_grad(benchmark: Any, problem: str, backend: str, device: str) -> None:
-    from bench.micro.reference import module_grad
-
-    s, module, features, onehot = _inputs(problem, device)
-    record(benchmark, synced(s.backend, lambda: module_grad(module, features, onehot)),
-           rounds=ROUNDS[problem], problem=problem, backend=backend, device=device,
-           kernel="module_grad", batch=BATCH, d=s.oracle.d)
+def test_reference(benchmark: Any, problem: str, backend: str, device: str, kernel: str
+                   ) -> None:
+    s, call = reference_call(problem, device, kernel, BATCH)
+    record(benchmark, synced(s.backend, call), rounds=ROUNDS[problem], problem=problem,
+           backend=backend, device=device, kernel=kernel, batch=BATCH, d=s.oracle.d)

@@ -68,7 +68,7 @@ class BertLogits(nn.Module):
         additive = (1.0 - attention_mask.to(dtype))[:, None, None, :] * torch.finfo(dtype).min
         positions = torch.arange(input_ids.shape[-1], device=input_ids.device)
         return self.model(input_ids=input_ids, attention_mask=additive,
-                          position_ids=positions.expand_as(input_ids),
+                          position_ids=positions.expand_as(input_ids).contiguous(),
                           token_type_ids=torch.zeros_like(input_ids)).logits
 
 
