@@ -60,18 +60,18 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def papers_table() -> Table:
-    """Every declared paper: its claims and the roles its experiment files play."""
+    """Every declared paper: its title, source and the roles its experiment files play (read
+    without importing the page modules: :func:`reports.papers.paper_info`)."""
     from rich.table import Table
 
-    from reports.papers import get_paper, paper_keys
+    from reports.papers import paper_info, paper_keys
 
     table = Table(title="papers")
-    for col in ("key", "claims", "roles", "title"):
+    for col in ("key", "title", "source", "roles"):
         table.add_column(col)
     for key in paper_keys():
-        paper = get_paper(key)
-        table.add_row(key, " ".join(c.id for c in paper.claims), ", ".join(paper.roles),
-                      paper.title)
+        info = paper_info(key)
+        table.add_row(key, info.title, info.source, ", ".join(info.roles))
     return table
 
 

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from bench.cli import main
+from reports.papers import FOLDER, builtin_keys, declared_info, get_paper
 
 #: what ``--version`` and ``--help`` need none of (seconds of imports between them)
 HEAVY = ("numpy", "scipy", "torch", "jax", "pandas", "pydantic", "matplotlib", "rich",
          "algorithms", "problems", "reports", "bench.audit", "bench.sweep", "bench.store")
-#: what ``list`` needs none of: the backends are found, not imported; no audit, no sweep
-NOT_FOR_LIST = ("torch", "jax", "matplotlib", "bench.audit", "bench.sweep", "bench.executors")
+#: what ``list`` needs none of: the backends are found, not imported; no audit, no sweep;
+#: the papers' titles and roles are read from their modules' source, not imported
+NOT_FOR_LIST = ("torch", "jax", "matplotlib", "pandas", "scipy", "bench.audit", "bench.sweep",
+                "bench.executors", *(f"reports.papers.{key}" for key in builtin_keys()))
 
 
 def imported(*args: str) -> set[str]:
@@ -43,6 +47,20 @@ def test_list_imports_no_backend_and_no_run_machinery() -> None:
     modules = imported("list")
     assert "algorithms" in modules and "problems" in modules
     assert not within(modules, NOT_FOR_LIST)
+
+
+@pytest.mark.parametrize("key", builtin_keys())
+def test_what_list_reads_of_a_paper_is_what_its_module_declares(key: str) -> None:
+    info, paper = declared_info(FOLDER / f"{key}.py"), get_paper(key)
+    assert info == (paper.key, paper.title, paper.source, paper.url, tuple(paper.roles))
+
+
+def test_a_paper_not_written_in_literals_is_refused_by_the_reader(tmp_path: Path) -> None:
+    module = tmp_path / "made.py"
+    module.write_text("KEY, NAME = 'made', 'x'\nPAPER = Paper(key=KEY, title=make_title(), "
+                      "roles={NAME: 'y'})\n")
+    with pytest.raises(ValueError, match=r"not a literal: make_title\(\)"):
+        declared_info(module)
 
 
 def test_a_command_still_has_its_arguments_and_their_defaults(

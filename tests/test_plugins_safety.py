@@ -5,6 +5,7 @@ is refused with the fix; ``saddlebench check`` pre-flights a plugin."""
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -196,3 +197,37 @@ def test_check_passes_on_the_example_plugin(capsys: pytest.CaptureFixture[str]) 
                  "pass: the audit's exact checks", "pass: tiny run: sgd on rosenbrock_sum, "
                  "numpy", "2 of 2 passed"):
         assert line in out
+
+
+HALVED = ALGORITHM.format(name="same_name") + '''
+    def __init__(self, params):  # this package's same_name: SGD at half the given lr
+        super().__init__(type(params)(**{**vars(params), "lr": params.lr / 2}))
+'''
+
+QUALIFIED = '''
+suite: qualified
+seeds: 2
+plugins: [pkg_one, pkg_two]
+eval: {points: 3, metrics: [loss]}
+problems: [{name: strict_saddle, params: {d: 3, n: 40}}]
+algorithms:
+  - {name: "pkg_one:same_name", params: {lr: 0.2, steps: 6, batch_size: 4}}
+  - {name: "pkg_two:same_name", params: {lr: 0.2, steps: 6, batch_size: 4}}
+'''
+
+
+def test_qualified_names_choose_each_package_in_worker_processes(modules: Path) -> None:
+    write(modules, "pkg_one", ALGORITHM.format(name="same_name"))
+    write(modules, "pkg_two", HALVED)
+    (modules / "qualified.yaml").write_text(QUALIFIED)
+    out = modules / "out"
+    assert main(["run", str(modules / "qualified.yaml"), "--jobs", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    records = [json.loads(p.read_text()) for p in (out / "qualified" / "runs").glob("*.json")]
+    final = {}
+    for r in records:
+        assert r["status"] == "done", r["error"]
+        final[r["spec"]["algorithm"]["name"], r["spec"]["seed"]] = r["final"]["loss"]
+    assert sorted(final) == [(f"pkg_{p}:same_name", s) for p in ("one", "two") for s in (0, 1)]
+    for seed in (0, 1):  # each worker ran the package it was asked for: lr 0.2, then 0.1
+        assert final["pkg_one:same_name", seed] != final["pkg_two:same_name", seed]

@@ -1,13 +1,20 @@
 """Per-paper report pages: one module per paper key, each exporting ``PAPER`` (a
 :class:`reports.claims.Paper`), plus the papers of installed plugins (entry points in the
-group ``saddlebench.papers``, each pointing to a ``Paper``)."""
+group ``saddlebench.papers``, each pointing to a ``Paper``).
+
+:func:`paper_info` reads what ``saddlebench list`` shows of a built-in paper (key, title,
+source, url, roles) from its module's source, the literal arguments of ``PAPER = Paper(...)``,
+without importing the module (which imports pandas, matplotlib and the algorithms): the
+module stays the one place these are written.
+"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from problems.registry import load_entry_points
 
@@ -43,3 +50,71 @@ def get_paper(key: str) -> Paper:
     if paper.key != key:
         raise ValueError(f"reports/papers/{key}.py declares Paper key {paper.key!r}")
     return paper
+
+
+class PaperInfo(NamedTuple):
+    """What lists a paper: its key, title, source, url and the roles of its files."""
+
+    key: str
+    title: str
+    source: str
+    url: str
+    roles: tuple[str, ...]
+
+
+INFO_FIELDS = ("key", "title", "source", "url")
+
+
+def paper_info(key: str) -> PaperInfo:
+    """A paper's :class:`PaperInfo`: a built-in one's read from its module's source (its
+    ``PAPER = Paper(...)`` arguments, literals or module constants), else from its ``Paper``."""
+    if key in builtin_keys():
+        try:
+            return declared_info(FOLDER / f"{key}.py")
+        except ValueError:  # not written as literals: the module says it
+            pass
+    paper = get_paper(key)
+    return PaperInfo(paper.key, paper.title, paper.source, paper.url, tuple(paper.roles))
+
+
+def declared_info(module: Path) -> PaperInfo:
+    """The :class:`PaperInfo` a page module declares, read from its source without importing
+    it; ValueError where an argument is not a literal (or module constant)."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    names = module_constants(tree)
+    paper = names.get("PAPER")
+    if not isinstance(paper, ast.Call):
+        raise ValueError(f"{module.name}: no PAPER = Paper(...)")
+    given = {k.arg: k.value for k in paper.keywords if k.arg}
+    values = {f: literal(given[f], names) if f in given else "" for f in INFO_FIELDS}
+    roles = literal(given["roles"], names, keys_only=True) if "roles" in given else ()
+    return PaperInfo(**values, roles=tuple(roles))
+
+
+def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """The module-level names of ``tree`` and the expressions bound to them (``A = x``,
+    ``A: T = x``, ``A, B = x, y``)."""
+    names: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name):
+                names[target.id] = value
+            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                names.update((t.id, v) for t, v in zip(target.elts, value.elts, strict=True)
+                             if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            names[node.target.id] = node.value
+    return names
+
+
+def literal(node: ast.expr, names: dict[str, ast.expr], keys_only: bool = False) -> Any:
+    """The value of a constant, or of a module constant named; of a dict, its keys
+    (``keys_only``); ValueError for anything else."""
+    if isinstance(node, ast.Name) and node.id in names:
+        return literal(names[node.id], names, keys_only)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if keys_only and isinstance(node, ast.Dict):
+        return [literal(k, names) for k in node.keys if k is not None]
+    raise ValueError(f"not a literal: {ast.unparse(node)}")
