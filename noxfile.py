@@ -47,12 +47,15 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """pytest-benchmark micro benchmarks of the hot kernels (bench/micro) into
-    out/bench/micro.json, issue 9's ratios, and the runtime page out/report/runtime."""
+    out/bench/micro.json, issue 9's ratios, the throughput table the bill before a run
+    reads (bench/throughput.json: its measured steps per second), and the runtime page
+    out/report/runtime."""
     install(session, "all")
     session.run("pytest", "bench/micro", "--benchmark-only", "-p", "no:cacheprovider",
                 "--benchmark-json", "out/bench/micro.json", *session.posargs)
     session.run("python", "-m", "bench.micro.ratios", "out/bench/micro.json",
                 "--out", "out/bench/ratios.json")
+    session.run("python", "-m", "bench.bill", "out/bench/micro.json")
     session.run("python", "-m", "reports.runtime", "out/bench/micro.json",
                 "--out", "out/report/runtime")
 

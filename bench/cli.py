@@ -83,6 +83,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.estimate:
+        print_bills([load_experiment_unchecked(args.experiment, args)])
+        return 0
     experiment = load_checked(args.experiment, args)
     if args.explain_cache:
         explain_cache(experiment, Store(Path(args.out) / experiment.suite))
@@ -172,6 +175,51 @@ def load_checked(path: str | Path, args: argparse.Namespace) -> Experiment:
         return load_experiment(path, overrides=getattr(args, "set", ()))
 
 
+def load_experiment_unchecked(path: str | Path, args: argparse.Namespace) -> Experiment:
+    """An experiment file, at any grid size (for --estimate: nothing runs)."""
+    from bench.experiment import load_experiment
+
+    return load_experiment(path, overrides=getattr(args, "set", ()))
+
+
+def print_bills(experiments: list[Experiment], by: str = "") -> None:
+    """The bill of each experiment (:mod:`bench.bill`), then the total (per paper ``by``:
+    their ``paper`` field); runs nothing."""
+    from collections import defaultdict
+
+    from rich.markup import escape
+    from rich.table import Table
+
+    from bench.bill import bill, describe, read_table, totals
+    from bench.console import console
+
+    table = read_table()
+    bills = [bill(e, table) for e in experiments]
+    for b in bills:
+        rows = Table(title=escape(b.path))
+        for col in ("stage", "problem · algorithm · device (batch)", "runs", "steps",
+                    "throughput", "hours"):
+            rows.add_column(col)
+        for w in b.work:
+            rows.add_row(w.stage, escape(w.shape), f"{w.runs:,}", f"{w.steps:,}",
+                         escape("; ".join(sorted(w.rates))) or "missing",
+                         f"{w.hours:,.2f}" if w.priced else f"≥ {w.hours:,.2f}")
+        console.print(rows)
+        for line in describe(b):
+            console.print(escape(f"  {line}"))
+    groups: dict[str, list] = defaultdict(list)
+    for e, b in zip(experiments, bills, strict=True):
+        groups[getattr(e, by) or "" if by else ""].append(b)
+    for name, members in groups.items():
+        hours = ", ".join(f"{h:,.1f} {unit}" for unit, h in totals(members).items())
+        lower = "" if all(b.complete for b in members) else " (lower bound: runs missing)"
+        console.print(escape(f"total{f' {name}' if name else ''}: {len(members)} files, "
+                             f"{hours}{lower}"))
+    if len(groups) > 1:
+        hours = ", ".join(f"{h:,.1f} {unit}" for unit, h in totals(bills).items())
+        console.print(escape(f"total: {len(bills)} files, {hours}"))
+
+
 def make_executor(args: argparse.Namespace) -> Executor:
     """The executor ``--executor`` and its options name (a cluster starts only when runs
     are submitted)."""
@@ -255,6 +303,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     papers = reproducible(args.scale) if args.all else args.papers
     if not papers:
         raise UsageError("name at least one paper, or --all")
+    if args.estimate:
+        print_bills([load_experiment_unchecked(f, args) for paper in papers
+                     for f in paper_experiments(paper, args.scale)], by="paper")
+        return 0
     require_reports()
     from reports.papers import get_paper, paper_keys
     from reports.site import build_site
@@ -548,7 +600,10 @@ def add_execution_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_grid_options(p: argparse.ArgumentParser) -> None:
-    """How large a grid may be before run and reproduce ask for confirmation."""
+    """How large a grid may be before run and reproduce ask for confirmation; the bill."""
+    p.add_argument("--estimate", action="store_true", help="run nothing: print the runs, "
+                   "tuning runs and steps per file, and the GPU- or CPU-hours they take at "
+                   "the throughputs measured in bench/throughput.json (missing ones named)")
     p.add_argument("--max-runs", type=int, metavar="N", help="ask before running a grid of "
                    "more than N runs (default: $SADDLEBENCH_MAX_RUNS, else 10,000)")
     p.add_argument("--yes", action="store_true", help="run a grid above --max-runs without "

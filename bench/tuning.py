@@ -101,6 +101,11 @@ def step_past(values: list[float], side: str) -> float | None:
     return None if value in values else value
 
 
+def most_added(group: TuningGroup) -> int:
+    """The most candidates one extension adds to ``group``: one per numeric tuned param."""
+    return sum(1 for param in _varied(group) if _grid(group, param))
+
+
 def extend(selection: Selection) -> Selection | None:
     """``selection``'s group grown by the chosen configuration with each edge param one step
     past its edge (values the algorithm refuses are skipped); None if nothing was added."""
