@@ -11,8 +11,10 @@ Privacy holds only on the event that every per-sample gradient seen has norm ≤
 (Lemma 3.2): then Algorithm 2 equals clipped DP-SGD (Algorithm 1) step for step and
 inherits its guarantee, (ε, 2δ) in total. Nothing is clipped; when a gradient exceeds C
 the guarantee of that run is void. With ``check_bound`` (default) every per-sample
-gradient norm is measured and the run reports the largest one, how many exceeded C and
-``guarantee_void``.
+gradient norm is measured, in training and, with ``select``, at every candidate of the
+selection (whose sensitivity 2C/n needs the same bound), and the run reports the largest
+one, how many exceeded C and ``guarantee_void``; a void run records ε = ∞ with the norm
+that broke the bound (``void_reason``).
 
 Deviations and resolved ambiguities:
 
@@ -99,6 +101,8 @@ def lemma_3_2_bound(smoothness: float, f_max: float, grad_std: float, n: int, st
         + math.sqrt(grad_std * math.log(1 / delta)))
 
 
+#: the trace clip key of the per-sample norms measured at the selection's candidates
+SELECTION = "selection"
 TRACE_POINTS = 48
 
 
@@ -275,6 +279,10 @@ class NoisySGD(Algorithm[NoisySGDParams, NoisySGDExtras]):
             yield Step(t + 1, x)
         if times is not None and plan.extra.selection is not None:  # §3.4
             candidates = [kept[int(t)] for t in times]
+            if p.check_bound:  # Δ_q = 2C/n needs ‖∇f_i‖ ≤ C at every candidate too
+                checked = trace.clips[SELECTION] = NormTracker(oracle.backend, bound)
+                for candidate in candidates:
+                    checked.add(oracle.grad_sum_and_norms(candidate, np.arange(oracle.n))[1])
             chosen = select(oracle, candidates, p, plan.extra.selection, mech)
             trace.facts["selected_step"] = None if chosen is None else int(times[chosen])
             if chosen is not None:
@@ -294,12 +302,15 @@ class NoisySGD(Algorithm[NoisySGDParams, NoisySGDExtras]):
                                "bound_checked": p.check_bound, **lemma}
         if p.check_bound:
             norms = trace.clips.get("")
-            seen = norms.summary() if norms is not None else {}
-            violations = int(seen.get("over") or 0)
-            out.update(max_per_sample_grad_norm=seen.get("max") or 0.0,
-                       bound_violations=violations,
+            seen = [t.summary() for t in (norms, trace.clips.get(SELECTION)) if t is not None]
+            violations = sum(int(s.get("over") or 0) for s in seen)
+            largest = max((s.get("max") or 0.0 for s in seen), default=0.0)
+            out.update(max_per_sample_grad_norm=largest, bound_violations=violations,
                        guarantee_void=violations > 0,
                        max_norm_trace=norm_trace(norms.maxima) if norms is not None else [])
+            if violations:  # the run records ε = ∞ (bench.runner)
+                out["void_reason"] = (f"a per-sample gradient norm {largest:.4g} exceeds the "
+                                      f"assumed bound C = {out['bound']:.4g}")
         if p.select:
             selected = trace.facts.get("selected_step")
             out.update(selected_step=selected, selection_passed=selected is not None)

@@ -210,9 +210,11 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
 
     record.status = "done" if healthy else "diverged"
     record.ledger = mech.ledger.to_json()
-    spent = epsilons(mech.ledger, spec.privacy.delta)
-    record.eps = {**spent.to_dict(), "paper": plan.eps_paper,
-                  "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon}
     record.diagnostics = algorithm.diagnostics(trace)
+    void = record.diagnostics.get("void_reason")  # an assumption of the claim failed: ε = ∞
+    spent = epsilons(mech.ledger, spec.privacy.delta)
+    record.eps = {**(spent.voided() if void else spent).to_dict(), "paper": plan.eps_paper,
+                  "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon,
+                  **({"void": void} if void else {})}
     record.premises = algorithm.premise_data(trace)
     record.timings.update(iterate_s=iterate_s, eval_s=eval_s)

@@ -197,6 +197,11 @@ class Epsilons:
         """PLD where it applies, else RDP."""
         return self.pld if self.pld is not None else self.rdp
 
+    def voided(self) -> Epsilons:
+        """No guarantee at all: ε = ∞ from every accountant (a run that broke an assumption
+        its claim rests on, e.g. noisy SGD's gradient bound C)."""
+        return Epsilons(self.delta, math.inf, math.inf, math.inf, math.inf)
+
     def to_dict(self) -> dict[str, float | None]:
         return {**asdict(self), "headline": self.headline}
 
