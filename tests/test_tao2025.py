@@ -385,7 +385,7 @@ def test_saddle_hvp_without_curvature_noise_is_the_common_one() -> None:
 
 def test_experiment_files_are_valid() -> None:
     roles = get_paper("tao2025").roles
-    for scale, count in (("quick", 9), ("standard", 2), ("paper", 2)):
+    for scale, count in (("quick", 10), ("standard", 3), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
