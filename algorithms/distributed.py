@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
 from algorithms.premises import NormTracker
 from algorithms.privacy.ledger import Batch
-from problems.oracles import Oracle
+from problems.oracles import Combine, Oracle
 
 GROUP_FLOATS = 2**25  # per-sample entries computed at once (128 MiB in float32)
 
@@ -23,17 +21,11 @@ def _client_groups(oracle: Oracle, batches: list[Batch]) -> Iterator[list[Batch]
         yield batches[start:start + group]
 
 
-def per_client_mean(oracle: Oracle, batches: list[Batch],
-                    rows: Callable[[np.ndarray], Any]) -> Any:
-    """(m, d): the mean over each client's batch of ``rows(idx)``, a (len(idx), d) array of
-    per-sample quantities. All batches have one size; clients go through ``rows`` together,
-    a group (:func:`_client_groups`) at a time."""
-    xp, size = oracle.xp, len(batches[0])
-    means = []
-    for chunk in _client_groups(oracle, batches):
-        values = rows(np.concatenate([b.indices for b in chunk]))
-        means.append(xp.mean(xp.reshape(values, (len(chunk), size, oracle.d)), axis=1))
-    return xp.concat(means)
+def _per_chunk(oracle: Oracle, batches: list[Batch], call: Callable[[list[Batch]], Any]) -> Any:
+    """``call`` on groups of clients (:func:`_client_groups`), or on all of them where the
+    oracle holds no per-sample rows; the (m, d) results stacked in client order."""
+    chunks = _client_groups(oracle, batches) if oracle.materialises_rows else iter([batches])
+    return oracle.xp.concat([call(chunk) for chunk in chunks])
 
 
 def clipped_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: Any | None,
@@ -41,14 +33,19 @@ def clipped_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: A
     """(m, d): each client's mean over its batch of ∇f_i(x) − ∇f_i(x_prev) (∇f_i(x) when
     ``x_prev`` is None), each row clipped at ``clip``, the row norms going to ``tracker``
     (``scale`` as in :meth:`NormTracker.add`); one :meth:`Oracle.clipped_group_means`
-    call per group of clients (:func:`_client_groups`), or for all of them where the oracle
-    holds no per-sample rows."""
-    means = []
-    chunks = _client_groups(oracle, batches) if oracle.materialises_rows else iter([batches])
-    for chunk in chunks:
-        values, norms = oracle.clipped_group_means(x, x_prev, [b.indices for b in chunk],
-                                                   clip)
+    call per chunk of clients (:func:`_per_chunk`)."""
+    def call(chunk: list[Batch]) -> Any:
+        values, norms = oracle.clipped_group_means(x, x_prev, [b.indices for b in chunk], clip)
         if tracker is not None:
             tracker.add(norms, scale=scale)
-        means.append(values)
-    return oracle.xp.concat(means)
+        return values
+
+    return _per_chunk(oracle, batches, call)
+
+
+def combined_client_means(oracle: Oracle, batches: list[Batch], x: Any, x_prev: Any,
+                          combine: Combine) -> Any:
+    """(m, d): each client's mean over its batch of α_i ∇f_i(x) + β_i ∇f_i(x_prev), (α, β)
+    from ``combine`` (:meth:`Oracle.combined_group_means`), one call per chunk of clients."""
+    return _per_chunk(oracle, batches, lambda chunk: oracle.combined_group_means(
+        x, x_prev, [b.indices for b in chunk], combine))

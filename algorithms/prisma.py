@@ -63,10 +63,11 @@ from algorithms.base import (
     Trace,
     register_algorithm,
 )
-from algorithms.distributed import per_client_mean
+from algorithms.distributed import clipped_client_means, combined_client_means
 from algorithms.premises import NormTracker, clip_keys, clip_tracked
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from problems.base import DataInfo
+from problems.clipping import clip_factors
 from problems.oracles import Oracle
 from problems.params import Count, Proportion, params
 
@@ -220,23 +221,28 @@ class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
         g alone at t = 0 and, where the correction vanishes (γ = 1 without C₃), always. The
         per-sample norms go to ``clips`` (suffix → tracker; None: not tracked)."""
         xp, p = oracle.xp, self.params
-        correct = x_prev is not None and (p.gamma < 1 or p.clip3 is not None)
         tracked = clips if clips is not None else {}
+        if x_prev is None or (p.gamma == 1 and p.clip3 is None):  # line 8 at t = 0
+            return clipped_client_means(oracle, batches, x, None, p.clip1, tracked.get(""))
 
-        def clipped(point: Any, idx: np.ndarray) -> Any:
-            return clip_tracked(xp, oracle.per_sample_grads(point, idx), p.clip1,
-                                tracked.get(""))
-
-        def rows(idx: np.ndarray) -> Any:
-            grads = clipped(x, idx)  # line 8 at t = 0
-            if not correct:
-                return grads
-            diff = grads - clipped(x_prev, idx)  # line 10
+        def combine(sq: Any, sq_prev: Any, inner: Any) -> tuple[Any, Any]:
+            """Per sample, q = γ·c g + (1−γ)·s (c g − c′ g′) with c, c′ the C₁ clips of g
+            and g′ (line 10) and s the C₃ clip of their difference (eq. (20); 1 without C₃)."""
+            norms, norms_prev = xp.sqrt(sq), xp.sqrt(sq_prev)
+            c, c_prev = clip_factors(xp, norms, p.clip1), clip_factors(xp, norms_prev, p.clip1)
+            if tracked.get("") is not None:
+                tracked[""].add(norms)
+                tracked[""].add(norms_prev)
+            s = 1.0
             if p.clip3 is not None:
-                diff = clip_tracked(xp, diff, p.clip3, tracked.get("c3"))  # eq. (20)
-            return p.gamma * grads + (1 - p.gamma) * diff
+                diff = xp.sqrt(xp.maximum(c * c * sq + c_prev * c_prev * sq_prev
+                                          - 2 * c * c_prev * inner, 0.0))
+                if tracked.get("c3") is not None:
+                    tracked["c3"].add(diff)
+                s = clip_factors(xp, diff, p.clip3)
+            return c * (p.gamma + (1 - p.gamma) * s), -(1 - p.gamma) * s * c_prev
 
-        return per_client_mean(oracle, batches, rows)
+        return combined_client_means(oracle, batches, x, x_prev, combine)
 
     def iterate(self, oracle: Oracle, plan: Plan[PriSMAExtras], mech: Mechanism,
                 trace: Trace) -> Iterator[Step]:

@@ -58,7 +58,7 @@ from torch.nn.grad import conv2d_weight
 from problems.backend import Backend
 from problems.models.mlp import MLP, tapping
 from problems.models.torch_module import TorchModel
-from problems.oracles import BatchLoss, TorchOracle
+from problems.oracles import BatchLoss, Combine, TorchOracle
 
 
 @dataclass
@@ -261,14 +261,17 @@ def _shifted_sum(t: torch.Tensor, dims: tuple[int, int], offsets: list[int], siz
 def _ghost(terms: list[Term]) -> torch.Tensor:
     """‖Σ_t G_t,i‖² per sample = Σ_t ‖G_t,i‖² + 2 Σ_{t<u} ⟨G_t,i, G_u,i⟩, each from L × L
     Gram matrices (nothing materialised)."""
-    parts = [_inner(t, u) if t is u else 2 * _inner(t, u)
+    parts = [_dot(t, u) if t is u else 2 * _dot(t, u)
              for t, u in combinations_with_replacement(terms, 2)]
-    weight = sum(parts[1:], parts[0])
-    if terms[0][0].bias is None:
+    return sum(parts[1:], parts[0])
+
+
+def _dot(first: Term, second: Term) -> torch.Tensor:
+    """⟨G_i, G'_i⟩ per sample of two terms of one layer, weight and bias."""
+    weight = _inner(first, second)
+    if first[0].bias is None:
         return weight
-    rows = [_bias_rows(site, g) for site, g in terms]
-    bias = sum(rows[1:], rows[0])
-    return weight + torch.linalg.vecdot(bias, bias)
+    return weight + torch.linalg.vecdot(_bias_rows(*first), _bias_rows(*second))
 
 
 def _inner(first: Term, second: Term) -> torch.Tensor:
@@ -407,24 +410,31 @@ class BookkeepingOracle(TorchOracle):
               sizes: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """((Σ_{i ∈ group j} c_i G_i)_j, stacked (m, d); (‖G_i‖)_i) over the layers'
         per-sample gradients G_i, with clip factors c_i = min(1, C/‖G_i‖) (c_i = 1 where
-        ``clip`` is None); with ``sizes``, the batch cut into contiguous groups of those
-        sizes and each group's mean, c_i/|group| (folded into the weights: no pass over
-        the (m, d) result), else one group's sum."""
+        ``clip`` is None); with ``sizes``, each group's mean (:meth:`_written`), else one
+        group's sum."""
         with torch.no_grad():
             sq_norms = torch.stack([layer.sq_norms() for layer in layers]).sum(0)
             norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
             c = torch.ones_like(norms) if clip is None else 1.0 / torch.clamp(norms / clip,
                                                                                 min=1.0)
-            groups = Groups([len(norms)] if sizes is None else sizes, like.device)
-            if sizes is not None:
-                counts = torch.tensor(groups.sizes, device=like.device)
-                c = c / torch.repeat_interleave(counts.to(c.dtype), counts)
-            covered = sum(part.stop - part.start for layer in layers for part in layer._parts())
-            shape = (len(groups.sizes), like.shape[-1])  # every entry written, or zeros
-            total = like.new_empty(shape) if covered == shape[1] else like.new_zeros(shape)
-            for layer in layers:
-                layer.write_weighted(c, groups, total)
-            return total, norms
+            return self._written(layers, c, like, sizes), norms
+
+    @staticmethod
+    def _written(layers: list[Layer], c: torch.Tensor, like: torch.Tensor,
+                 sizes: Sequence[int] | None) -> torch.Tensor:
+        """(Σ_{i ∈ group j} c_i G_i)_j, stacked (m, d); with ``sizes``, the batch cut into
+        contiguous groups of those sizes and each group's mean, c_i/|group| (folded into the
+        weights: no pass over the (m, d) result), else one group's sum."""
+        groups = Groups([len(c)] if sizes is None else sizes, like.device)
+        if sizes is not None:
+            counts = torch.tensor(groups.sizes, device=like.device)
+            c = c / torch.repeat_interleave(counts.to(c.dtype), counts)
+        covered = sum(part.stop - part.start for layer in layers for part in layer._parts())
+        shape = (len(groups.sizes), like.shape[-1])  # every entry written, or zeros
+        total = like.new_empty(shape) if covered == shape[1] else like.new_zeros(shape)
+        for layer in layers:
+            layer.write_weighted(c, groups, total)
+        return total
 
     def clipped_grad_sum(self, x: Any, idx: np.ndarray, clip: float) -> Any:
         return self.clipped_grad_sum_and_norms(x, idx, clip)[0]
@@ -455,11 +465,63 @@ class BookkeepingOracle(TorchOracle):
         """Every client's clipped mean from one forward and backward pass over all their
         batches (of any sizes, none empty), each client's sum a contraction over its own
         samples: no per-sample (b, d) rows where the layers allow it."""
-        sizes = [len(group) for group in groups]
-        if min(sizes) == 0:
-            raise ValueError("clipped_group_means needs a non-empty batch per group")
         points = (x,) if x_prev is None else (x, x_prev)
-        return self._sums(self._layers(np.concatenate(groups), *points), clip, x, sizes)
+        return self._sums(self._layers(np.concatenate(groups), *points), clip, x,
+                          _sizes(groups))
+
+    def combined_group_means(self, x: Any, x_prev: Any, groups: Sequence[np.ndarray],
+                             combine: Combine) -> Any:
+        """Every client's mean of α_i ∇f_i(x) + β_i ∇f_i(x_prev) from a forward and
+        backward pass at each point over all their batches: the per-sample squared norms
+        and inner products from each layer's Grams (its rows where materialised), the
+        weights folded into each pass's output gradients (or rows)."""
+        sizes = _sizes(groups)
+        batch = self.batch(np.concatenate(groups))
+        pairs = list(zip(self._pass(x, batch, 1.0), self._pass(x_prev, batch, 1.0),
+                         strict=True))
+        with torch.no_grad():
+            rows = [(_rows(*t1), _rows(*t2)) if _materialise(*t1) else None for t1, t2 in pairs]
+            stats = [(_dot(t1, t1), _dot(t2, t2), _dot(t1, t2)) if r is None else _row_stats(*r)
+                     for (t1, t2), r in zip(pairs, rows, strict=True)]
+            alpha, beta = combine(*(torch.stack(column).sum(0) for column in zip(*stats,
+                                                                                  strict=True)))
+            layers = [_combined_layer(t1, t2, alpha, beta, r)
+                      for (t1, t2), r in zip(pairs, rows, strict=True)]
+            return self._written(layers, torch.ones_like(alpha), x, sizes)
+
+
+def _sizes(groups: Sequence[np.ndarray]) -> list[int]:
+    sizes = [len(group) for group in groups]
+    if min(sizes) == 0:
+        raise ValueError("a group mean needs a non-empty batch per group")
+    return sizes
+
+
+def _weighted(term: Term, w: torch.Tensor) -> Term:
+    """A term whose output gradient is scaled per sample by ``w``."""
+    site, g = term
+    return site, g * w.view(-1, *([1] * (g.ndim - 1)))
+
+
+def _combined_layer(first: Term, second: Term, alpha: torch.Tensor, beta: torch.Tensor,
+                    rows: tuple[list[torch.Tensor], list[torch.Tensor]] | None) -> Layer:
+    """A layer's α_i G_i + β_i G'_i: its rows combined where materialised, else the two
+    passes' output gradients weighted (one term where both read the same input)."""
+    if rows is not None:
+        return Layer([first], rows=[alpha[:, None] * a + beta[:, None] * b
+                                    for a, b in zip(*rows, strict=True)])
+    (s1, g1), (s2, g2) = _weighted(first, alpha), _weighted(second, beta)
+    return Layer([(s1, g1 + g2)] if _same_input(s1, s2) else [(s1, g1), (s2, g2)])
+
+
+def _row_stats(first: list[torch.Tensor], second: list[torch.Tensor]
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(‖G_i‖², ‖G'_i‖², ⟨G_i, G'_i⟩) from a layer's materialised rows at two points."""
+    def dot(a: list[torch.Tensor], b: list[torch.Tensor]) -> torch.Tensor:
+        parts = [torch.linalg.vecdot(u, v) for u, v in zip(a, b, strict=True)]
+        return sum(parts[1:], parts[0])
+
+    return dot(first, first), dot(second, second), dot(first, second)
 
 
 # -- torch modules ----------------------------------------------------------------------------

@@ -33,6 +33,17 @@ from problems.clipping import clip_factors, clip_rows, clip_rows_and_norms, row_
 
 BatchLoss = Callable[..., Any]
 """``f(x, *batch) -> per-sample losses``; broadcasts over the batch's leading axis."""
+Combine = Callable[[Any, Any, Any], tuple[Any, Any]]
+"""``(‖g_i‖², ‖g'_i‖², ⟨g_i, g'_i⟩) -> (α, β)``, per-sample weights of two points' gradients
+(:meth:`Oracle.combined_group_means`)."""
+
+
+def group_means(xp: Any, rows: Any, groups: Sequence[np.ndarray]) -> Any:
+    """(len(groups), d): the mean of ``rows`` (the groups' samples, concatenated in order)
+    over each group."""
+    ends = np.cumsum([len(group) for group in groups]).tolist()
+    return xp.stack([xp.mean(rows[end - len(group):end], axis=0)
+                     for end, group in zip(ends, groups, strict=True)])
 
 
 class Oracle:
@@ -135,10 +146,20 @@ class Oracle:
         if x_prev is not None:
             rows = rows - self.per_sample_grads(x_prev, idx)
         clipped, norms = clip_rows_and_norms(self.xp, rows, clip)
-        ends = np.cumsum([len(group) for group in groups]).tolist()
-        return self.xp.stack([self.xp.mean(clipped[end - len(group):end], axis=0)
-                              for end, group in zip(ends, groups, strict=True)]), norms
+        return group_means(self.xp, clipped, groups), norms
 
+    def combined_group_means(self, x: Any, x_prev: Any, groups: Sequence[np.ndarray],
+                             combine: Combine) -> Any:
+        """(len(groups), d): the mean over each group of α_i ∇f_i(x) + β_i ∇f_i(x_prev), with
+        (α, β) = ``combine(‖∇f_i(x)‖², ‖∇f_i(x_prev)‖², ⟨∇f_i(x), ∇f_i(x_prev)⟩)`` over the
+        concatenated groups (a clip of each point's gradient and of their difference is such
+        a combination: PriSMA's eq. (20)). The groups may differ in size; none is empty."""
+        idx = np.concatenate(groups)
+        rows, rows_prev = self.per_sample_grads(x, idx), self.per_sample_grads(x_prev, idx)
+        xp = self.xp
+        alpha, beta = combine(xp.sum(rows * rows, axis=1), xp.sum(rows_prev * rows_prev, axis=1),
+                              xp.sum(rows * rows_prev, axis=1))
+        return group_means(xp, alpha[:, None] * rows + beta[:, None] * rows_prev, groups)
     def loss(self, x: Any, idx: np.ndarray | None = None) -> Any:
         """Mean loss over ``idx`` (all samples if None)."""
         return self._mean(self._loss_sum, idx, x)

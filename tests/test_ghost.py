@@ -110,3 +110,28 @@ def test_bookkeeping_on_cuda_matches_cpu(name: str, overrides: dict) -> None:
     want = cpu.clipped_grad_sum(cpu.x0, idx, 0.1)
     got = gpu.clipped_grad_sum(gpu.x0, idx, 0.1)
     assert torch.allclose(got.cpu(), want, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize(("name", "overrides"), MODELS)
+def test_combined_group_means_equal_the_per_sample_rows(name: str, overrides: dict) -> None:
+    """PriSMA's per-sample combination (each point's gradient clipped, their difference
+    clipped again) from Grams equals the per-sample rows, over unequal groups."""
+    o = oracle(name, **overrides)
+    gen = torch.Generator().manual_seed(1)
+    x = o.x0 + 0.01 * torch.randn(o.d, dtype=o.x0.dtype, generator=gen)
+    x_prev = x + 0.05 * torch.randn(o.d, dtype=o.x0.dtype, generator=gen)
+    seen: list[torch.Tensor] = []
+
+    def combine(sq: torch.Tensor, sq_prev: torch.Tensor, inner: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        c, c_prev = 1 / torch.clamp(sq.sqrt() / 0.01, min=1), 1 / torch.clamp(sq_prev.sqrt(), min=1)
+        diff = (c * c * sq + c_prev * c_prev * sq_prev - 2 * c * c_prev * inner).clamp(min=0).sqrt()
+        s = 1 / torch.clamp(diff / 0.005, min=1)
+        seen.append(diff)
+        return c * (0.9 + 0.1 * s), -0.1 * s * c_prev
+
+    groups = [np.array([0, 3, 4]), np.array([7]), np.array([9, 10, 11])]
+    got = o.combined_group_means(x, x_prev, groups, combine)
+    want = TorchOracle.combined_group_means(o, x, x_prev, groups, combine)
+    assert torch.allclose(got, want, rtol=1e-8, atol=1e-12 * float(want.abs().max()))
+    assert torch.allclose(seen[0], seen[1], rtol=1e-8)

@@ -67,6 +67,10 @@ RULES = (
          {"kernel": "client_diff_means_m10", "metric": "time",
           "problem": "fashion_mnist_mlp"},
          {"kernel": "client_diff_means_m1"}, 1.3),
+    Rule("clients_combined_step_fm", "m = 10 ÷ m = 1 PriSMA combined means at one total batch",
+         {"kernel": "client_combined_means_m10", "metric": "time",
+          "problem": "fashion_mnist_mlp"},
+         {"kernel": "client_combined_means_m1"}, 1.3),
     # issue 39, on a GPU at the papers' batches (bench/micro/test_paper_batches.py)
     *(Rule(f"clipped_sum_vs_plain_gpu_{p}", "clipped sum ÷ plain backward",
            {"kernel": "clipped_grad_sum", "metric": "time", "device": "cuda", "problem": p},

@@ -28,7 +28,7 @@ from bench.micro.common import (
     targets,
 )
 from problems.backend import Backend
-from problems.clipping import clip_rows
+from problems.clipping import clip_factors, clip_rows
 
 pytestmark = pytest.mark.benchmark(max_time=0.5)
 
@@ -61,23 +61,38 @@ def test_private_kernels(benchmark: Any, problem: str, backend: str, device: str
            kernel=kernel, batch=FASHION_BATCH, d=s.oracle.d)
 
 
-@pytest.mark.parametrize("difference", [False, True])
+def prisma_combination(xp: Any) -> Any:
+    """PriSMA's per-sample combination (eq. (20), γ = 0.9, C₁ = C, C₃ = C/2)."""
+    def combine(sq: Any, sq_prev: Any, inner: Any) -> tuple[Any, Any]:
+        c, c_prev = (clip_factors(xp, xp.sqrt(v), CLIP) for v in (sq, sq_prev))
+        diff_sq = c * c * sq + c_prev * c_prev * sq_prev - 2 * c * c_prev * inner
+        s = clip_factors(xp, xp.sqrt(xp.maximum(diff_sq, 0.0)), CLIP / 2)
+        return c * (0.9 + 0.1 * s), -0.1 * s * c_prev
+
+    return combine
+
+
+@pytest.mark.parametrize("kind", ["", "diff_", "combined_"])
 @pytest.mark.parametrize("clients", CLIENTS)
 @pytest.mark.parametrize(("problem", "backend", "device"), targets(FASHION))
 def test_client_means(benchmark: Any, problem: str, backend: str, device: str, clients: int,
-                      difference: bool) -> None:
-    """A distributed step's private oracle work: every client's clipped mean (of gradients,
-    or of differences between two points) over ``clients`` batches that together hold
-    :data:`FASHION_BATCH` samples (kernel ``client_means_m<clients>`` or
-    ``client_diff_means_m<clients>``)."""
+                      kind: str) -> None:
+    """A distributed step's private oracle work over ``clients`` batches that together hold
+    :data:`FASHION_BATCH` samples: every client's clipped mean of gradients (kernel
+    ``client_means_m<clients>``), of differences between two points
+    (``client_diff_means_m<clients>``), or PriSMA's clipped combination of both points'
+    gradients (``client_combined_means_m<clients>``)."""
     s = setup(problem, backend, device)
     x = s.oracle.x0
-    x_prev = x - 1e-2 * probe(s.oracle) if difference else None
+    x_prev = x - 1e-2 * probe(s.oracle)
     groups = np.array_split(np.arange(FASHION_BATCH), clients)
-    kernel = f"client_{'diff_' if difference else ''}means_m{clients}"
-    record(benchmark, synced(s.backend, lambda: s.oracle.clipped_group_means(
-        x, x_prev, groups, CLIP)[0]), rounds=ROUNDS[problem], problem=problem,
-        backend=backend, device=device, kernel=kernel, batch=FASHION_BATCH, d=s.oracle.d)
+    calls = {"": lambda: s.oracle.clipped_group_means(x, None, groups, CLIP)[0],
+             "diff_": lambda: s.oracle.clipped_group_means(x, x_prev, groups, CLIP)[0],
+             "combined_": lambda: s.oracle.combined_group_means(
+                 x, x_prev, groups, prisma_combination(s.oracle.xp))}
+    record(benchmark, synced(s.backend, calls[kind]), rounds=ROUNDS[problem], problem=problem,
+           backend=backend, device=device, kernel=f"client_{kind}means_m{clients}",
+           batch=FASHION_BATCH, d=s.oracle.d)
 
 
 def _on(problem: str, name: str, device: str) -> tuple[Backend, int]:
