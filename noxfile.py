@@ -1,4 +1,4 @@
-"""Developer sessions: tests, lint, typecheck, bench, asv, reproduce, report.
+"""Developer sessions: tests, lint, typecheck, bench, gpu, asv, reproduce, report.
 
 Every session installs into its own virtualenv: torch 2.13.0 first (a CPU wheel where
 the machine has one; a newer pin pulls a multi-GB CUDA build), then the package with the
@@ -58,6 +58,16 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "bench.bill", "out/bench/micro.json")
     session.run("python", "-m", "reports.runtime", "out/bench/micro.json",
                 "--out", "out/report/runtime")
+
+
+@nox.session
+def gpu(session: nox.Session) -> None:
+    """The GPU check (bench/gpu_check.py), on a machine with a CUDA GPU: the cuda tests, the
+    cuda micro benchmarks at the papers' batches and short paper-scale runs; stores its
+    figures (bench/micro/measured/gpu.json) for the runtime page (PyPI's Linux torch wheel
+    carries CUDA)."""
+    install(session, "all")
+    session.run("python", "-m", "bench.gpu_check", "--store", *session.posargs)
 
 
 @nox.session

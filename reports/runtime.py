@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.env import git_sha
+from bench.gpu_check import STORED
 from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
 from reports.figures import dot_plot
 from reports.index import build_index
@@ -197,9 +198,9 @@ def suite_costs(results: Path) -> list[list[str]]:
 FIGURE_CAPTION = "Each runtime target's measured ratio beside its target (lower is better)."
 
 
-def ratios_figure(ratios: list[dict[str, Any]], out: Path) -> str | None:
-    """Each ratio's measured value beside its target, one row per ratio (:func:`dot_plot`);
-    None when no ratio was measured."""
+def ratios_figure(ratios: list[dict[str, Any]], out: Path, name: str = "ratios") -> str | None:
+    """Each ratio's measured value beside its target, one row per ratio (:func:`dot_plot`,
+    file stem ``name``); None when no ratio was measured."""
     import pandas as pd
 
     points = pd.DataFrame([{"row": r["name"], "kind": kind, "value": float(r[key])}
@@ -208,13 +209,50 @@ def ratios_figure(ratios: list[dict[str, Any]], out: Path) -> str | None:
                            if r.get(key) is not None and math.isfinite(float(r[key]))])
     if points.empty:
         return None
-    return dot_plot(points, out, "ratios", "ratio (lower is better)", reference="target")
+    return dot_plot(points, out, name, "ratio (lower is better)", reference="target")
 
 
-def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -> Path:
+GPU_JSON = Path("out/gpu/gpu.json")
+GPU_CAPTION = ("Each GPU runtime target's measured ratio beside its target, at the papers' "
+               "batch sizes (lower is better).")
+
+
+def gpu_provenance(gpu: Mapping[str, Any]) -> str:
+    """Where and when the GPU figures were measured."""
+    d = gpu["device"]
+    where = (f"{d.get('gpu', 'unknown GPU')}, driver {d.get('driver', '?')}, torch "
+             f"{d.get('torch', '?')} (CUDA {d.get('cuda', '?')}), {gpu['date']}, git "
+             f"{gpu['git_sha']}")
+    return (f"Not measured on this machine; the last GPU check: {where}." if gpu["stored"]
+            else f"Measured by this machine's GPU check: {where}.")
+RUN_COLUMNS = ("file", "method", "problem", "clients", "steps", "iterations (s)", "steps/s")
+
+
+def gpu_section(fresh: Path | None, out: Path) -> dict[str, Any] | None:
+    """The GPU check's figures (:mod:`bench.gpu_check`): ``fresh`` where this machine wrote
+    one, else the last stored check (``stored`` true: not measured here), else None."""
+    source = fresh if fresh is not None and fresh.exists() else STORED if STORED.exists() else None
+    if source is None:
+        return None
+    data = json.loads(source.read_text())
+    ratios = (data.get("micro") or {}).get("ratios") or []
+    runs = [[f["file"], r.get("method"), r.get("problem"), str(r.get("clients") or ""),
+             str(r.get("steps") or ""), fmt(r.get("iterate_s"), 3), fmt(r.get("steps_per_s"), 3)]
+            for f in data.get("runs") or [] for r in f.get("runs") or []]
+    failed = [f"{f['file']}: {' '.join(f.get('error') or [])}" for f in data.get("runs") or []
+              if f.get("returncode")]
+    return {"stored": source.resolve() == STORED.resolve(), "source": str(source),
+            "device": data.get("device") or {}, "date": data.get("date"),
+            "git_sha": data.get("git_sha"), "tests": data.get("tests"),
+            "ratio_rows": ratio_rows(ratios), "ratios": ratios, "run_columns": RUN_COLUMNS,
+            "runs": runs, "failed": failed, "figure": ratios_figure(ratios, out, "gpu_ratios")}
+
+
+def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None,
+                       gpu_json: Path | None = GPU_JSON) -> Path:
     """Write ``out/index.html`` and the LaTeX of its tables (``out/tables/``,
-    ``out/latex.json``) from ``bench_json`` (and the main job's wall time from ``times``,
-    where recorded)."""
+    ``out/latex.json``) from ``bench_json`` (the main job's wall time from ``times``, where
+    recorded; the GPU check from ``gpu_json``, else the stored one)."""
     data = json.loads(Path(bench_json).read_text())
     ratios = compute_ratios(data)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,6 +260,7 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
     kernel_columns, kernel_rows = kernel_table(data)
     memory = memory_rows(measurements(data))
     figure = ratios_figure(ratios, out)
+    gpu = gpu_section(gpu_json, out)
     export_page(out, "Runtime", [
         {"title": "Runtime targets", "columns": list(RATIO_COLUMNS), "rows": rows,
          "note": "Ratios of medians (peak memory: of peaks) measured in one pytest-benchmark "
@@ -229,8 +268,11 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         {"title": "Kernels: median ± IQR (rounds)", "columns": kernel_columns,
          "rows": kernel_rows, "note": ""},
         *([{"title": "Peak memory", "columns": list(MEMORY_COLUMNS), "rows": memory,
-            "note": ""}] if memory else [])],
-        [(figure.replace(".png", ".pdf"), FIGURE_CAPTION)] if figure else [])
+            "note": ""}] if memory else []),
+        *([{"title": "GPU targets", "columns": list(RATIO_COLUMNS), "rows": gpu["ratio_rows"],
+            "note": gpu_provenance(gpu)}] if gpu and gpu["ratio_rows"] else [])],
+        [(f.replace(".png", ".pdf"), caption) for f, caption in
+         ((figure, FIGURE_CAPTION), (gpu and gpu["figure"], GPU_CAPTION)) if f])
     write_page(
         "runtime.html.j2", out, out.parent, [("Runtime", None)],
         ratio_columns=RATIO_COLUMNS, ratio_rows=rows, ratios=ratios,
@@ -239,7 +281,8 @@ def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None) -
         machine=machine_facts(data), commands=COMMANDS, bench_json=BENCH_JSON,
         source=str(bench_json), run_sha=run_sha(data), page_sha=git_sha() or "unknown",
         measured=data.get("datetime", "unknown"), main_job=main_job(times),
-        figure=figure, caption=FIGURE_CAPTION,
+        figure=figure, caption=FIGURE_CAPTION, gpu=gpu, gpu_caption=GPU_CAPTION,
+        gpu_provenance=gpu_provenance(gpu) if gpu else "",
         costs=suite_costs(times.parent) if times is not None and times.exists() else [],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
     return out

@@ -41,8 +41,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except ImportError:
         pass
     target = config.getoption("benchmark_json", None)
-    if target is not None:  # pytest-benchmark does not create the folder of --benchmark-json
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(target, (str, os.PathLike)):  # pytest-benchmark < 5 does not create the
+        Path(target).parent.mkdir(parents=True, exist_ok=True)  # folder (5 opens the file)
     # torch registers its jvp decompositions with torch.jit.script on first forward-mode use
     config.addinivalue_line(
         "filterwarnings", "ignore:`torch.jit.script` is deprecated:DeprecationWarning")
