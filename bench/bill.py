@@ -242,14 +242,15 @@ def totals(bills: Iterable[Bill]) -> dict[str, float]:
 
 def measured(micro: Mapping[str, Any]) -> list[Throughput]:
     """The step throughputs of a pytest-benchmark JSON of bench/micro: each benchmark whose
-    kernel is ``step_<algorithm>``, at its problem, device and batch, steps per second from
+    kernel is ``step_<algorithm>`` or ``paper_step_<algorithm>`` (bench/micro/test_steps.py,
+    test_paper_steps.py), at its problem, device, batch and params, steps per second from
     its median time."""
     commit = str(micro.get("commit_info", {}).get("id", "unknown"))[:7]
     machine = micro.get("machine_info", {})
     out = []
     for b in micro.get("benchmarks", []):
         info = b.get("extra_info", {})
-        kernel = str(info.get("kernel", ""))
+        kernel = str(info.get("kernel", "")).removeprefix("paper_")
         if not kernel.startswith("step_") or info.get("metric", "time") != "time":
             continue
         device = str(info.get("device", "cpu"))

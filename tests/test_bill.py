@@ -116,7 +116,10 @@ def test_refresh_merges_the_step_benchmarks_of_bench_micro(tmp_path: Path) -> No
         "commit_info": {"id": "1234567890abcdef"}, "datetime": "2026-11-28T07:00:00",
         "machine_info": {"cpu": {"brand_raw": "Xeon"}},
         "benchmarks": [benchmark("step_sgd", 0.004), benchmark("step_dp_sgd", 0.01),
-                       benchmark("clipped_grad_sum", 0.002)]}))
+                       benchmark("clipped_grad_sum", 0.002),
+                       benchmark("paper_step_prisma", 0.5, device="cuda", hardware="H100",
+                                 problem="cifar10_vgg",
+                                 params={"batch_size": 512, "clients": 10})]}))
     merged = refresh(micro, table)
     assert read_table(table) == merged
     assert SGD_RATE in merged and old not in merged  # the same key on the same hardware
@@ -125,6 +128,10 @@ def test_refresh_merges_the_step_benchmarks_of_bench_micro(tmp_path: Path) -> No
     assert fresh["sgd"].steps_per_s == 250.0 and fresh["dp_sgd"].steps_per_s == 100.0
     assert fresh["sgd"].params == {"batch_size": 64}
     assert (fresh["sgd"].hardware, fresh["sgd"].commit) == ("Xeon", "1234567")
+    paper = next(e for e in merged if e.problem == "cifar10_vgg")  # test_paper_steps.py's
+    assert (paper.algorithm, paper.device, paper.hardware, paper.steps_per_s) == (
+        "prisma", "cuda", "H100", 2.0)
+    assert paper.params == {"batch_size": 512, "clients": 10}
 
 
 def test_estimate_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
