@@ -245,7 +245,8 @@ def gpu_section(fresh: Path | None, out: Path) -> dict[str, Any] | None:
             "device": data.get("device") or {}, "date": data.get("date"),
             "git_sha": data.get("git_sha"), "tests": data.get("tests"),
             "ratio_rows": ratio_rows(ratios), "ratios": ratios, "run_columns": RUN_COLUMNS,
-            "runs": runs, "failed": failed, "figure": ratios_figure(ratios, out, "gpu_ratios")}
+            "runs": runs, "failed": failed, "note": data.get("note"),
+            "figure": ratios_figure(ratios, out, "gpu_ratios")}
 
 
 def build_runtime_page(bench_json: Path, out: Path, times: Path | None = None,
