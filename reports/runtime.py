@@ -93,6 +93,17 @@ LIMITS = {
                               "each add pays jax's dispatch (≈ 5 µs on this CPU) where torch's "
                               "costs less",
     "peak_memory": "per-sample rows of the largest layer are held at once",
+    "clipped_sum_vs_plain_gpu_cifar10_cnn": "the early convolutions see 32 × 32 maps with few "
+                                            "channels, so their L × L patch Grams exceed the "
+                                            "per-sample weight gradients, which are "
+                                            "materialised by one weight-gradient convolution "
+                                            "grouped over the 512 samples (not a fused kernel)",
+    "clipped_sum_vs_plain_gpu_cifar10_resnet18": "as the CNN: the first stages' convolutions "
+                                                 "materialise per-sample weight gradients "
+                                                 "through a convolution grouped over the batch",
+    "clipped_sum_vs_opacus_ghost": "the per-sample norms cost a Python loop over layers with "
+                                   "several small kernels each; at the MLP's and the small "
+                                   "BERT's sizes those launches, not arithmetic, set the time",
 }
 
 
