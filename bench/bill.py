@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.spec import Experiment, RunSpec
-from bench.tuning import most_added
+from bench.tuning import most_added, rungs
 
 TABLE = Path(__file__).resolve().with_name("throughput.json")
 VERSION = 1
@@ -178,7 +178,8 @@ class Bill:
 
 def bill(experiment: Experiment, table: list[Throughput]) -> Bill:
     """The :class:`Bill` of ``experiment`` at ``table``'s throughputs. A tuned entry's final
-    runs and grid extensions are counted at its candidate with the most steps (at most)."""
+    runs, grid extensions and the later seeds of successive halving (which candidates run
+    them is known only then) are counted at its candidate with the most steps (at most)."""
     works: dict[tuple[str, str], Work] = {}
 
     def work(stage: str, spec: RunSpec) -> Work:
@@ -191,8 +192,12 @@ def bill(experiment: Experiment, table: list[Throughput]) -> Bill:
         longest = max(group.candidates, key=lambda c: steps(c) or 0)
         work("final", longest).add(longest, table, len(group.seeds))
         if rule is not None:
+            # successive halving: every candidate at the first seed, the rest unknown (at most)
+            later = sum(rungs(len(group.candidates), rule)[1:]) if rule.halving else 0
             for spec in group.candidates:
-                work("tune", spec).add(spec, table, len(rule.seeds))
+                work("tune", spec).add(spec, table, 1 if rule.halving else len(rule.seeds))
+            if later:
+                work("tune", longest).add(longest, table, later)
             extra = most_added(group) * rule.extend * len(rule.seeds)
             if extra:
                 work("extend", longest).add(longest, table, extra)

@@ -136,18 +136,26 @@ class EvalSpec:
 @pydantic_dataclass(frozen=True, config=BLOCK_CONFIG)
 class TuningRule:
     """How a tuned entry's configuration is chosen: the best mean final ``metric`` over the
-    tuning ``seeds`` (a count: 1000, 1001, ...); ``extend``: grid extensions past an edge."""
+    tuning ``seeds`` (a count: 1000, 1001, ...); ``extend``: grid extensions past an edge;
+    ``halving``: successive halving over the tuning seeds (:func:`bench.tuning.halve`)."""
 
     metric: TuningMetric = "grad_norm"
     goal: Literal["min", "max"] = "min"
     seeds: Annotated[tuple[Seed, ...], BeforeValidator(_tuning_seeds),
                      Field(min_length=1)] = (TUNING_SEED0,)
     extend: Annotated[NonNegativeInt, Strict()] = 0
+    halving: Annotated[int, Strict(), Field(ge=2)] | None = None
 
     def describe(self) -> str:
         return (f"the configuration with the {'lowest' if self.goal == 'min' else 'highest'} "
                 f"mean final {self.metric} over tuning seeds {list(self.seeds)} (separate from "
-                f"the reported seeds){self._extension()}; tuning is not privacy-accounted")
+                f"the reported seeds){self._halving()}{self._extension()}; tuning is not "
+                "privacy-accounted")
+
+    def _halving(self) -> str:
+        return (f", by successive halving: every candidate runs at the first tuning seed, and "
+                f"after each seed the best 1/{self.halving} (by their mean so far) run at the "
+                "next" if self.halving else "")
 
     def _extension(self) -> str:
         return (f"; a choice on a grid edge extends the grid one step past it, up to "

@@ -9,6 +9,11 @@ as ordinary final runs. A choice on an edge of a numeric param's grid is no evid
 grid holds the optimum: with ``extend: N`` the grid grows one step past that edge (geometric
 for a positive grid, by the ratio of its two outermost values; else arithmetic) and the new
 candidates are tuned, up to N times; a choice still on an edge is recorded (``edges``). The
+grid is too large to run every candidate at every tuning seed, ``halving: η`` tunes by
+successive halving over the tuning seeds (Jamieson & Talwalkar 2016, with seeds as the
+resource): every candidate runs at the first seed, and after each seed only the best ⌈n/η⌉
+of the n still in (by their mean so far) run at the next; the choice is the best of those
+that ran every seed (the finalists). The
 choice, every candidate's score, the edges, the values added and the final runs' ids are
 written to the suite (``suite.json``: ``tuning``) and shown by the reports, with the
 statement that tuning, as in the papers, is not privacy-accounted.
@@ -39,6 +44,7 @@ class Selection:
     chosen: RunSpec | None
     scores: tuple[float, ...]
     added: tuple[dict[str, Any], ...] = ()
+    finalists: tuple[int, ...] = ()  # the candidates chosen among (their indices)
 
     @property
     def edges(self) -> dict[str, str]:
@@ -62,8 +68,10 @@ class Selection:
             "chosen": None if self.chosen is None else
             {k: self.chosen.algorithm.params[k] for k in tuned},
             "candidates": [{"params": {k: c.algorithm.params[k] for k in tuned},
-                            "score": None if math.isnan(s) else s}
-                           for c, s in zip(self.group.candidates, self.scores, strict=True)],
+                            "score": None if math.isnan(s) else s,
+                            "finalist": i in self.finalists}
+                           for i, (c, s) in enumerate(zip(self.group.candidates, self.scores,
+                                                          strict=True))],
             "edges": self.edges,
             "extended": list(self.added),
             "run_ids": [] if self.chosen is None else
@@ -133,12 +141,17 @@ def extend(selection: Selection) -> Selection | None:
 
 def tune(groups: list[TuningGroup], rule: TuningRule, store: Store, run: RunBatch,
          title: str) -> tuple[list[Selection], list[Any]]:
-    """Tune ``groups``: run every candidate at the tuning seeds, choose, and while a choice
-    sits on a grid edge (at most ``rule.extend`` times) grow that grid and tune the new
-    candidates; the selections and the failed outcomes."""
-    specs = [s for g in groups for s in g.tuning_specs(rule)]
-    failures = run(specs, f"{title} tuning ({len(groups)} groups)")
-    selections = [choose(g, rule, store) for g in groups]
+    """Tune ``groups``: run the candidates at the tuning seeds (every one at every seed, or by
+    successive halving), choose, and while a choice sits on a grid edge (at most
+    ``rule.extend`` times) grow that grid and tune the new candidates at every seed; the
+    selections and the failed outcomes."""
+    if rule.halving:
+        finalists, failures = halve(groups, rule, store, run, title)
+    else:
+        failures = run([s for g in groups for s in g.tuning_specs(rule)],
+                       f"{title} tuning ({len(groups)} groups)")
+        finalists = [tuple(range(len(g.candidates))) for g in groups]
+    selections = [choose(g, rule, store, f) for g, f in zip(groups, finalists, strict=True)]
     for round_ in range(1, rule.extend + 1):
         grown = {i: g for i, sel in enumerate(selections) if (g := extend(sel)) is not None}
         if not grown:
@@ -148,8 +161,51 @@ def tune(groups: list[TuningGroup], rule: TuningRule, store: Store, run: RunBatc
                for s in TuningGroup(sel.group.key, (c,), ()).tuning_specs(rule)]
         failures += run(new, f"{title} grid extension {round_} ({len(grown)} groups on an edge)")
         for i, sel in grown.items():
-            selections[i] = dataclasses.replace(choose(sel.group, rule, store), added=sel.added)
+            among = (*selections[i].finalists,
+                     *range(len(selections[i].group.candidates), len(sel.group.candidates)))
+            selections[i] = dataclasses.replace(choose(sel.group, rule, store, among),
+                                                added=sel.added)
     return selections, failures
+
+
+def rungs(candidates: int, rule: TuningRule) -> list[int]:
+    """How many candidates run at each tuning seed: all at each without halving, else
+    ⌈n/η⌉ of the n before."""
+    sizes = [candidates]
+    for _ in rule.seeds[1:]:
+        sizes.append(math.ceil(sizes[-1] / rule.halving) if rule.halving else candidates)
+    return sizes
+
+
+def halve(groups: list[TuningGroup], rule: TuningRule, store: Store, run: RunBatch,
+          title: str) -> tuple[list[tuple[int, ...]], list[Any]]:
+    """Successive halving over the tuning seeds: each group's candidates still in run at the
+    next seed, then the best :func:`rungs` says go on (by their mean so far; every group's
+    runs of a seed in one batch). The finalists of each group and the failed outcomes."""
+    alive = [tuple(range(len(g.candidates))) for g in groups]
+    failures: list[Any] = []
+    for k, seed in enumerate(rule.seeds):
+        specs = [dataclasses.replace(g.candidates[i], seed=seed, stage="tune")
+                 for g, ids in zip(groups, alive, strict=True) for i in ids]
+        failures += run(specs, f"{title} tuning, seed {k + 1} of {len(rule.seeds)} "
+                               f"({len(groups)} groups, {len(specs)} runs)")
+        if k + 1 < len(rule.seeds):
+            alive = [best(g, ids, rule, store, rungs(len(g.candidates), rule)[k + 1])
+                     for g, ids in zip(groups, alive, strict=True)]
+    return alive, failures
+
+
+def best(group: TuningGroup, ids: tuple[int, ...], rule: TuningRule, store: Store,
+         keep: int) -> tuple[int, ...]:
+    """The ``keep`` best of ``group``'s candidates ``ids`` by mean final metric so far (those
+    whose runs all failed last), in grid order."""
+    sign = 1.0 if rule.goal == "min" else -1.0
+
+    def rank(i: int) -> tuple[bool, float, int]:
+        s = score(store, group.candidates[i], rule)
+        return math.isnan(s), 0.0 if math.isnan(s) else sign * s, i
+
+    return tuple(sorted(sorted(ids, key=rank)[:keep]))
 
 
 def score(store: Store, candidate: RunSpec, rule: TuningRule) -> float:
@@ -165,10 +221,13 @@ def score(store: Store, candidate: RunSpec, rule: TuningRule) -> float:
     return float(np.mean(values)) if values else math.nan
 
 
-def choose(group: TuningGroup, rule: TuningRule, store: Store) -> Selection:
-    """The best candidate of ``group`` under ``rule`` (None if every candidate failed)."""
+def choose(group: TuningGroup, rule: TuningRule, store: Store,
+           among: tuple[int, ...] | None = None) -> Selection:
+    """The best candidate of ``group`` under ``rule``, among the candidates ``among`` (all
+    when None; None if every one failed)."""
+    finalists = tuple(range(len(group.candidates))) if among is None else among
     scores = tuple(score(store, c, rule) for c in group.candidates)
     sign = 1.0 if rule.goal == "min" else -1.0
-    ranked = [(sign * s, i) for i, s in enumerate(scores) if not math.isnan(s)]
+    ranked = [(sign * scores[i], i) for i in finalists if not math.isnan(scores[i])]
     chosen = group.candidates[min(ranked)[1]] if ranked else None
-    return Selection(group, chosen, scores)
+    return Selection(group, chosen, scores, finalists=finalists)

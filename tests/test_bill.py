@@ -146,3 +146,9 @@ def test_estimate_runs_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str
     printed = capsys.readouterr().out
     assert printed.count("runs, 0 tuning runs") == 6 and "total avdiukhin2024: 6 files" in printed
     assert not out.exists()
+
+
+def test_successive_halving_is_billed_by_its_rungs(tmp_path: Path) -> None:
+    doc = {**DOC, "tuning": {**DOC["tuning"], "halving": 3}}
+    b = bill(load_experiment(experiment_file(tmp_path, doc)), [])
+    assert b.count("tune") == 4 * (3 + 1)  # 4 groups: 3 candidates at seed 1, 1 at seed 2

@@ -14,7 +14,7 @@ import yaml
 from bench import cli
 from bench.experiment import parse_experiment
 from bench.spec import SpecError, TuningRule
-from bench.tuning import step_past
+from bench.tuning import rungs, step_past
 from reports.claims import tuned_inside_grid
 
 
@@ -77,3 +77,41 @@ def test_extend_must_be_a_count() -> None:
     doc["tuning"]["extend"] = "yes"
     with pytest.raises(SpecError, match="extend"):
         parse_experiment(doc)
+
+
+def halving_doc(grid: list[float]) -> dict:
+    doc = experiment(0, grid)
+    doc["tuning"].update(seeds=3, halving=3)
+    return doc
+
+
+def test_successive_halving_runs_a_third_at_each_next_seed_and_chooses_among_finalists(
+        tmp_path: Path) -> None:
+    grid = [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4]
+    choice = tuned(tmp_path, halving_doc(grid))
+    sides = [json.loads(p.read_text()) for p in (tmp_path / "out" / "tuned" / "runs").glob(
+        "*.json")]
+    loss: dict[float, dict[int, float]] = {}  # lr -> seed -> final loss of its tuning runs
+    for side in sides:
+        if side["spec"].get("stage") == "tune":
+            loss.setdefault(side["spec"]["algorithm"]["params"]["lr"], {})[
+                side["spec"]["seed"]] = side["final"]["loss"]
+    assert sorted(len(seeds) for seeds in loss.values()) == [1] * 6 + [2] * 2 + [3]  # 9, 3, 1
+    assert all(sorted(seeds) == [1000, 1001, 1002][:len(seeds)] for seeds in loss.values())
+    (final,) = [lr for lr, seeds in loss.items() if len(seeds) == 3]
+    assert choice["chosen"]["lr"] == final
+    assert [c["params"]["lr"] for c in choice["candidates"] if c["finalist"]] == [final]
+    # the three kept after the first seed were the best three there (lowest loss)
+    kept = [lr for lr, seeds in loss.items() if len(seeds) > 1]
+    out = [lr for lr, seeds in loss.items() if len(seeds) == 1]
+    assert max(loss[lr][1000] for lr in kept) <= min(loss[lr][1000] for lr in out)
+    assert "successive halving" in choice["rule"]
+
+
+def test_rungs_count_the_candidates_run_at_each_seed() -> None:
+    assert rungs(675, TuningRule(seeds=3, halving=3)) == [675, 225, 75]
+    assert rungs(45, TuningRule(seeds=3, halving=3)) == [45, 15, 5]
+    assert rungs(10, TuningRule(seeds=3, halving=4)) == [10, 3, 1]
+    assert rungs(675, TuningRule(seeds=3)) == [675] * 3
+    with pytest.raises(ValueError, match="halving"):
+        TuningRule(seeds=3, halving=1)
