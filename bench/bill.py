@@ -235,12 +235,15 @@ def describe(b: Bill) -> list[str]:
 STAGES = {"final": "the runs of", "tune": "the tuning of", "extend": "the grid extensions of"}
 
 
-def totals(bills: Iterable[Bill]) -> dict[str, float]:
-    """Priced hours per unit (GPU-hours, CPU-hours) over ``bills``."""
-    out: dict[str, float] = defaultdict(float)
+def total(bills: list[Bill], name: str = "") -> str:
+    """One line: the priced hours per unit (GPU-hours, CPU-hours) over ``bills``, said to be
+    a lower bound where any run is missing or unknown."""
+    hours: dict[str, float] = defaultdict(float)
     for b in bills:
-        out[b.unit] += b.hours
-    return dict(out)
+        hours[b.unit] += b.hours
+    priced = ", ".join(f"{h:,.1f} {unit}" for unit, h in hours.items())
+    lower = "" if all(b.complete for b in bills) else " (a lower bound: runs missing)"
+    return f"total{f' {name}' if name else ''}: {len(bills)} files, {priced}{lower}"
 
 
 # -- refresh ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:  # each command imports what it uses: --help and --version import nothing
     from rich.table import Table
 
+    from bench.bill import Bill
     from bench.executors import Executor
     from bench.parallel import Outcome
     from bench.spec import Experiment
@@ -190,13 +191,13 @@ def print_bills(experiments: list[Experiment], by: str = "") -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from bench.bill import bill, describe, read_table, totals
+    from bench.bill import bill, describe, read_table, total
     from bench.console import console
 
     table = read_table()
     bills = [bill(e, table) for e in experiments]
     for b in bills:
-        rows = Table(title=escape(b.path))
+        rows = Table(title=escape(os.path.relpath(b.path)))
         for col in ("stage", "problem · algorithm · device (batch)", "runs", "steps",
                     "throughput", "hours"):
             rows.add_column(col)
@@ -207,17 +208,13 @@ def print_bills(experiments: list[Experiment], by: str = "") -> None:
         console.print(rows)
         for line in describe(b):
             console.print(escape(f"  {line}"))
-    groups: dict[str, list] = defaultdict(list)
+    groups: dict[str, list[Bill]] = defaultdict(list)
     for e, b in zip(experiments, bills, strict=True):
-        groups[getattr(e, by) or "" if by else ""].append(b)
+        groups[(getattr(e, by) or "") if by else ""].append(b)
     for name, members in groups.items():
-        hours = ", ".join(f"{h:,.1f} {unit}" for unit, h in totals(members).items())
-        lower = "" if all(b.complete for b in members) else " (lower bound: runs missing)"
-        console.print(escape(f"total{f' {name}' if name else ''}: {len(members)} files, "
-                             f"{hours}{lower}"))
+        console.print(escape(total(members, name)))
     if len(groups) > 1:
-        hours = ", ".join(f"{h:,.1f} {unit}" for unit, h in totals(bills).items())
-        console.print(escape(f"total: {len(bills)} files, {hours}"))
+        console.print(escape(total(bills)))
 
 
 def make_executor(args: argparse.Namespace) -> Executor:

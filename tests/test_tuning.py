@@ -109,9 +109,10 @@ def test_successive_halving_runs_a_third_at_each_next_seed_and_chooses_among_fin
 
 
 def test_rungs_count_the_candidates_run_at_each_seed() -> None:
-    assert rungs(675, TuningRule(seeds=3, halving=3)) == [675, 225, 75]
-    assert rungs(45, TuningRule(seeds=3, halving=3)) == [45, 15, 5]
-    assert rungs(10, TuningRule(seeds=3, halving=4)) == [10, 3, 1]
-    assert rungs(675, TuningRule(seeds=3)) == [675] * 3
+    three = (1000, 1001, 1002)
+    assert rungs(675, TuningRule(seeds=three, halving=3)) == [675, 225, 75]
+    assert rungs(45, TuningRule(seeds=three, halving=3)) == [45, 15, 5]
+    assert rungs(10, TuningRule(seeds=three, halving=4)) == [10, 3, 1]
+    assert rungs(675, TuningRule(seeds=three)) == [675] * 3
     with pytest.raises(ValueError, match="halving"):
-        TuningRule(seeds=3, halving=1)
+        TuningRule(seeds=three, halving=1)
