@@ -850,6 +850,11 @@ def test_e3_e6_are_judged_on_real_images_wherever_they_ran() -> None:
     assert chance.verdict == "out of regime" and "epochs = 2" in chance.settings[0].setting
     assert [p.name for p in chance.settings[0].failed] == [
         "the models learn (mean final test accuracy ≥ twice chance)"]
+    mnist = verdict("E3", real_runs(rising(), problem="mnist_mlp"))  # the paper's own data
+    assert mnist.verdict == "held" and mnist.stand_in == ""
+    cifar = verdict("E3", real_runs(rising(), problem="cifar10_mlp", p_alg_lr=1e-2))
+    assert cifar.verdict == "held" and "d 394,634 (paper 394,634)" in next(
+        p.measured for p in cifar.settings[0].premises if p.name.startswith("on real"))
     flat = verdict("E6", real_runs({**rising(1), **rising(2)}))
     assert flat.verdict == "held" and all("fashion_mnist_mlp" in s.setting
                                           for s in flat.settings)

@@ -67,10 +67,6 @@ CHI_SELECT = "chi_select"  # both methods at χ = 0.35-0.5·ψ̂, where the esca
 PRACTICE = "tuning_practice"  # the lr tuned without the regime restriction (reported beside)
 HORIZON, HORIZON_TUNING = "horizon", "horizon_tuning"  # E1/E2's sensitivity to the passes
 FIGURES_REAL = "figures_real"  # Figure 1 at the paper's own settings on real images
-# Real images at the paper's d: problem -> (data set, input features of the 784-128-10 MLP).
-# Fashion-MNIST has MNIST's format and size, so the paper's network has the paper's d and,
-# at 6,000 images per client, its √d/(nε); MNIST itself is not packaged for Debian.
-REAL_DATA = {"fashion_mnist_mlp": ("Fashion-MNIST", 784)}
 # The claims' regime (declared): the paper's MNIST setting runs the SPIDER recursion with an
 # O2 gain 2σMη√(d/m)/b₂ ≈ 0.05 (REGIME below); we require ≤ O2_GAIN_MAX ("well below 1") in
 # every Figures cell, which on the quick stand-in caps η at LR_REGIME_CAP (ε = 0.5, m = 1).
@@ -103,6 +99,12 @@ PAPER_PER_REFRESH = PAPER_KAPPA / (PAPER_LR * PAPER_NOISE) ** 2
 ASSUMED = "MNIST, ε = 1, m = 1; b₁ = 256, b₂ = 64, M = 1 assumed (not stated)"
 # Figures 1-2 (App. E): data set → (input features, lr) of the 784/3072-128-10 ReLU MLP
 PAPER_DATA = {"MNIST": (784, 1e-3), "CIFAR-10": (3072, 1e-2)}
+# Real images: problem -> (data set, input features, the paper's lr). Fashion-MNIST has
+# MNIST's format and size, so the paper's MNIST network and lr apply with the paper's d and,
+# at 6,000 images per client, its √d/(nε); MNIST itself is not packaged for Debian.
+REAL_DATA = {"mnist_mlp": ("MNIST", *PAPER_DATA["MNIST"]),
+             "fashion_mnist_mlp": ("Fashion-MNIST", *PAPER_DATA["MNIST"]),
+             "cifar10_mlp": ("CIFAR-10", *PAPER_DATA["CIFAR-10"])}
 PAPER_EPSILONS, PAPER_CLIENTS = (0.5, 1.0, 2.0), (1, 2, 5, 10)
 TRIGGER_STUDY, TRIGGER_SEEDS = "paper_scale_trigger", 3
 
@@ -540,8 +542,10 @@ def only_on(real: bool, premise: Premise) -> Premise:
 
 
 def _paper_run(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    """d, n per client, χ and lr against App. E's, both values named."""
-    paper = {"d": PAPER_D, "n per client": PAPER_N, "χ": PAPER_CHI, "lr": PAPER_LR}
+    """d, n per client, χ and lr against App. E's for the setting's network, both values
+    named."""
+    _, features, lr = REAL_DATA[str(runs["problem"].iloc[0])]
+    paper = {"d": paper_d(features), "n per client": PAPER_N, "χ": PAPER_CHI, "lr": lr}
     found = {"d": dimension(runs), "n per client": per_client(runs), "χ": run_chi(runs),
              "lr": numeric(runs, "p_alg_lr")}
     parts, ok = [], True
@@ -616,8 +620,8 @@ O2_GAIN_P = Premise(
     "a smaller η, d or a larger b₂: the noise each recursion step adds relative to ‖ĝ‖ "
     "compounds over the steps between refreshes")
 PAPER_RUN_P = Premise(
-    "the paper's own settings (App. E: d of the 784-128-10 MLP, 6,000 images per client, "
-    "χ = 0.01, lr 1e-3)", _paper_run,
+    "the paper's own settings (App. E: d of its MLP for the images, 6,000 per client, "
+    "χ = 0.01, its lr)", _paper_run,
     "run the paper's network on real 28×28 images with 6,000 per client, χ = 0.01 and lr "
     "1e-3 (quick/fig1_fashion_mnist_mlp.yaml)")
 REMARK4_P = Premise(
@@ -796,7 +800,7 @@ FIG = "Figures 1–2"
 FIGURES_SETTING = PaperSetting(
     "MNIST / CIFAR-10, 784-128-10 MLP (d = 101,770; CIFAR-10: 3072-128-10, d = 394,634), "
     "6,000 images per client, m ∈ {1, 2, 5, 10}, χ = 0.01, κ = 0.1, Γ = 10, Q = 3, "
-    "lr 1e-3 (MNIST) / 1e-2 (CIFAR-10), δ = 1e-5")
+    "lr 1e-3 (MNIST) / 1e-2 (CIFAR-10), δ = 1e-5", ("mnist_mlp", "cifar10_mlp"))
 RESULTS = "App. E, 'Results'"
 
 # E1's statistic and rule, which also give the horizon check's gaps and intervals: the
@@ -813,9 +817,10 @@ CLAIMS = (
                     _trigger_bound),
           Always("‖ξ̄‖ − G ≤ 3χ (the test can fire)"), (PAPER_SETTINGS_P,),
           controls=(Control(
-              "Gauss-PSGD trained on real images at the paper's settings (Fashion-MNIST, "
-              "d = 101,770, 6,000 images per client, χ = 0.01, lr 1e-3)",
-              Runs((FIGURES_REAL,), {"label": OURS}, ("p_prob_clients", "p_alg_epochs")),
+              "Gauss-PSGD trained on real images at the paper's settings (its MLP, 6,000 "
+              "images per client, χ = 0.01, its lr)",
+              Runs((FIGURES, FIGURES_REAL), {"label": OURS},
+                   ("problem", "p_prob_clients", "p_alg_epochs"), keep=is_real),
               "its escape test never fires there either: the study's bound ‖ĝ‖ ≥ ‖ξ̄‖ − G "
               "holds whatever the data and the iterate",
               Statistic("the escape test never fired in the run", _never_fired),
@@ -1232,7 +1237,7 @@ def _data_name(problem: str) -> str:
 def dimension(runs: pd.DataFrame) -> pd.Series:
     """d of each run: the problem's ``d`` where it is a parameter, else the one Gauss-PSGD
     recorded, else that of the h-unit MLP on real images, (features + 1)·h + (h + 1)·10."""
-    features = runs["problem"].map(lambda p: REAL_DATA.get(p, ("", math.nan))[1]) \
+    features = runs["problem"].map(lambda p: REAL_DATA.get(p, ("", math.nan, 0.0))[1]) \
         if "problem" in runs else pd.Series(math.nan, index=runs.index)
     hidden = numeric(runs, "p_prob_hidden")
     return numeric(runs, "p_prob_d").fillna(numeric(runs, "diag_d")).fillna(
@@ -1350,7 +1355,7 @@ def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
 
 
 def _real_runs(results: PaperResults) -> pd.DataFrame:
-    runs = results.role_runs(FIGURES_REAL)
+    runs = results.role_runs(FIGURES, FIGURES_REAL)
     return runs[(runs["status"] == "done") & is_real(runs)] if not runs.empty else runs
 
 
@@ -1371,18 +1376,20 @@ def _fired_of(runs: pd.DataFrame, label: str) -> str:
 
 
 def _real_table(results: PaperResults) -> dict[str, Any] | None:
-    """The escape test on real images at the paper's settings, per (m, ε, passes): the O1
-    noise norm against 3χ, how often each method's test fired, whether the methods' runs
-    differ, and what Gauss-PSGD reached."""
+    """The escape test on real images at the paper's settings, per (data, calibration, m, ε,
+    passes): the O1 noise norm against 3χ, how often each method's test fired, whether the
+    methods' runs differ, and what Gauss-PSGD reached."""
     runs = _real_runs(results)
     if runs.empty:
         return None
     runs = runs.assign(noise=o1_noise_norm(runs), limit=3 * run_chi(runs))
     rows, ids = [], []
-    for (m, eps, passes), part in runs.groupby(["p_prob_clients", "epsilon", "p_alg_epochs"]):
+    for (problem, cal, m, eps, passes), part in runs.groupby(
+            ["problem", "calibration", "p_prob_clients", "epsilon", "p_alg_epochs"]):
         ours = _of(part, OURS)
         same, pairs = identical_pairs(part)
-        rows.append([f"{m:g}", f"{eps:g}", f"{passes:g}", f"{part['sigma'].median():.2f}",
+        rows.append([_data_name(str(problem)), str(cal), f"{m:g}", f"{eps:g}", f"{passes:g}",
+                     f"{part['sigma'].median():.2f}",
                      f"{part['noise'].median():.3g}", f"{part['limit'].median():g}",
                      f"{(part['noise'] / part['limit']).median():,.0f}",
                      _fired_of(part, OURS), _fired_of(part, BASELINE),
@@ -1390,15 +1397,16 @@ def _real_table(results: PaperResults) -> dict[str, Any] | None:
                      f"{100 * ours['final_test_acc'].mean():.1f} %"])
         ids.append(sorted(part["run_id"].astype(str)))
     return {"title": "The escape test on real images at the paper's settings",
-            "note": "Fashion-MNIST with the paper's 784-128-10 MLP (d = 101,770), 6,000 "
-                    "images per client, χ = 0.01, lr 1e-3 (App. E), PLD calibration; per "
-                    "cell (all seeds): σ, the O1 noise norm 2σG√(d/m)/b₁ against the test's "
-                    "threshold 3χ, how many of Gauss-PSGD's escape tests (‖ĝ‖ ≤ 3χ) and of "
-                    "the baseline's injection tests (‖ĝ‖ ≤ γ_small = 3χ) fired, the seed pairs "
-                    "whose final test accuracy and loss are identical, and Gauss-PSGD's mean "
-                    "final test accuracy. Every O1 answer has ‖ĝ‖ ≥ noise norm − G.",
-            "columns": ["m", "ε", "passes", "σ", "O1 noise norm", "3χ", "noise ÷ 3χ",
-                        "Gauss-PSGD tests fired", "baseline tests fired",
+            "note": "Real images with the paper's MLP for them (Fashion-MNIST: MNIST's "
+                    "784-128-10, d = 101,770), 6,000 images per client, χ = 0.01 and the "
+                    "paper's lr (App. E); per cell (all seeds): σ, the O1 noise norm "
+                    "2σG√(d/m)/b₁ against the test's threshold 3χ, how many of Gauss-PSGD's "
+                    "escape tests (‖ĝ‖ ≤ 3χ) and of the baseline's injection tests "
+                    "(‖ĝ‖ ≤ γ_small = 3χ) fired, the seed pairs whose final test accuracy and "
+                    "loss are identical, and Gauss-PSGD's mean final test accuracy. Every O1 "
+                    "answer has ‖ĝ‖ ≥ noise norm − G.",
+            "columns": ["data", "calibration", "m", "ε", "passes", "σ", "O1 noise norm", "3χ",
+                        "noise ÷ 3χ", "Gauss-PSGD tests fired", "baseline tests fired",
                         "identical seed pairs", "Gauss-PSGD accuracy"],
             "rows": rows, "row_runs": ids, "provenance": results.provenance(runs)}
 
@@ -1409,19 +1417,20 @@ def _real_findings(results: PaperResults) -> list[dict[str, str]]:
     runs = _real_runs(results)
     if runs.empty:
         return []
+    names = ", ".join(sorted({_data_name(str(p)) for p in runs["problem"]}))
     noise, limit = o1_noise_norm(runs), 3 * run_chi(runs)
     ratio = noise / limit
     same, pairs = np.sum([identical_pairs(part) for _, part in runs.groupby(
-        ["p_prob_clients", "epsilon", "p_alg_epochs"])], axis=0)
+        ["problem", "calibration", "p_prob_clients", "epsilon", "p_alg_epochs"])], axis=0)
     fired = numeric(runs, "diag_triggers").sum() + numeric(runs, "diag_escape_injections").sum()
     reading = ("Neither test fired, so neither selects: at the paper's settings both methods "
                "are Ada-DP-SPIDER, and E1, E2, E4, E5 are judged on the stand-in, where χ can "
                "be set so that the test selects" if fired == 0 else
                "The tests fired: see the table for where")
     found = [{"kind": "finding (real images)",
-              "what": "the escape test at the paper's own settings on real images "
-                      "(Fashion-MNIST, d = 101,770, 6,000 images per client, χ = 0.01, lr "
-                      "1e-3): does it fire, and does it select?",
+              "what": f"the escape test at the paper's own settings on real images ({names}; "
+                      "the paper's MLP and lr, 6,000 images per client, χ = 0.01): does it "
+                      "fire, and does it select?",
               "numbers": f"O1 noise norm {noise.min():.3g}–{noise.max():.3g} against 3χ = "
                          f"{limit.max():g} ({ratio.min():,.0f}–{ratio.max():,.0f}×) in "
                          f"{len(runs)} runs; Gauss-PSGD's test fired at "
