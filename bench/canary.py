@@ -65,6 +65,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from algorithms import ALGORITHMS, Algorithm, Plan, PrivacyTarget, Trace
 from algorithms.privacy.accounting import Epsilons, epsilons
@@ -121,16 +122,22 @@ class CanaryOracle(Oracle):
                          clients=base.clients, **kw)
         self.base = base
 
+    #: the slot's loss: LINEAR·a·x_k + CURVED·a/2·‖x − x₀‖² (a Dirac canary is linear)
+    LINEAR, CURVED = 1.0, 0.0
+
     # the slots' own records: their gradients written into rows ``at`` of ``out`` (zeros)
     def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
                          slots: np.ndarray) -> None:
-        out[at, self.base.d + slots] = self.values[slots]
+        out[at] = self.CURVED * self.values[slots, None] * (np.asarray(x) - self.x0)[None, :]
+        out[at, self.base.d + slots] += self.LINEAR * self.values[slots]
 
     def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
-        return float(np.dot(self.values[slots], x[self.base.d + slots]))
+        x = np.asarray(x)
+        return float(self.LINEAR * np.dot(self.values[slots], x[self.base.d + slots])
+                     + self.CURVED * self.values[slots].sum() * np.sum((x - self.x0) ** 2) / 2)
 
     def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return np.zeros(self.d)  # a Dirac canary is linear
+        return self.CURVED * self.values[slots].sum() * np.array(v, dtype=float)
 
     def _slots(self, idx: np.ndarray) -> np.ndarray:
         return np.asarray(idx) < len(self.values)
@@ -184,41 +191,61 @@ class CurvatureCanaryOracle(CanaryOracle):
     any two points is exactly ``values[i]``·(x − x′): a per-sample smoothness of
     |``values[i]``|, reached everywhere. Its gradient at x₀ is 0."""
 
-    def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
-                         slots: np.ndarray) -> None:
-        out[at] = self.values[slots, None] * (np.asarray(x) - self.x0)[None, :]
+    LINEAR, CURVED = 0.0, 1.0
 
-    def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
-        return float(self.values[slots].sum() * np.sum((np.asarray(x) - self.x0) ** 2) / 2)
 
-    def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return self.values[slots].sum() * np.array(v, dtype=float)
+class DifferenceCanaryOracle(CanaryOracle):
+    """The difference canary: the Dirac and the curvature canary in one record, loss
+    a·x_k + a/2·‖x − x₀‖². Its gradient is never small (a Dirac part of norm a) and its
+    gradient difference between two points is a·(x − x′): at a far above every clip it
+    reaches the declared sensitivity of gradient releases *and* of gradient-difference
+    releases (SPIDER's O2, PriSMA's momentum corrections), where a linear canary's
+    difference is 0. Its releases move in a direction of their own each run (scored by
+    :func:`replay_observation`)."""
+
+    LINEAR, CURVED = 1.0, 1.0
 
 
 class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
-    """The canary on a minimax problem: a slot's F is ``value``·x_k (no y-dependence).
-    The best response y*(x) is the base problem's (with the slots' base records): the same
-    function in both worlds, so it carries no difference between them."""
+    """The canary on a minimax problem, on both sides: a slot's F is ``value``·(x_k + y_j),
+    on a coordinate of its own in x and in y (the *y-canary*), so it reaches the y-partials'
+    releases as fully as the x-partials' (a release of ∇_y F that skips its clip shows).
+    Π_Y leaves the canary coordinates free; the best response y*(x) is the base problem's
+    (with the slots' base records) and 0 there: the same in both worlds."""
 
     base: MinimaxOracle
 
     def __init__(self, base: MinimaxOracle, values: CanaryValues) -> None:
-        super().__init__(base, values, d_y=base.d_y, y0=np.asarray(base.y0, dtype=float))
+        slots = np.atleast_1d(values).size
+        super().__init__(base, values, d_y=base.d_y + slots,
+                         y0=np.append(np.asarray(base.y0, dtype=float), np.zeros(slots)))
 
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
-        gx, gy = self.base.per_sample_partials(x[: self.base.d], y, idx)
+        gx, gy = self.base.per_sample_partials(x[: self.base.d], y[: self.base.d_y], idx)
         at = np.flatnonzero(self._slots(idx))
-        if at.size:
-            gy = np.array(gy, dtype=float)
-            gy[at] = 0.0
-        return self._rows(x, gx, idx, at), gy
+        rows_y = np.zeros((len(idx), self.d_y))
+        rows_y[:, : self.base.d_y] = gy
+        if at.size:  # −a/2·‖y − y₀‖² keeps F concave in y
+            values = self.values[idx[at]]
+            rows_y[at] = -self.CURVED * values[:, None] * (
+                np.asarray(y) - np.asarray(self.y0))[None, :]
+            rows_y[at, self.base.d_y + idx[at]] += self.LINEAR * values
+        return self._rows(x, gx, idx, at), rows_y
 
     def best_response(self, x: Any) -> Any:
-        return self.base.best_response(x[: self.base.d])
+        return np.append(self.base.best_response(x[: self.base.d]),
+                         np.zeros(self.d_y - self.base.d_y))
 
     def project_y(self, y: Any) -> Any:
-        return self.base.project_y(y)
+        return np.append(self.base.project_y(y[: self.base.d_y]), y[self.base.d_y:])
+
+
+class DifferenceCanaryMinimaxOracle(CanaryMinimaxOracle):
+    """The difference canary on a minimax problem: F = a(x_k + y_j) + a/2·‖x − x₀‖² −
+    a/2·‖y − y₀‖², reaching the partials' releases and their differences' on both sides."""
+
+    LINEAR, CURVED = 1.0, 1.0
 
 
 class ModelCanaryOracle(Oracle):
@@ -289,21 +316,30 @@ class ModelCanaryOracle(Oracle):
         return self.base._hvp_sum(x, v, own) if len(own) else self.xp.zeros_like(x)
 
 
-#: the canary kinds: a Dirac gradient on a coordinate of its own, or a curvature canary
-CANARIES = ("dirac", "curvature")
+#: the canary kinds: a Dirac gradient on a coordinate of its own (on x and y for minimax), a
+#: curvature canary (smoothness audits), or both in one record (the difference canary)
+CANARIES = ("dirac", "curvature", "difference")
 
 
-def canary_oracle(base: Oracle, values: CanaryValues, kind: str = "dirac") -> CanaryOracle:
+def canary_oracle(base: Oracle, values: CanaryValues, kind: str = "dirac",
+                  curved: float = 1.0) -> CanaryOracle:
     """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
     the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit). ``kind``: one
-    of :data:`CANARIES` (a curvature canary only on a minimisation problem)."""
+    of :data:`CANARIES` (a curvature canary only on a minimisation problem); ``curved``: the
+    difference canary's curvature as a multiple of a."""
     if kind not in CANARIES:
         raise ValueError(f"unknown canary {kind!r}; choose one of {CANARIES}")
     if isinstance(base, MinimaxOracle):
-        if kind != "dirac":
+        if kind == "curvature":
             raise ValueError("the curvature canary is for minimisation problems")
-        return CanaryMinimaxOracle(base, values)
-    return (CurvatureCanaryOracle if kind == "curvature" else CanaryOracle)(base, values)
+        minimax = DifferenceCanaryMinimaxOracle if kind == "difference" else CanaryMinimaxOracle
+        oracle: CanaryOracle = minimax(base, values)
+    else:
+        oracle = {"dirac": CanaryOracle, "curvature": CurvatureCanaryOracle,
+                  "difference": DifferenceCanaryOracle}[kind](base, values)
+    if kind == "difference":
+        oracle.CURVED = curved
+    return oracle
 
 
 def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
@@ -446,6 +482,8 @@ class AuditSetup:
     strength: float
     world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
     canary: str = "dirac"  # one of CANARIES
+    #: the difference canary's curvature (default: its ``strength``)
+    curvature: float | None = None
     #: the latest run's trace (its :attr:`diagnostics` are read on demand)
     trace: Trace | None = field(default=None, repr=False)
 
@@ -468,7 +506,8 @@ class AuditSetup:
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
-        oracle = canary_oracle(self.base, value, self.canary)
+        oracle = canary_oracle(self.base, value, self.canary, curved=(
+            1.0 if self.curvature is None else self.curvature / self.strength))
         trace = self.trace = Trace()
         xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
         return mech, xs, np.array(trace.point(), dtype=float)
@@ -542,7 +581,10 @@ def make_audit(algorithm: Algorithm, instance: Instance,
     """Plan ``algorithm`` on ``instance``'s canary data set (``canaries`` canary slots) for
     ``target`` (or (ε, δ): :func:`calibrated_plan`); the canary (``canary``, one of
     :data:`CANARIES`) has size ``strength``, else the assumed bound C of an algorithm that
-    does not clip, else :data:`ADVERSARIAL_NORM`."""
+    does not clip, else :data:`ADVERSARIAL_NORM`. A difference canary is as curved as it is
+    large, except where the algorithm ``needs`` the problem's smoothness L (its sensitivities
+    rest on per-sample bounds it does not enforce, e.g. spider_sosp's Hessian): curvature L
+    there (rougher is the assumption audits' business)."""
     if not algorithm.private:
         raise ValueError(f"{algorithm.name} is not private: there is nothing to audit")
     missing = [k for k in algorithm.needs if k not in instance.constants]
@@ -558,8 +600,10 @@ def make_audit(algorithm: Algorithm, instance: Instance,
             else calibrated_plan(algorithm, data, *target))
     if strength is None:
         strength = default_strength(algorithm, plan)
+    curvature = (float(instance.constants["L"])
+                 if canary == "difference" and "L" in algorithm.needs else None)
     return AuditSetup(algorithm, plan, instance, instance.oracle(backend), backend, strength,
-                      world(plan), canary)
+                      world(plan), canary, curvature)
 
 
 def default_strength(algorithm: Algorithm, plan: Plan) -> float:
@@ -591,6 +635,13 @@ class ExactReport:
     directions: dict[str, np.ndarray] = field(repr=False)
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    canary: str = "dirac"
+    #: release tag → the largest change the canary made there ÷ its declared sensitivity
+    #: (the release kinds this canary reaches, and how fully)
+    reached: dict[str, float] = field(default_factory=dict)
+    #: √(mean over runs of Σ ‖Δm‖²/s² over the releases): the μ of a run's transcript, given
+    #: its batches, between the canary and its neighbour (the leakage this canary measures)
+    mu_reached: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -603,7 +654,8 @@ class ExactReport:
                 "noise_std": self.noise_std, "eps_claimed": self.eps_claimed.to_dict(),
                 "eps_realised": self.eps_realised.to_dict(), "failures": self.failures,
                 "warnings": self.warnings, "passed": self.passed,
-                "canary_tags": sorted(self.directions)}
+                "canary_tags": sorted(self.directions), "canary": self.canary,
+                "reached": self.reached, "mu_reached": self.mu_reached}
 
 
 def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactReport:
@@ -613,13 +665,17 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
     neighbours = {setup.world: value_out, **({"add": 0.0} if setup.world == "replace" else {})}
     failures: list[str] = []
     ratios, noise = [0.0], []
+    poisson: list[Batch] = []
     diffs: dict[str, np.ndarray] = {}
+    reached: dict[str, float] = {}
+    leaks: list[float] = []
     ledger: Ledger | None = None
     for r in range(runs):
         recorded, xs_in, out_in = setup.run(value_in, seed + r)
         ledger = ledger or recorded.ledger
         noise += [np.ravel(e.noise) / e.std for e in recorded.emissions if e.noise is not None]
         failures += _sampling_failures(r, recorded.batches)
+        poisson += [b for b in recorded.batches if b.sampling.scheme == "poisson"]
         for world, value in neighbours.items():
             where = f"run {r} ({world})"
             try:
@@ -630,23 +686,33 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
                 continue
             failures += _replay_failures(where, recorded, replayed, xs_in, xs_out, out_in,
                                          out_out)
+            leak = 0.0
             for a, b in zip(recorded.emissions, replayed.emissions, strict=True):
                 ratio, direction = _sensitivity(a, b)
                 ratios.append(ratio)
-                if direction is not None and world == setup.world:
+                if world != setup.world:
+                    continue
+                if direction is not None:
                     diffs.setdefault(a.tag, direction)
+                if ratio > 0:
+                    reached[a.tag] = max(reached.get(a.tag, 0.0), ratio)
+                if a.std > 0:
+                    leak += float(np.sum((a.value - b.value) ** 2)) / a.std**2
+            if world == setup.world:
+                leaks.append(leak)
                 if ratio > 1.0 + TOLERANCE:
                     failures.append(f"{where}: release {a.tag!r} changed by {ratio:.4g}× its "
                                     "declared sensitivity")
     z = np.concatenate(noise) if noise else np.zeros(0)
-    failures += _noise_failures(z)
+    failures += _noise_failures(z) + _dispersion_failures(poisson)
     assert ledger is not None
     claimed, realised = setup.plan.eps, epsilons(ledger, setup.plan.target.delta)
     accounting, warnings = _accounting(claimed, realised)
     return ExactReport(setup.world, runs, max(ratios), int(z.size),
                        float(z.mean()) if z.size else math.nan,
                        float(z.std()) if z.size else math.nan, claimed, realised, diffs,
-                       _dedupe(failures + accounting), warnings)
+                       _dedupe(failures + accounting), warnings, setup.canary, reached,
+                       math.sqrt(float(np.mean(leaks))) if leaks else 0.0)
 
 
 def _replay_failures(where: str, recorded: AuditMechanism, replayed: AuditMechanism,
@@ -717,6 +783,29 @@ def _sampling_failures(r: int, batches: list[Batch]) -> list[str]:
                 failures.append(f"run {r}: a disjoint pass reuses a record")
             used |= set(b.indices.tolist())
     return failures
+
+
+#: the dispersion test's two-sided false-alarm rate
+DISPERSION_ALPHA = 1e-6
+
+
+def _dispersion_failures(batches: list[Batch]) -> list[str]:
+    """Poisson batch sizes vary as binomials: Σ (|B| − nq)² / (nq(1 − q)) over every batch
+    of every run is about χ² with one degree per batch. Fixed-size batches recorded as
+    Poisson hit nq on the dot and sum to far too little (issue 40); a draw that depends on
+    something else, to far too much."""
+    spread = [b for b in batches if 0 < b.sampling.rate < 1]
+    if len(spread) < 20:
+        return []
+    expected = np.array([b.sampling.rate * b.sampling.n for b in spread])
+    var = expected * (1 - np.array([b.sampling.rate for b in spread]))
+    chi2 = float(np.sum((np.array([len(b) for b in spread]) - expected) ** 2 / var))
+    low, high = stats.chi2.ppf([DISPERSION_ALPHA / 2, 1 - DISPERSION_ALPHA / 2], len(spread))
+    if low <= chi2 <= high:
+        return []
+    return [f"Poisson batch sizes disperse {chi2 / len(spread):.3g}× as binomial draws at the "
+            f"recorded rates would ({len(spread)} batches; χ² {chi2:.1f} outside "
+            f"[{low:.1f}, {high:.1f}])"]
 
 
 def _noise_failures(z: np.ndarray) -> list[str]:
