@@ -544,7 +544,7 @@ def only_on(real: bool, premise: Premise) -> Premise:
 def _paper_run(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """d, n per client, χ and lr against App. E's for the setting's network, both values
     named."""
-    _, features, lr = REAL_DATA[str(runs["problem"].iloc[0])]
+    features, lr = REAL_DATA[str(runs["problem"].iloc[0])][1:]
     paper = {"d": paper_d(features), "n per client": PAPER_N, "χ": PAPER_CHI, "lr": lr}
     found = {"d": dimension(runs), "n per client": per_client(runs), "χ": run_chi(runs),
              "lr": numeric(runs, "p_alg_lr")}
