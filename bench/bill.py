@@ -243,7 +243,8 @@ def total(bills: list[Bill], name: str = "") -> str:
         hours[b.unit] += b.hours
     priced = ", ".join(f"{h:,.1f} {unit}" for unit, h in hours.items())
     lower = "" if all(b.complete for b in bills) else " (a lower bound: runs missing)"
-    return f"total{f' {name}' if name else ''}: {len(bills)} files, {priced}{lower}"
+    files = f"{len(bills)} file{'s' if len(bills) != 1 else ''}"
+    return f"total{f' {name}' if name else ''}: {files}, {priced}{lower}"
 
 
 # -- refresh ----------------------------------------------------------------------------
