@@ -321,7 +321,11 @@ class _JaxKernels:
     hvp_sum: Any
 
 
-def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int) -> _JaxKernels:
+def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int,
+                       mlp_shapes: Sequence[tuple[tuple[int, int], int]] | None = None
+                       ) -> _JaxKernels:
+    """The jitted kernels of ``losses``; with ``mlp_shapes`` (the loss is an MLP's), the
+    clipped sums by book-keeping (:mod:`problems.ghost_jax`), else from per-sample rows."""
     psg = jax.vmap(jax.grad(losses), in_axes=(None,) + (0,) * n_data)
 
     def gathered(idx: Any, data: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -345,6 +349,11 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int) -> _J
 
     def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
         return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
+
+    if mlp_shapes is not None:
+        from problems.ghost_jax import mlp_clipped_sum
+
+        clipped_sum = mlp_clipped_sum(jax, jnp, losses, mlp_shapes, gathered, weights)
 
     return _JaxKernels(
         rows=jax.jit(rows),
@@ -370,20 +379,24 @@ class JaxOracle(_AutodiffOracle):
     ``kernel_key``: a hashable value that determines ``losses`` entirely (e.g. a frozen
     model description). Oracles with the same key share one set of jitted kernels, so a
     new run on new data of the same shapes neither traces nor lowers them again; without
-    a key every oracle jits its own.
+    a key every oracle jits its own. ``mlp_shapes``: ``losses`` is an MLP's without a
+    per-sample L2 term, whose clipped sums come by book-keeping (no (b, d) rows).
     """
 
     def __init__(self, backend: Backend, losses: BatchLoss, data: Sequence[np.ndarray], *,
-                 kernel_key: Hashable | None = None, **kw: Any) -> None:
+                 kernel_key: Hashable | None = None,
+                 mlp_shapes: Sequence[tuple[tuple[int, int], int]] | None = None,
+                 **kw: Any) -> None:
         assert isinstance(backend, JaxBackend)
         kw.pop("chunk_size", None)
         super().__init__(backend, losses, data, **kw)
+        self.materialises_rows = mlp_shapes is None
         build = functools.partial(_build_jax_kernels, backend.jax, backend.jnp, losses,
-                                  len(self.data))
+                                  len(self.data), mlp_shapes)
         if kernel_key is None:
             kernels = build()
         else:
-            key = (kernel_key, len(self.data))
+            key = (kernel_key, len(self.data), mlp_shapes is not None)
             if key not in _SHARED_JAX_KERNELS:
                 _SHARED_JAX_KERNELS[key] = build()
             kernels = _SHARED_JAX_KERNELS[key]

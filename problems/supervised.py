@@ -18,7 +18,7 @@ import numpy as np
 from annotated_types import Ge, Lt
 from pydantic import NonNegativeFloat, PositiveFloat, model_validator
 
-from problems.backend import Backend, TorchBackend
+from problems.backend import Backend, JaxBackend, TorchBackend
 from problems.base import DataSize, Instance, Problem, register_problem
 from problems.data.common import Split, subset
 from problems.data.digits import digits_train_size, load_digits_split
@@ -112,6 +112,8 @@ class ClassificationInstance(Instance):
             if trace is not None:  # clipped sums by book-keeping (an L2 term is per sample)
                 return BookkeepingOracle(backend, losses, data, trace=trace, x0=self.x0,
                                          **self.oracle_kw, **kw)
+        if isinstance(backend, JaxBackend) and isinstance(self.model, MLP) and not self.l2:
+            kw["mlp_shapes"] = self.model.shapes  # clipped sums by book-keeping
         return autodiff_oracle(backend, losses, data, x0=self.x0, kernel_key=self._loss_key(),
                                **self.oracle_kw, **kw)
 

@@ -39,7 +39,7 @@ DATA_SKIP = "data missing"  # how a benchmark whose data set is absent skips
 PARAMS: dict[str, dict[str, Any]] = {"fashion_mnist_mlp": {"n_train": 6000, "n_test": 1000}}
 # Timed rounds of kernels too slow for pytest-benchmark's calibration (None: calibrated).
 ROUNDS: dict[str, int | None] = {"digits_mlp": None, "cifar10_vgg": 3,
-                                 "fashion_mnist_mlp": None}
+                                 "fashion_mnist_mlp": None, "fashion_mnist_cnn": 3}
 ORACLE_KERNELS = ("grad", "per_sample_grads", "clipped_grad_sum", "clipped_grad_diff_sum",
                   "hvp")
 #: the torch-module kernels of :mod:`bench.micro.reference`

@@ -13,13 +13,17 @@ Activation = Literal["tanh", "relu"]
 Init = Literal["glorot", "kaiming"]
 ACTIVATIONS = get_args(Activation)
 INITS = get_args(Init)
-_TAPS: list[Callable[[int, Any, Any], None]] = []
+Tap = Callable[[int, Any, Any], Any]
+_TAPS: list[Tap] = []
 
 
 @contextmanager
-def tapping(callback: Callable[[int, Any, Any], None]) -> Iterator[None]:
-    """While active, :meth:`MLP.logits` reports each layer's (input, pre-activation output):
-    book-keeping clipping (``problems/ghost.py``) traces the network this way."""
+def tapping(callback: Tap) -> Iterator[None]:
+    """While active, :meth:`MLP.logits` reports each layer's (input, pre-activation output)
+    and goes on with what the callback returns in place of the output, where it returns
+    something: book-keeping clipping traces the network this way (``problems/ghost.py``
+    records the outputs; ``problems/ghost_jax.py`` adds a zero probe to them, whose gradient
+    is each sample's gradient at the output)."""
     _TAPS.append(callback)
     try:
         yield
@@ -74,7 +78,8 @@ class MLP:
             b = x[..., offset : offset + bias]
             z = h @ w + (xp.reshape(b, (*points, 1, bias)) if points else b)
             if _TAPS:
-                _TAPS[-1](layer, h, z)
+                tapped = _TAPS[-1](layer, h, z)
+                z = z if tapped is None else tapped
             h, offset = z, offset + bias
             if layer < last:
                 h = xp.tanh(h) if self.activation == "tanh" else xp.maximum(h, 0.0)
