@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
 from algorithms.privacy.accounting import privacy_profile
@@ -92,7 +92,7 @@ def clopper_pearson_bounds(successes: np.ndarray, trials: int, alpha: float
 
 def gdp_trade_off(mu: float) -> TradeOff:
     """TPR_max(FPR) = Φ(Φ⁻¹(FPR) + μ) of μ-GDP (Dong, Roth, Su 2022)."""
-    return lambda fpr: float(stats.norm.cdf(stats.norm.ppf(fpr) + mu))
+    return lambda fpr: float(special.ndtr(special.ndtri(fpr) + mu))  # Φ, Φ⁻¹ as ufuncs
 
 
 def profile_trade_off(epsilons: Sequence[float], deltas: Sequence[float]) -> TradeOff:
@@ -230,6 +230,7 @@ def detectable_epsilon(mu_claimed: float, runs_per_side: int, alpha: float,
                        delta)
 
 
+@functools.lru_cache(maxsize=64)
 def threshold_detectable_mu(claimed: TradeOff, runs_per_side: int, alpha: float) -> float:
     """The smallest shift μ of Gaussian scores (N(μ, 1) against N(0, 1)) at which the
     threshold rule, with the expected counts of ``runs_per_side`` test runs a side at its
@@ -394,7 +395,7 @@ def _probit_margin(tpr_lb: float, tpr_max: float) -> float:
     that weighs every FPR level alike (a plain difference favours the saturated ends)."""
     if tpr_max >= 1.0 or tpr_lb <= 0.0:
         return -math.inf
-    return float(stats.norm.ppf(tpr_lb) - stats.norm.ppf(tpr_max))
+    return float(special.ndtri(tpr_lb) - special.ndtri(tpr_max))
 
 
 def _observations(values: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -200,3 +200,24 @@ def test_privacy_profile_is_the_worst_party_shifted_by_pure_releases() -> None:
     shifted = privacy_profile(pure, [1.0, 1.5, 2.5])
     assert shifted == pytest.approx(privacy_profile(weak, grid))  # δ(ε) = δ_G(ε − 0.5)
     assert privacy_profile(pure, [0.2])[0] == 1.0
+
+
+def test_the_lower_bounds_cover_the_true_epsilon_of_a_known_gaussian_mechanism() -> None:
+    """Coverage, in the style of jax-privacy's auditing tests: over many audits of one
+    Gaussian mechanism (μ = 1, its exact trade-off curve claimed), each lower bound exceeds
+    the true ε at most at its stated rate α (here 5%; the reported ε lb, the larger of the
+    GDP fit's and the threshold rule's, at most 2α), up to binomial scatter (99.9%)."""
+    rng = np.random.default_rng(11)
+    alpha, trials, runs, mu = 0.05, 300, 1000, 1.0
+    truth, claimed = gdp_epsilon(mu, 1e-5), gdp_trade_off(mu)
+    over_gdp = over_threshold = over_reported = 0
+    for _ in range(trials):
+        result = audit(rng.normal(mu, 1.0, runs), rng.normal(0.0, 1.0, runs), claimed,
+                       alpha=alpha, delta=1e-5, mu_claimed=mu, eps_claimed=truth)
+        over_gdp += result.eps_lb_gdp > truth
+        over_threshold += result.eps_lb > truth
+        over_reported += result.eps_lower > truth
+    limit = stats.binom.ppf(0.999, trials, alpha)
+    assert over_gdp <= limit and over_threshold <= limit
+    assert over_reported <= stats.binom.ppf(0.999, trials, 2 * alpha)
+    assert over_gdp >= 1  # the fit is not vacuous: it reaches the truth now and then
