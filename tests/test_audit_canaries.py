@@ -1,0 +1,108 @@
+"""Issue 40: the audit's new parts on their own: the y-canary and the difference canary
+(neighbour construction), the batch-size dispersion test against fixed and Poisson batches,
+exact GDP of single-use passes, the run count planned from measured leakage and the
+detectable ε that follows from it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
+from bench.audit import (
+    detectable_epsilon,
+    expected_ratio,
+    gdp_epsilon,
+    gdp_mu,
+    gdp_trade_off,
+    ledger_gdp_mu,
+    threshold_detectable_mu,
+)
+from bench.canary import SLOT, _dispersion_failures, audit_problem, canary_oracle
+from problems.backend import BackendSpec, get_backend
+
+NUMPY = get_backend(BackendSpec(name="numpy"))
+
+
+def test_the_y_canary_reaches_both_partials_on_coordinates_of_its_own() -> None:
+    base = audit_problem("dp_sgda").oracle(NUMPY)
+    oracle = canary_oracle(base, 7.0)
+    assert (oracle.d, oracle.d_y) == (base.d + 1, base.d_y + 1)
+    x, y = np.linspace(-0.5, 0.5, oracle.d), np.linspace(0.2, -0.2, oracle.d_y)
+    gx, gy = oracle.per_sample_partials(x, y, np.array([3, SLOT]))
+    np.testing.assert_array_equal(gx[1], 7.0 * np.eye(oracle.d)[-1])
+    np.testing.assert_array_equal(gy[1], 7.0 * np.eye(oracle.d_y)[-1])
+    assert gx[0, -1] == gy[0, -1] == 0.0  # nothing else touches the canary coordinates
+    base_gx, base_gy = base.per_sample_partials(x[:-1], y[:-1], np.array([3]))
+    np.testing.assert_array_equal(gx[0, :-1], base_gx[0])
+    np.testing.assert_array_equal(gy[0, :-1], base_gy[0])
+    assert oracle.project_y(y)[-1] == y[-1]  # Π_Y leaves the canary coordinate free
+    assert oracle.best_response(x)[-1] == 0.0
+    zero = canary_oracle(base, 0.0).per_sample_partials(x, y, np.array([SLOT]))
+    assert not np.any(zero[0]) and not np.any(zero[1])  # the add/remove neighbour: nothing
+
+
+@pytest.mark.parametrize("name", ["dp_sgd", "dp_sgda"])
+def test_the_difference_canary_reaches_gradients_and_their_differences(name: str) -> None:
+    base = audit_problem(name).oracle(NUMPY)
+    oracle = canary_oracle(base, 50.0, "difference")
+    rng = np.random.default_rng(3)
+    x, x2 = rng.standard_normal(oracle.d), rng.standard_normal(oracle.d)
+    k = np.eye(oracle.d)[-1]
+    if name == "dp_sgda":
+        y, y2 = rng.standard_normal(oracle.d_y), rng.standard_normal(oracle.d_y)
+        (gx, gy), (gx2, gy2) = (oracle.per_sample_partials(a, b, np.array([SLOT]))
+                                for a, b in ((x, y), (x2, y2)))
+        np.testing.assert_allclose(gy[0] - gy2[0], -50.0 * (y - y2))  # concave in y
+        np.testing.assert_allclose(gy[0], 50.0 * (np.eye(oracle.d_y)[-1] - (y - oracle.y0)))
+    else:
+        gx, gx2 = (oracle.per_sample_grads(a, np.array([SLOT])) for a in (x, x2))
+    np.testing.assert_allclose(gx[0] - gx2[0], 50.0 * (x - x2))  # a‖x − x′‖ exactly
+    np.testing.assert_allclose(gx[0], 50.0 * (k + x - oracle.x0))
+    curved = canary_oracle(base, 50.0, "difference", curved=0.02)  # curvature 1 = a·0.02
+    g1, g2 = (curved.per_sample_grads(a, np.array([SLOT]))[0] for a in (x, x2))
+    np.testing.assert_allclose(g1 - g2, x - x2)
+
+
+def batches(sizes: list[int], n: int = 64, rate: float = 0.25) -> list[Batch]:
+    return [Batch(np.arange(s), Sampling("poisson", n, rate=rate)) for s in sizes]
+
+
+def test_the_dispersion_test_tells_fixed_batches_from_poisson_ones() -> None:
+    rng = np.random.default_rng(0)
+    mech = Mechanism(NUMPY.noise_source(0), rng)
+    poisson = [mech.sample(64, scheme="poisson", rate=0.25) for _ in range(400)]
+    assert _dispersion_failures(poisson) == []
+    fixed = batches([16] * 400)  # exactly nq every time
+    (message,) = _dispersion_failures(fixed)
+    assert "disperse 0×" in message
+    wild = batches(list(rng.choice([2, 30], 400)))  # far too spread
+    assert _dispersion_failures(wild)
+    assert _dispersion_failures(fixed[:10]) == []  # too few batches to tell
+
+
+def test_single_use_passes_are_exactly_gdp_by_parallel_composition() -> None:
+    ledger = Ledger()
+    for epoch in range(2):
+        for sigma in (2.0, 4.0):  # two batches a pass; a record is in one of them
+            ledger.record(Sampling("disjoint", 64, rate=0.5, size=32, epoch=epoch),
+                          [Release("gaussian", "O", sigma=sigma, sensitivity=1.0)])
+    assert ledger_gdp_mu(ledger) == pytest.approx(math.sqrt(2) / 2.0)  # the worst batch
+
+
+def test_the_planned_run_count_and_the_detectable_epsilon_follow_the_leakage() -> None:
+    mu = gdp_mu(2.0, 1e-5)
+    # a canary that shows all of the claim: more runs, a larger ratio, never above 1
+    few, many = (expected_ratio(mu, mu, n, 1e-3, 1e-5) for n in (1000, 10_000))
+    assert 0 < few < many < 1
+    # one that shows half of it cannot reach 0.5
+    assert expected_ratio(mu / 2, mu, 10**6, 1e-3, 1e-5) < 0.5
+    full = detectable_epsilon(mu, 5000, 1e-3, 1e-5)
+    assert full < detectable_epsilon(mu, 5000, 1e-3, 1e-5, reach=0.5)
+    assert math.isinf(detectable_epsilon(mu, 5000, 1e-3, 1e-5, reach=0.0))
+    # the threshold rule needs a larger shift than the GDP fit, and less with more runs
+    needed = threshold_detectable_mu(gdp_trade_off(mu), 5000, 1e-3)
+    assert mu < needed < threshold_detectable_mu(gdp_trade_off(mu), 500, 1e-3)
+    assert gdp_epsilon(needed, 1e-5) > full
