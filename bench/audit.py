@@ -28,9 +28,15 @@ computed, each at confidence 1 − α:
   max(ln((TPR_lb − δ)/FPR_ub), ln((1 − δ − FPR_ub)/(1 − TPR_lb))) rarely exceeds ~1 at a
   few thousand runs.
 
-The power of a run count is the smallest ε the GDP fit detects half the time: the ε of
-μ_claimed + z_{1−α}·se. A correct implementation fails with probability at most α per
-rule; with fixed seeds the outcome is deterministic.
+The threshold rule's reported ε_lb is read at the threshold that maximises it on the first
+half (the gate's threshold is the one that beats the claimed curve by most).
+
+The power: the smallest ε the audit detects half the time, from the leakage it measured (the
+canary shows a share μ_reached/μ_claimed of a mechanism's μ; L0 measures μ_reached exactly)
+and the rule that gates (the GDP fit: μ_claimed + z_{1−α}·se; the threshold rule: the shift
+at which its expected bounds beat the claimed curve). L1's run count is planned from the same
+measurement (:func:`planned_runs`). A correct implementation fails with probability at most
+α per rule; with fixed seeds the outcome is deterministic.
 """
 
 from __future__ import annotations

@@ -7,7 +7,13 @@ sets differ in the slot alone: the canary (+a) against a zero record (add/remove
 record releases nothing) or against the anti-canary (−a, replace-one; used when no round is
 Poisson-sampled, since the suite declares replace-one sensitivities for every other
 scheme). ``a`` is far above any clip (``ADVERSARIAL_NORM``), or the assumed bound of an
-algorithm that does not clip (``Algorithm.assumes_bound``, e.g. noisy_sgd).
+algorithm that does not clip (``Algorithm.assumes_bound``, e.g. noisy_sgd). On a minimax
+problem the slot also has a y-coordinate of its own (:class:`CanaryMinimaxOracle`, the
+*y-canary*): F = a·(x_k + y_j) reaches the y-partials' releases too. A linear canary's
+gradient *difference* is 0, so releases of differences (SPIDER's O2, dp_rgda's increments,
+PriSMA's momentum corrections) are reached by the *difference canary*
+(:class:`DifferenceCanaryOracle`: the Dirac canary plus a/2·‖x − x₀‖², whose gradient
+difference between two points is a‖x − x′‖).
 
 **Recording.** :class:`AuditMechanism` overrides :meth:`Mechanism.emit`, the exit of every
 noisy data-dependent output (Gaussian releases, tree prefix sums, escape directions,
@@ -24,11 +30,14 @@ recorded output, so the algorithm's state follows the same path, and
   algorithm does with data passes through a recorded release (an unrecorded use shows);
 * the recorded noise, divided by its declared std, has mean 0 and std 1;
 * the realised ledger spends at most the ε the plan claims (PLD), PLD ≤ RDP, PLD ≈ exact
-  GDP where it applies; realised Poisson batch sizes match q (binomial z-test), fixed
-  batches have their size, disjoint batches never repeat a record within a pass.
+  GDP where it applies; realised Poisson batch sizes match q (binomial z-test) and disperse
+  as binomials (χ² over every batch of every run: fixed-size batches recorded as Poisson
+  fail it), fixed batches have their size, disjoint batches never repeat a record within a
+  pass.
 
 L0 also learns each release tag's canary direction (the normalised change of its value),
-which the score uses.
+which the score uses, how fully the canary reaches each tag, and the μ of a run's
+transcript between the neighbours (``mu_reached``: the leakage this canary can show).
 
 **L1, statistical** (:func:`canary_observations`, then :func:`bench.audit.audit`). Thousands
 of runs on each data set, each observed white-box (Nasr et al. 2023): every release and

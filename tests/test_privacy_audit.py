@@ -159,7 +159,7 @@ def test_canary_audit_passes(name: str) -> None:
     result = registry_audit(name)
     assert result.canary.passed, result.canary
     assert result.canary_subsampled is None or result.canary_subsampled.passed
-    assert result.canary.runs == 2 * RUNS
+    assert result.canary.runs <= 2 * RUNS  # planned from L0's measured leakage
     assert result.eps_claimed["headline"] == pytest.approx(2.0, rel=1e-3)
     assert result.exact_l1 is not None and result.exact_l1.passed, result.exact_l1.failures
     assert all(a.passed for a in result.assumptions), [a.to_dict() for a in result.assumptions]
