@@ -2,7 +2,7 @@
 :class:`reports.claims.Paper`), plus the papers of installed plugins (entry points in the
 group ``saddlebench.papers``, each pointing to a ``Paper``).
 
-:func:`paper_info` reads what ``saddlebench list`` shows of a built-in paper (key, title,
+:func:`paper_info` reads what ``saddlebench list`` shows of a built-in paper (title,
 source, url, roles) from its module's source, the literal arguments of ``PAPER = Paper(...)``,
 without importing the module (which imports pandas, matplotlib and the algorithms): the
 module stays the one place these are written.
@@ -62,7 +62,7 @@ class PaperInfo(NamedTuple):
     roles: tuple[str, ...]
 
 
-INFO_FIELDS = ("key", "title", "source", "url")
+INFO_FIELDS = ("title", "source", "url")
 
 
 def paper_info(key: str) -> PaperInfo:
@@ -79,7 +79,8 @@ def paper_info(key: str) -> PaperInfo:
 
 def declared_info(module: Path) -> PaperInfo:
     """The :class:`PaperInfo` a page module declares, read from its source without importing
-    it; ValueError where an argument is not a literal (or module constant)."""
+    it (its key is its name, as :func:`get_paper` checks); ValueError where an argument is
+    not a literal (or module constant)."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
     names = module_constants(tree)
     paper = names.get("PAPER")
@@ -88,7 +89,7 @@ def declared_info(module: Path) -> PaperInfo:
     given = {k.arg: k.value for k in paper.keywords if k.arg}
     values = {f: literal(given[f], names) if f in given else "" for f in INFO_FIELDS}
     roles = literal(given["roles"], names, keys_only=True) if "roles" in given else ()
-    return PaperInfo(**values, roles=tuple(roles))
+    return PaperInfo(module.stem, **values, roles=tuple(roles))
 
 
 def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
