@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -63,7 +64,7 @@ def test_without_extend_the_edge_is_recorded_and_the_premise_fails(tmp_path: Pat
     choice = tuned(tmp_path, experiment(0, [1e-4, 2e-4]))
     assert choice["extended"] == [] and choice["edges"] == {"lr": "upper"}
 
-    results = SimpleNamespace(suites=[{"tuning": [choice]}])
+    results: Any = SimpleNamespace(suites=[{"tuning": [choice]}])  # what the premise reads
     check = tuned_inside_grid("lr")(pd.DataFrame({"run_id": choice["run_ids"]}), results)
     assert check.passed is False and "upper edge" in check.measured
     other = tuned_inside_grid("lr")(pd.DataFrame({"run_id": ["elsewhere"]}), results)
