@@ -688,15 +688,15 @@ def planned_runs(setup: AuditSetup, mu_reached: float, runs: int, alpha: float,
     """L1's observations a side, planned from the leakage L0 measured (``mu_reached``): the
     fewest (at most ``runs``) expected to give ε_lb ÷ ε ≥ the first of ``targets`` (default
     :data:`TARGET_RATIO`, else :data:`GOAL_RATIO`) it can; where not even ``runs`` would,
-    all ``runs``, or ``runs`` ÷
-    :data:`FUTILE_FRACTION` where the canary shows less than :data:`FUTILE_REACH` of the
-    claimed μ. A difference canary's observation costs two runs (a run and its replay)."""
-    delta = setup.plan.target.delta
-    claimed = ledger_gdp_mu(setup.plan.ledger)
-    eps = setup.plan.eps.headline
-    if claimed is None and (not eps or delta <= 0):
-        return runs
-    mu_claimed = claimed if claimed is not None else gdp_mu(float(eps), delta)
+    all ``runs``, or ``runs`` ÷ :data:`FUTILE_FRACTION` where the canary shows less than
+    :data:`FUTILE_REACH` of the claimed μ. A difference canary's observation costs two runs
+    (a run and its replay)."""
+    delta, eps = setup.plan.target.delta, setup.plan.eps.headline
+    mu_claimed = ledger_gdp_mu(setup.plan.ledger)
+    if mu_claimed is None:
+        if not eps or delta <= 0:
+            return runs
+        mu_claimed = gdp_mu(eps, delta)
     floor = max(4, runs // FUTILE_FRACTION)
     for target in targets:
         if expected_ratio(mu_reached, mu_claimed, runs, alpha, delta) >= target:

@@ -20,8 +20,15 @@ from bench.audit import (
     ledger_gdp_mu,
     threshold_detectable_mu,
 )
-from bench.canary import SLOT, _dispersion_failures, audit_problem, canary_oracle
+from bench.canary import (
+    SLOT,
+    CanaryMinimaxOracle,
+    _dispersion_failures,
+    audit_problem,
+    canary_oracle,
+)
 from problems.backend import BackendSpec, get_backend
+from problems.minimax import MinimaxOracle
 
 NUMPY = get_backend(BackendSpec(name="numpy"))
 
@@ -29,6 +36,7 @@ NUMPY = get_backend(BackendSpec(name="numpy"))
 def test_the_y_canary_reaches_both_partials_on_coordinates_of_its_own() -> None:
     base = audit_problem("dp_sgda").oracle(NUMPY)
     oracle = canary_oracle(base, 7.0)
+    assert isinstance(base, MinimaxOracle) and isinstance(oracle, CanaryMinimaxOracle)
     assert (oracle.d, oracle.d_y) == (base.d + 1, base.d_y + 1)
     x, y = np.linspace(-0.5, 0.5, oracle.d), np.linspace(0.2, -0.2, oracle.d_y)
     gx, gy = oracle.per_sample_partials(x, y, np.array([3, SLOT]))
@@ -40,7 +48,9 @@ def test_the_y_canary_reaches_both_partials_on_coordinates_of_its_own() -> None:
     np.testing.assert_array_equal(gy[0, :-1], base_gy[0])
     assert oracle.project_y(y)[-1] == y[-1]  # Π_Y leaves the canary coordinate free
     assert oracle.best_response(x)[-1] == 0.0
-    zero = canary_oracle(base, 0.0).per_sample_partials(x, y, np.array([SLOT]))
+    neighbour = canary_oracle(base, 0.0)
+    assert isinstance(neighbour, CanaryMinimaxOracle)
+    zero = neighbour.per_sample_partials(x, y, np.array([SLOT]))
     assert not np.any(zero[0]) and not np.any(zero[1])  # the add/remove neighbour: nothing
 
 
@@ -51,7 +61,7 @@ def test_the_difference_canary_reaches_gradients_and_their_differences(name: str
     rng = np.random.default_rng(3)
     x, x2 = rng.standard_normal(oracle.d), rng.standard_normal(oracle.d)
     k = np.eye(oracle.d)[-1]
-    if name == "dp_sgda":
+    if isinstance(oracle, CanaryMinimaxOracle):
         y, y2 = rng.standard_normal(oracle.d_y), rng.standard_normal(oracle.d_y)
         (gx, gy), (gx2, gy2) = (oracle.per_sample_partials(a, b, np.array([SLOT]))
                                 for a, b in ((x, y), (x2, y2)))

@@ -20,7 +20,7 @@ from bench.store import _dumps, flatten
 
 def test_a_run_over_its_bound_records_infinite_epsilon_with_the_norm() -> None:
     record = run_one(premise_spec("noisy_sgd", bound=0.3))
-    assert record.status == "done", record.error
+    assert record.status == "done" and record.eps is not None, record.error
     norm = record.diagnostics["max_per_sample_grad_norm"]
     assert record.diagnostics["guarantee_void"] is True and norm > 0.3
     assert all(math.isinf(record.eps[k]) for k in ("pld", "rdp", "gdp", "headline"))
@@ -32,7 +32,7 @@ def test_a_run_over_its_bound_records_infinite_epsilon_with_the_norm() -> None:
 
 def test_a_run_within_its_bound_keeps_its_epsilon() -> None:
     record = run_one(premise_spec("noisy_sgd", bound=1e3))
-    assert record.diagnostics["guarantee_void"] is False
+    assert record.eps is not None and record.diagnostics["guarantee_void"] is False
     assert math.isfinite(record.eps["pld"]) and "void" not in record.eps
 
 
@@ -48,6 +48,7 @@ def test_the_selection_step_checks_its_candidates_against_the_bound() -> None:
     checked = trace.clips[SELECTION]
     assert checked is not None and checked.seen == 5 * 400
     seen = checked.summary()
+    assert seen["max"] is not None and seen["over"] is not None
     diag = alg.diagnostics(trace)
     assert diag["max_per_sample_grad_norm"] >= seen["max"] > 0.05
     assert diag["bound_violations"] >= seen["over"] > 0 and diag["guarantee_void"]
