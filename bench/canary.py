@@ -97,8 +97,10 @@ AUDIT_SETTINGS: dict[str, Any] = {"steps": 8, "batch_size": 16, "lr": 0.05,
                                   "batch_refresh": 16, "batch_diff": 8}
 #: L1's default setting, chosen for power (Nasr et al. 2023): the batch parameters of
 #: :data:`FULL_BATCH` set to n (q = 1: nothing is subsampled, so the composed mechanism is
-#: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs)
-POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4}
+#: exactly GDP and its optimal statistic Gaussian) and few steps (cheap runs); one inner
+#: step (dp_rgda: later inner increments difference the partials at one x, so no record's
+#: x-part moves there, and the claim's μ would be spent on nothing)
+POWER_SETTINGS: dict[str, Any] = {**AUDIT_SETTINGS, "steps": 4, "inner_steps": 1}
 FULL_BATCH = ("batch_size", "batch_refresh", "batch_diff")
 #: the smoothness audit's setting (with :data:`POWER_SETTINGS`): without C₃ PriSMA's
 #: momentum correction has sensitivity LηC₂ (huang2025 Algorithm 1). η and C₂ make the
