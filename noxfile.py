@@ -67,7 +67,10 @@ def gpu(session: nox.Session) -> None:
     figures (bench/micro/measured/gpu.json) for the runtime page (PyPI's Linux torch wheel
     carries CUDA)."""
     install(session, "all")
-    session.run("python", "-m", "bench.gpu_check", "--store", *session.posargs)
+    session.run("python", "-m", "bench.gpu_check", "--out", "out/gpu", "--store",
+                *session.posargs)
+    # the paper files' GPU steps (bench/micro/test_paper_steps.py) price `--estimate`
+    session.run("python", "-m", "bench.bill", "out/gpu/micro_cuda.json")
 
 
 @nox.session

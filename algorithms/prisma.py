@@ -230,15 +230,17 @@ class PriSMA(Algorithm[PriSMAParams, PriSMAExtras]):
             and g′ (line 10) and s the C₃ clip of their difference (eq. (20); 1 without C₃)."""
             norms, norms_prev = xp.sqrt(sq), xp.sqrt(sq_prev)
             c, c_prev = clip_factors(xp, norms, p.clip1), clip_factors(xp, norms_prev, p.clip1)
-            if tracked.get("") is not None:
-                tracked[""].add(norms)
-                tracked[""].add(norms_prev)
+            first = tracked.get("")
+            if first is not None:
+                first.add(norms)
+                first.add(norms_prev)
             s = 1.0
             if p.clip3 is not None:
                 diff = xp.sqrt(xp.maximum(c * c * sq + c_prev * c_prev * sq_prev
                                           - 2 * c * c_prev * inner, 0.0))
-                if tracked.get("c3") is not None:
-                    tracked["c3"].add(diff)
+                third = tracked.get("c3")
+                if third is not None:
+                    third.add(diff)
                 s = clip_factors(xp, diff, p.clip3)
             return c * (p.gamma + (1 - p.gamma) * s), -(1 - p.gamma) * s * c_prev
 
