@@ -828,15 +828,17 @@ class AuditRequest:
         every clip (not where the algorithm assumes a bound C instead of clipping)."""
         return not setup.algorithm.assumes_bound
 
-    def _l1_canary(self, instance: Instance, setup: AuditSetup, exact: ExactReport
-                   ) -> tuple[AuditSetup, ExactReport]:
-        """L1's canary: the Dirac one, or the difference canary where its L0 shows more of
-        the claimed leakage (``mu_reached``: it reaches releases of differences)."""
+    def _l1_canary(self, instance: Instance, setup: AuditSetup, exact: ExactReport,
+                   releases_differences: bool) -> tuple[AuditSetup, ExactReport]:
+        """L1's canary: the difference canary where the algorithm releases differences (its
+        L0 reached a release the Dirac canary's did not) or where its L0 shows more of the
+        claimed leakage (``mu_reached``), else the Dirac one (a run an observation)."""
         if not self._differences(setup):
             return setup, exact
         other = self._setup(instance, self.setting == "power", canary="difference")
         checked = exact_checks(other, runs=self.exact_runs, seed=self.seed)
-        better = checked.mu_reached > DIFFERENCE_GAIN * exact.mu_reached
+        better = releases_differences or (
+            checked.mu_reached > DIFFERENCE_GAIN * exact.mu_reached)
         return (other, checked) if better else (setup, exact)
 
     def part(self, part: str) -> tuple[Any, float]:
@@ -854,9 +856,11 @@ class AuditRequest:
         exact_difference = (exact_checks(self._setup(instance, False, "difference"),
                                          runs=self.exact_runs, seed=self.seed)
                             if self._differences(setup) else None)
-        l1_setup, l1_exact = self._l1_canary(instance, setup, exact if setup is exact_setup
-                                             else exact_checks(setup, runs=self.exact_runs,
-                                                               seed=self.seed))
+        releases_differences = exact_difference is not None and bool(
+            set(exact_difference.reached) - set(exact.reached))
+        l1_setup, l1_exact = self._l1_canary(
+            instance, setup, exact if setup is exact_setup else exact_checks(
+                setup, runs=self.exact_runs, seed=self.seed), releases_differences)
         runs = planned_runs(l1_setup, l1_exact.mu_reached, self.runs, self.alpha)
         result = canary_audit(l1_setup, l1_exact.directions, runs, alpha=self.alpha,
                               seed=self.seed + 10**6, reach=l1_exact.mu_reached)
