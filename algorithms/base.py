@@ -144,7 +144,7 @@ class TightSigma:
                 "noise_ratio_tight_over_paper": self.ratio}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan(Generic[E]):
     """The untimed result of calibration: σ, schedule sizes, the ε figures and the
     algorithm's :class:`Extras`."""

@@ -25,7 +25,7 @@ from bench import env
 from bench.fingerprint import fingerprint
 from bench.metrics import evaluate, finite
 from bench.spec import RunSpec, instantiate_params
-from problems.backend import get_backend
+from problems.backend import Backend, get_backend
 from problems.base import get_problem
 from problems.registry import import_plugins
 
@@ -136,6 +136,18 @@ class OutputRule:
         return trace.point(), {"rule": "last_iterate", "step": trace.steps_taken}
 
 
+def mechanism(seed: int, backend: Backend) -> tuple[Mechanism, np.random.SeedSequence]:
+    """A run's randomness from its seed: the mechanism's noise, sampling, Laplace and public
+    streams, and the seed of the output index's draw (the fifth child; spawn(5)[:4] ==
+    spawn(4), so the mechanism's four streams are those runs had before it). Studies that
+    replay a run use it too."""
+    noise, sampling, laplace, public, output = np.random.SeedSequence(seed).spawn(5)
+    mech = Mechanism(backend.noise_source(int(noise.generate_state(1)[0])),
+                     np.random.default_rng(sampling), laplace=np.random.default_rng(laplace),
+                     public=np.random.default_rng(public))
+    return mech, output
+
+
 def _execute(spec: RunSpec, record: RunRecord) -> None:
     backend = get_backend(spec.backend)
     problem = get_problem(spec.problem.name)(instantiate_params("problem", spec.problem))
@@ -148,12 +160,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     record.plan = plan.to_dict()
     record.timings["setup_s"] = time.perf_counter() - t0
 
-    # the fifth child draws the output index; spawn(5)[:4] == spawn(4): the algorithm's
-    # four streams are those runs had before it
-    noise, sampling, laplace, public, output = np.random.SeedSequence(spec.seed).spawn(5)
-    mech = Mechanism(backend.noise_source(int(noise.generate_state(1)[0])),
-                     np.random.default_rng(sampling), laplace=np.random.default_rng(laplace),
-                     public=np.random.default_rng(public))
+    mech, output = mechanism(spec.seed, backend)
 
     schedule = eval_steps(plan.steps, spec.eval.points, spec.eval.schedule)
     iterate_s = eval_s = 0.0

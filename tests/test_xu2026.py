@@ -747,7 +747,7 @@ def test_s1_reads_the_instance_study() -> None:
 
 
 def test_the_instance_study_computes_the_saddle_and_the_clipping() -> None:
-    from reports.papers.xu2026 import _instance_row
+    from bench.studies.xu2026 import _instance_row
 
     row = _instance_row(100.0, 0)
     assert row["saddle_ok"] and row["multiplicity"] == 3
@@ -758,7 +758,8 @@ def test_the_instance_study_computes_the_saddle_and_the_clipping() -> None:
 def test_the_data_check_can_fail_both_ways() -> None:
     """The data share is about 1 without noise (zeroed data leave x₀ in place), 0 on data
     that are zeros already, and below the declared 0.1 under App. D's noise."""
-    from reports.papers.xu2026 import DATA_SHARE, data_influence, table2_specs, zeroed
+    from bench.studies.xu2026 import data_influence, table2_specs, zeroed
+    from reports.papers.xu2026 import DATA_SHARE
 
     spec = next(r for r in table2_specs("quick", ("dp_rgda",))
                 if r.problem.params["x_star_norm"] == 100)
@@ -780,7 +781,7 @@ def replace_steps(spec, steps: int):  # type: ignore[no-untyped-def]
 def test_table2_tunes_every_private_method_alike() -> None:
     """Every private Table 2 method tunes lr on the same grid with ≥ 3 tuning seeds and an
     extension past an edge; the studies read the references' constants at the private target."""
-    from reports.papers.xu2026 import table2_specs
+    from bench.studies.xu2026 import table2_specs
 
     for s in (100, 20):
         exp = load_experiment(EXPERIMENTS / "quick" / f"table2_scale{s}.yaml")
