@@ -139,7 +139,7 @@ def _why(a: dict[str, Any], reach: float | None) -> str:
     ratio = canary.get("ratio")
     if ratio is None or ratio >= GOAL_RATIO:
         return ""
-    shown = (f"the canary shows {fmt(reach, 2)} of the claimed μ in every setting audited; "
+    shown = (f"L1's canary shows {fmt(reach, 2)} of the claimed μ (L0, exact); "
              if reach is not None and reach < 1 else "")
     kind = "GDP fit" if canary.get("exact_gdp") else "threshold rule (the claim is not GDP)"
     return (f"{shown}at {canary['runs'] // 2} runs a side the {kind} detects ε ≥ "
