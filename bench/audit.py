@@ -798,6 +798,8 @@ class AuditRequest:
     one_run: bool = True
     training: bool = True
     above_bound: Sequence[float] = ABOVE_BOUND
+    #: plan L1's runs from L0's measured leakage (:func:`planned_runs`); False: ``runs``
+    planned: bool = True
 
     def __post_init__(self) -> None:
         if self.setting not in SETTINGS:
@@ -861,7 +863,8 @@ class AuditRequest:
         l1_setup, l1_exact = self._l1_canary(
             instance, setup, exact if setup is exact_setup else exact_checks(
                 setup, runs=self.exact_runs, seed=self.seed), releases_differences)
-        runs = planned_runs(l1_setup, l1_exact.mu_reached, self.runs, self.alpha)
+        runs = (planned_runs(l1_setup, l1_exact.mu_reached, self.runs, self.alpha)
+                if self.planned else self.runs)
         result = canary_audit(l1_setup, l1_exact.directions, runs, alpha=self.alpha,
                               seed=self.seed + 10**6, reach=l1_exact.mu_reached)
         exact_l1 = None if l1_exact is exact else l1_exact
