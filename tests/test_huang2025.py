@@ -31,6 +31,8 @@ from reports.papers.huang2025 import (
     PAPER,
     THEOREM3_SETTINGS,
     corollary_sigma,
+    noise_to_signal,
+    paper_noise,
     group_privacy,
     lemma_d2_study,
     theorem3_study,
@@ -268,7 +270,7 @@ def test_tuning_errors(patch: dict[str, Any], message: str) -> None:
 # -- experiment files and the page ------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
-    for scale, count in (("quick", 5), ("paper", 2)):
+    for scale, count in (("quick", 6), ("standard", 1), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -779,3 +781,86 @@ def test_every_role_of_the_paper_is_played_by_a_quick_file() -> None:
     roles = {r for path in (EXPERIMENTS / "quick").glob("*.yaml")
              for r in load_experiment(path).roles}
     assert roles == set(PAPER.roles)
+
+
+# -- Table 1 on real images (Fashion-MNIST) ----------------------------------------------
+
+def real_table1(gaps: dict[float, float], noise_scale: float = 1.0) -> list[dict[str, Any]]:
+    """Fashion-MNIST Table 1 rows at the quick file's N, d, b and Corollary 1's σ̂ at T = 80
+    (× ``noise_scale``), PriSMA ``gaps[ε]`` pp above DPSGD-GC."""
+    rows = [{str(k): v for k, v in r.items()} for r in table1(gaps).runs.to_dict("records")]
+    prisma = algorithm("prisma", steps=80, batch_size=30)
+    data = DataSize(n=3000, clients=[np.arange(300)] * 10)
+    for r in rows:
+        sigma = prisma.paper_sigma(data, PrivacyTarget(r["epsilon"], 1e-5, "paper"))
+        r.update(problem="fashion_mnist_mlp", p_prob_hidden=32, p_prob_clients=10, n=3000,
+                 batch_size=30, sigma=noise_scale * sigma)
+    return rows
+
+
+def test_claims_1_2_4_are_judged_on_real_images_and_the_digits_are_a_stand_in() -> None:
+    """With Fashion-MNIST runs beside the digits, claims 1, 2 and 4 read only the real
+    images (their settings name fashion_mnist_mlp); the digits' verdicts are findings marked
+    stand-in, not counted; without real runs the digits are judged as before."""
+    from reports.papers.huang2025 import _stand_in_findings
+
+    digits = [{str(k): v for k, v in r.items()} for r in table1(
+        {4.0: 3.0, 32.0: 0.0}).runs.to_dict("records")]
+    both = synthetic_results("huang2025", digits + real_table1({4.0: -3.0, 32.0: 0.0}))
+    one = verdict_of("huang2025", "1", both)
+    assert one.verdict == "contradicted"  # the real images' −3 pp, not the digits' +3 pp
+    assert set(settings_of(one)) == {"problem = fashion_mnist_mlp, epsilon = 4"}
+    assert "fashion_mnist_mlp in place of CIFAR-10" in one.stand_in  # never the paper's data
+    for claim in ("2", "4"):
+        assert {s.split(",")[0] for s in settings_of(verdict_of("huang2025", claim, both))} == {
+            "problem = fashion_mnist_mlp"}
+    found = _stand_in_findings(both)
+    assert [f["what"].split()[1] for f in found] == ["1", "2", "4"]
+    assert all(f["kind"] == "stand-in (not counted)" for f in found)
+    assert found[0]["numbers"].startswith("held")  # the digits' +3 pp, reported beside
+    alone = synthetic_results("huang2025", digits)
+    assert verdict_of("huang2025", "1", alone).verdict == "held"
+    assert _stand_in_findings(alone) == []
+
+
+def test_real_images_are_in_the_papers_noise_regime_or_named_out_of_it() -> None:
+    """The quick file's N = 300, d = 25,450, T = 80 give the paper's per-step noise-to-signal
+    (10.2 at ε = 4, 1.82 at ε = 32; ratio ≈ 1.01); at 3× the noise the setting is out of
+    regime, and the premise names both values."""
+    rows = pd.DataFrame(real_table1({4.0: 0.0, 32.0: 0.0}))
+    ratio = noise_to_signal(rows) / rows["epsilon"].map(paper_noise)
+    np.testing.assert_allclose(ratio, 1.013, atol=0.01)
+    assert paper_noise(4) == pytest.approx(10.21, abs=0.01)
+    held = verdict_of("huang2025", "1", synthetic_results("huang2025", real_table1({4.0: 3.0})))
+    assert held.verdict == "held"
+    loud = verdict_of("huang2025", "2", synthetic_results("huang2025", real_table1(
+        {4.0: 3.0, 32.0: 3.0}, noise_scale=3.0)))
+    assert loud.verdict == "out of regime"
+    (premise,) = [p for p in loud.premise_summary() if "noise-to-signal" in p.name]
+    assert premise.passed is False and "vs the paper's" in premise.measured
+    assert "d = 25,450" in premise.measured and "d = 550,570" in premise.measured
+
+
+def test_the_real_image_table1_suites_skip_cleanly_where_fashion_mnist_is_absent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Without Fashion-MNIST the pre-flight leaves out the two real-image Table 1 suites of
+    the standard scale (quick and standard), one line each, and keeps every other suite."""
+    import dataclasses
+
+    from bench.cli import paper_experiments, with_data
+    from problems.data import catalog
+    from problems.data.mnist import FASHION_MNIST
+
+    files = catalog._idx(dataclasses.replace(FASHION_MNIST, system=(tmp_path / "absent",)))
+    monkeypatch.setattr(catalog, "DATASETS", tuple(
+        dataclasses.replace(d, files=files) if d.key == "fashion-mnist" else d
+        for d in catalog.DATASETS))
+    monkeypatch.setenv("SADDLEBENCH_DATA", str(tmp_path / "root"))
+    experiments = [load_experiment(p) for p in paper_experiments("huang2025", "standard")]
+    real = {e.suite for e in experiments if "fashion_mnist" in e.suite}
+    assert len(real) == 2
+    assert {e.suite for e in with_data(experiments, strict=False)} == {
+        e.suite for e in experiments} - real
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.count("not run: data missing: Fashion-MNIST") == 2

@@ -8,6 +8,10 @@ clip C₂, without the C₃ clip, without momentum). Studies (no runs): ``theore
 1's σ̂ at settings where Theorem 3's condition (18) holds, against the PLD and RDP
 accountants) and ``lemma_d2`` (the clipping-bias inequality (40) on random vector sets).
 
+Table 1's claims 1, 2 and 4 are judged on real images (Fashion-MNIST) wherever such runs
+exist, in the paper's per-step noise-to-signal regime (premise); the embedded digits are then
+a stand-in reported beside them, not counted.
+
 Comparisons of PriSMA with DPSGD-GC are decided per setting on the difference of the two
 methods' final metrics, paired by seed (both methods run the same seeds, which fix the
 sampling and noise streams; Welch's test where the seeds differ), one-sided as the paper's
@@ -32,7 +36,7 @@ import pandas as pd
 from algorithms import PrivacyTarget, get_algorithm
 from algorithms.prisma import PriSMA, PriSMAParams
 from algorithms.privacy.accounting import epsilon
-from problems import DataSize, get_problem
+from problems import DataSize
 from reports.claims import (
     Claim,
     Control,
@@ -44,7 +48,9 @@ from reports.claims import (
     Statistic,
     along,
     difference,
+    evaluate,
     finished,
+    numeric,
     paired_or_welch,
 )
 from reports.figures import colours, save_figure, style
@@ -105,14 +111,23 @@ THEOREM3_SETTINGS = ((4.0, 1e-5, 5000, 25, 50000), (8.0, 1e-4, 2000, 40, 2000),
 CHANCE = 0.1  # 10 classes (digits and CIFAR-10)
 LEMMA_TRIALS = 2000  # random vector sets for Lemma D.2 (each with ‖ū‖ ≤ C/2)
 TABLE1_SETTING: dict[str, Any] = {"clients": 10, "n": 5000, "batch_size": 512, "steps": 1000,
-                                  "delta": 1e-5}
+                                  "delta": 1e-5, "d": 550570}
+# Table 1's networks: problem -> (data set as the page names it, input features of the
+# one-hidden-layer MLP, real 28×28 images or not); d = (features + 1)·h + (h + 1)·10
+TABLE1_DATA = {"digits_mlp": ("digits (8×8, stand-in)", 64, False),
+               "fashion_mnist_mlp": ("Fashion-MNIST (28×28)", 784, True)}
+# Claims 1, 2, 4 read runs whose per-step noise-to-signal (Regime table) is within this
+# factor of the paper's at the same ε: what a private method does depends on √d·σ/(nε)
+# (issue 38); 1.5 admits the digits stand-in (0.77× the paper's) and Fashion-MNIST (1.01×)
+NOISE_FACTOR = 1.5
 
 ROLES = {
     "fig1": "Figure 1: final ‖∇F(x_T)‖ of PriSMA and DPSGD-GC against the clients' sample "
             "count N on non-convex least squares (claims 6, 7, 7e, 8 and the step and privacy "
             "checks 10, 14, L1)",
     "table1": "Table 1: final test accuracy and loss of PriSMA and DPSGD-GC against ε "
-              "(claims 1, 1n, 2, 3a, 3b, 4 and the step and privacy checks 10, 14, L1)",
+              "(claims 1, 1n, 2, 3a, 3b, 4 and the step and privacy checks 10, 14, L1; claims "
+              "1, 2 and 4 read Fashion-MNIST wherever it ran, else the digits stand-in)",
     "reference": "non-private SGD on Table 1's problem: the accuracy a private method could "
                  "reach (shown beside Table 1, no claim)",
     "pilot": "the pilot behind Table 1's fixed constants: PriSMA's C₁, γ, C₃ and DPSGD-GC's "
@@ -147,7 +162,14 @@ RESOLUTIONS = (
      "the paper's σ̂ is used as printed (calibration: paper); every plan records whether (18) "
      "holds; the accountants' ε is shown beside it (claims 10 and 16)"),
     ("§5(b) grid", "η grid garbled in the text", "η ∈ {1, 2, 5} × {1, 0.1, 0.01}"),
-    ("Quick scale", "CIFAR-10 cannot run on 2 CPU cores in minutes",
+    ("Quick scale", "CIFAR-10 cannot run on 2 CPU cores in minutes; neither can the tanh VGG for "
+     "28×28×1 images (d = 435,306: about 100× the MLP's cost per sample)",
+     "claims 1, 2 and 4 on REAL images: Fashion-MNIST, 3,000 training images over M = 10 "
+     "clients (N = 300, split at random and evenly as the paper's), a 784-32-10 MLP "
+     "(d = 25,450), T = 80, b = 30 (b/N = 0.1 as the paper's): its per-step noise-to-signal "
+     "is the paper's at each ε (10.3 vs 10.2 at ε = 4), its N, d and passes are not (Regime "
+     "table); ε ∈ {4, 32} (standard adds 8, 16); η tuned alike on three tuning seeds, C₁, γ, "
+     "C₃ from the digits pilot. Beside it, "
      "the embedded digits (real images, 8×8) over 10 clients with a tanh MLP (Table 1 "
      "stand-in; its per-step noise-to-signal is near the paper's, its passes fewer: see the "
      "Regime table), T and η tuned on three tuning seeds, C₁, γ, C₃ fixed from the recorded "
@@ -661,6 +683,60 @@ CONDITION_18 = Premise(
     "violate it); the PLD accountant's ε (claim 10) needs no such condition")
 
 
+def is_real(runs: pd.DataFrame) -> pd.Series:
+    """Table 1 runs on real images at 28×28 (:data:`TABLE1_DATA`)."""
+    real = {p for p, (_, _, is_images) in TABLE1_DATA.items() if is_images}
+    return runs["problem"].isin(real) if "problem" in runs else pd.Series(False,
+                                                                           index=runs.index)
+
+
+def judged_data(runs: pd.DataFrame) -> pd.Series:
+    """The Table 1 runs claims 1, 2 and 4 read: those on real images wherever any ran, else
+    the stand-in's (a stand-in's verdict is never the paper's where real images ran)."""
+    real = is_real(runs)
+    return real if real.any() else ~real
+
+
+def table1_dims(runs: pd.DataFrame) -> pd.Series:
+    """d of each Table 1 run's MLP, (features + 1)·h + (h + 1)·10 (nan off :data:`TABLE1_DATA`)."""
+    features = runs["problem"].map(
+        lambda p: TABLE1_DATA.get(str(p), ("", math.nan, False))[1]).astype(float)
+    hidden = numeric(runs, "p_prob_hidden")
+    return (features + 1) * hidden + (hidden + 1) * 10
+
+
+def noise_to_signal(runs: pd.DataFrame) -> pd.Series:
+    """Per-step noise norm of the averaged message over the clip, √d·σ̂·2/(b·√M)."""
+    return (np.sqrt(table1_dims(runs)) * numeric(runs, "sigma") * 2
+            / (numeric(runs, "batch_size") * np.sqrt(numeric(runs, "p_prob_clients"))))
+
+
+def paper_noise(eps: float) -> float:
+    """√d·σ̂·2/(b·√M) of Table 1's CNN setting at ``eps`` (Corollary 1's σ̂)."""
+    s = TABLE1_SETTING
+    return math.sqrt(s["d"]) * corollary_sigma(eps) * 2 / (s["batch_size"]
+                                                           * math.sqrt(s["clients"]))
+
+
+def _noise_regime(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    ours = noise_to_signal(runs)
+    paper = runs["epsilon"].astype(float).map(paper_noise)
+    ratio = (ours / paper).dropna()
+    if ratio.empty:
+        return None, "per-step noise-to-signal not recorded"
+    ok = bool(((ratio <= NOISE_FACTOR) & (ratio >= 1 / NOISE_FACTOR)).all())
+    return ok, (f"√d·σ̂·2/(b·√M) = {_span(ours)} (d = {_span(table1_dims(runs), '{:,.0f}')}, "
+                f"N = {_span(_per_client(runs), '{:,.0f}')}) vs the paper's "
+                f"{_span(paper)} (d = 550,570, N = 5,000): ratio {_span(ratio)}, "
+                f"{'within' if ok else 'outside'} ×{NOISE_FACTOR:g}")
+
+
+NOISE_REGIME = Premise(
+    f"the paper's per-step noise-to-signal √d·σ̂·2/(b·√M) at this ε (within ×{NOISE_FACTOR:g})",
+    _noise_regime, "choose N per client, T and d so that √(T·d/M)/N matches the paper's "
+    "√(1000·550,570/10)/5,000 (σ̂·2/b ∝ √T/N under Corollary 1)")
+
+
 # -- studies (no runs) ---------------------------------------------------------------------
 
 def theorem3_study(scale: str) -> pd.DataFrame:
@@ -738,10 +814,11 @@ WHERE_F1 = "§5, 'Non-convex regularized least squares', and Figure 1"
 
 CLAIMS = (
     Claim("1", f"at the strictest ε ({PAPER_STRICTEST:g}), PriSMA's mean test accuracy "
-          "exceeds DPSGD-GC's (one-sided)", "Table 1",
-          Runs(roles=("table1",), where={"epsilon": PAPER_STRICTEST}, by=("problem", "epsilon")),
+          "exceeds DPSGD-GC's (one-sided; judged on real images wherever they ran)", "Table 1",
+          Runs(roles=("table1",), where={"epsilon": PAPER_STRICTEST}, by=("problem", "epsilon"),
+               keep=judged_data),
           beside_paper(gap("test_acc", 100, "pp"), lambda e: paper_gap("test_acc", e), " pp"),
-          AtLeast(0.0, "mean paired gap"), premises=(inside_grid(),), kind="paper",
+          AtLeast(0.0, "mean paired gap"), premises=(NOISE_REGIME, inside_grid()), kind="paper",
           where=f"{WHERE_T1}: 'PriSMA outperforms DPSGD-GC in terms of both test accuracy "
                 "and test loss' (accuracy, ε = 4: +0.70 pp, z = 1.9)", headline=True,
           setting=TABLE1_PAPER),
@@ -758,10 +835,12 @@ CLAIMS = (
           premises=(inside_grid(),), kind="paper",
           where=f"{WHERE_T1}: 'PriSMA outperforms DPSGD-GC in terms of both test accuracy "
                 "and test loss' (accuracy, ε = 8, 16, 32)", setting=TABLE1_PAPER),
-    Claim("2", "PriSMA's mean test loss is below DPSGD-GC's at every ε (one-sided, per ε)",
-          "Table 1", TABLE1, beside_paper(gap("test_loss"), lambda e: paper_gap("test_loss", e)),
+    Claim("2", "PriSMA's mean test loss is below DPSGD-GC's at every ε (one-sided, per ε; "
+          "judged on real images wherever they ran)",
+          "Table 1", replace(TABLE1, keep=judged_data),
+          beside_paper(gap("test_loss"), lambda e: paper_gap("test_loss", e)),
           AtMost(0.0, "mean paired gap"),
-          premises=(inside_grid(),), kind="paper",
+          premises=(NOISE_REGIME, inside_grid()), kind="paper",
           where=f"{WHERE_T1}: 'PriSMA outperforms DPSGD-GC in terms of both test accuracy "
                 "and test loss' (loss columns)", headline=True, setting=TABLE1_PAPER),
     Claim("3a", "test accuracy increases with ε, for each method (a fall under "
@@ -779,12 +858,13 @@ CLAIMS = (
           "both methods (1.306 → 1.091, 1.435 → 1.096); read off the table, not stated in "
           "the text", setting=TABLE1_PAPER),
     Claim("4", "the largest accuracy gain of PriSMA over DPSGD-GC is at the strictest ε "
-          "(4): its gain there exceeds its gain at each larger ε", "Table 1",
+          "(4): its gain there exceeds its gain at each larger ε (judged on real images "
+          "wherever they ran)", "Table 1",
           Runs(roles=("table1",), where={"epsilon": lambda e: e > e.min()},
-               by=("problem", "epsilon")),
+               by=("problem", "epsilon"), keep=judged_data),
           beside_paper(gain_at_strictest(), paper_gain_drop, " pp"),
           AtLeast(0.0, "gain at the strictest ε − gain here"),
-          premises=(inside_grid(_strictest),), kind="paper",
+          premises=(NOISE_REGIME, inside_grid(_strictest)), kind="paper",
           where="Table 1, accuracy columns: the largest published gap, +0.70 pp, is at "
                 "ε = 4 (+0.12, +0.26, +0.25 pp at ε = 8, 16, 32); read off the table",
           setting=TABLE1_PAPER),
@@ -1104,13 +1184,6 @@ def _figure1_table(results: PaperResults) -> list[dict[str, Any]]:
     return tables
 
 
-@lru_cache(maxsize=8)
-def _model_dim(problem: str, hidden: int) -> int:
-    """d of a network problem at hidden width ``hidden`` (other params at their defaults)."""
-    cls = get_problem(problem)
-    return int(cls(cls.Params(hidden=hidden)).build(0).d)
-
-
 def _span(values: pd.Series, fmt: str = "{:.3g}") -> str:
     """'median (min–max)' of ``values``, or the one value."""
     v = values.dropna().astype(float)
@@ -1175,24 +1248,27 @@ def _table1_runs(results: PaperResults) -> pd.DataFrame:
     return finished(results.role_runs("table1"))
 
 
-def _table1_dims(tab: pd.DataFrame) -> pd.Series:
-    dims = np.array([_model_dim(str(r.problem), int(as_float(r.p_prob_hidden)))
-                     for r in tab[["problem", "p_prob_hidden"]].itertuples()], dtype=float)
-    return pd.Series(dims, index=tab.index)
+def _per_data(quantity: Callable[[pd.DataFrame], pd.Series], fmt: str = "{:.3g}"
+              ) -> Callable[[PaperResults], str]:
+    """A Table 1 regime row's measured side: ``quantity`` per data set (real images first)."""
+    def measured(results: PaperResults) -> str:
+        tab = _table1_runs(results)
+        parts = sorted(tab.groupby("problem"), key=lambda g: not bool(is_real(g[1]).all()))
+        return "; ".join(f"{TABLE1_DATA.get(str(p), (str(p),))[0]}: {_span(quantity(part), fmt)}"
+                         for p, part in parts)
+
+    return measured
 
 
-def _table1_noise(results: PaperResults) -> str:
-    tab = _table1_runs(results)
-    noise = (np.sqrt(_table1_dims(tab)) * tab["sigma"].astype(float) * 2
-             / (tab["batch_size"].astype(float) * np.sqrt(tab["p_prob_clients"].astype(float))))
-    return _span(noise)
+def _noise_by_eps(runs: pd.DataFrame) -> pd.Series:
+    """Per-step noise-to-signal at the smallest and the largest ε of ``runs``."""
+    eps = runs["epsilon"].astype(float)
+    return noise_to_signal(runs[np.isclose(eps, eps.min()) | np.isclose(eps, eps.max())])
 
 
 def _paper_table1_noise() -> str:
-    s = TABLE1_SETTING
-    paper = [math.sqrt(550570) * corollary_sigma(e) * 2 / (s["batch_size"] * math.sqrt(
-        s["clients"])) for e in (4, 32)]
-    return f"{paper[0]:.3g} at ε = 4 … {paper[1]:.3g} at ε = 32 (d = 550,570, Corollary 1's σ̂)"
+    return (f"{paper_noise(4):.3g} at ε = 4 … {paper_noise(32):.3g} at ε = 32 (d = 550,570, "
+            "Corollary 1's σ̂)")
 
 
 _T1 = TABLE1_SETTING
@@ -1209,18 +1285,19 @@ REGIME = (
            "1–6 (2,000 records copied N/2,000 times)",
            lambda r: "–" if (dup := _dup_factor(_fig1(r))) is None else _span(dup, "{:g}")),
     Regime("Table 1: per-step noise over the clip √d·σ̂·2/(b·√M) (the averaged message's noise "
-           "norm in units of C₁)", _paper_table1_noise(), _table1_noise,
-           "the stand-in is real data (sklearn digits, 8×8 images), not synthetic; it matches "
-           "the paper's per-step noise but runs fewer passes"),
+           "norm in units of C₁), median (range over the smallest and largest ε)",
+           _paper_table1_noise(), _per_data(_noise_by_eps),
+           "the quantity claims 1, 2 and 4 require within ×1.5 of the paper's at each ε "
+           "(premise); Fashion-MNIST is real 28×28 images and judges them wherever it ran, "
+           "the digits (8×8) are then a stand-in beside it; both match the paper's per-step "
+           "noise but run fewer passes, a smaller d and a smaller N"),
     Regime("Table 1: steps per pass N/b", f"{_T1['n'] / _T1['batch_size']:.3g}",
-           lambda r: _span(_per_client(_table1_runs(r))
-                           / _table1_runs(r)["batch_size"].astype(float))),
+           _per_data(lambda t: _per_client(t) / t["batch_size"].astype(float))),
     Regime("Table 1: passes T·b/N", f"{_T1['steps'] * _T1['batch_size'] / _T1['n']:.3g}",
-           lambda r: _span(_passes(_table1_runs(r))), lead=True),
-    Regime("Table 1: per-client n", f"{_T1['n']:,}",
-           lambda r: _span(_per_client(_table1_runs(r)), "{:.0f}")),
+           _per_data(_passes), lead=True),
+    Regime("Table 1: per-client n", f"{_T1['n']:,}", _per_data(_per_client, "{:.0f}")),
     Regime("Table 1: model dimension d", "550,570 (tanh VGG)",
-           lambda r: _span(_table1_dims(_table1_runs(r)), "{:.0f}"), lead=True),
+           _per_data(table1_dims, "{:,.0f}"), lead=True),
 )
 def _ablation_table(results: PaperResults) -> list[dict[str, Any]]:
     tables = []
@@ -1283,9 +1360,27 @@ def _study_tables(results: PaperResults) -> list[dict[str, Any]]:
     return tables
 
 
+def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
+    """Claims 1, 2 and 4 on the digits stand-in where real images replace it as the judged
+    data: reported beside, not counted."""
+    if not is_real(_table1_runs(results)).any():
+        return []
+    found = []
+    for claim in (c for c in CLAIMS if c.id in ("1", "2", "4")):
+        stand_in = evaluate(replace(claim, runs=replace(claim.runs, keep=lambda r: ~is_real(r))),
+                            results)
+        if stand_in.verdict != "not run":
+            found.append({"kind": "stand-in (not counted)",
+                          "what": f"claim {claim.id} on the digits stand-in (8×8 images), which "
+                                  "Fashion-MNIST replaces as its judged data",
+                          "numbers": f"{stand_in.verdict}: {stand_in.evidence()}"})
+    return found
+
+
 def sections(results: PaperResults, out: Path) -> PaperSections:
     page = PaperSections(settings=settings(results) if len(results.runs) else [])
     if len(results.runs):
+        page.findings += _stand_in_findings(results)
         page.figures = _figure1(results, out) + _table1_figure(results, out)
         page.tables += (_figure1_table(results) + _table1(results) + _pilot_table(results)
                         + _ablation_table(results))
