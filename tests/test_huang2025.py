@@ -31,10 +31,10 @@ from reports.papers.huang2025 import (
     PAPER,
     THEOREM3_SETTINGS,
     corollary_sigma,
-    noise_to_signal,
-    paper_noise,
     group_privacy,
     lemma_d2_study,
+    noise_to_signal,
+    paper_noise,
     theorem3_study,
 )
 

@@ -19,6 +19,9 @@ def test_standard_runs_quick_and_the_longer_checks() -> None:
     assert {f"quick/{name}" for name in quick} | {
         "standard/fig1_long_horizon.yaml", "standard/tune_lr_long_horizon.yaml",
         "standard/fig1_fashion_mnist_mlp_20_passes.yaml"} == standard
+    huang = {p.parent.name + "/" + p.name for p in paper_experiments("huang2025", "standard")}
+    assert huang == {f"quick/{p.name}" for p in paper_experiments("huang2025", "quick")} | {
+        "standard/table1_fashion_mnist_mlp_middle_eps.yaml"}  # Table 1's ε = 8, 16 on real images
     assert set(reproducible("quick")) <= set(reproducible("standard"))
     assert SCALES["paper"] == ("paper",)
 
