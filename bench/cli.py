@@ -685,7 +685,9 @@ def audit_arguments(au: argparse.ArgumentParser) -> None:
     au.add_argument("algorithms", nargs="*", help="private algorithm names")
     au.add_argument("--all", action="store_true", help="every private algorithm")
     au.add_argument("--problem", help="problem (default: a small synthetic one)")
-    au.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="canary runs per side")
+    au.add_argument("--runs", type=int, default=DEFAULT_RUNS,
+                    help="at most this many canary runs per side (L1 plans fewer where L0's "
+                         "measured leakage shows they suffice)")
     au.add_argument("--setting", choices=SETTINGS, default="power",
                     help="L1's setting: power (full batches, few steps; default) or "
                          "subsampled (L0's small batches)")

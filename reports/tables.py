@@ -124,7 +124,8 @@ def pivot(summary: pd.DataFrame, metric: str) -> tuple[list[float], list[dict[st
 
 def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per private configuration (variants apart, :func:`with_variants`): σ and ε from every
-    accountant (identical across seeds)."""
+    accountant (identical across seeds, except that a run which voided its guarantee records
+    ε = ∞: the configuration shows the largest, so one void seed shows ∞)."""
     private = with_variants(runs[np.isfinite(runs["epsilon"].astype(float))])
     if private.empty:
         return pd.DataFrame()
@@ -132,7 +133,7 @@ def privacy_table(runs: pd.DataFrame) -> pd.DataFrame:
             if c in private]
     keys = ["problem", "label", "variant", "epsilon", "calibration"]
     grouped = private.groupby(keys, sort=True, dropna=False)
-    out = grouped[cols].first().reset_index()
+    out = grouped[cols].max().reset_index()
     if "diag_guarantee_void" in private:
         void = private.assign(v=private["diag_guarantee_void"].eq(True))
         out["guarantee_void"] = void.groupby(keys, sort=True, dropna=False)["v"].sum(
