@@ -44,3 +44,12 @@ def test_a_standard_page_collects_its_quick_suites_too(tmp_path: Path,
     seen = {scale: sorted(collect(tmp_path, "demo", scale).runs["suite"]) for scale in SCALES}
     assert seen == {"quick": ["s_quick"], "standard": ["s_quick", "s_standard"],
                     "paper": ["s_paper"]}
+
+
+def test_avdiukhin2024_real_images_quick_and_selection_standard() -> None:
+    quick = {p.name for p in paper_experiments("avdiukhin2024", "quick")}
+    standard = {p.parent.name + "/" + p.name
+                for p in paper_experiments("avdiukhin2024", "standard")}
+    assert {"fig1_fashion_mnist_cnn.yaml", "fig1_fashion_mnist_cnn_dp_sgd.yaml"} <= quick
+    assert {f"quick/{name}" for name in quick} | {
+        "standard/fig1_fashion_mnist_cnn_selection.yaml"} == standard
