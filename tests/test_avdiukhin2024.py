@@ -818,3 +818,40 @@ def test_norm_tracker_keeps_batch_maxima_in_order() -> None:
         tracker.add(np.array([0.5, float(t)]))
     tracker.summary()
     np.testing.assert_array_equal(tracker.maxima, np.maximum(np.arange(2 * FAN + 5), 0.5))
+
+
+def fig1_frame(real: bool) -> PaperResults:
+    """Fabricated fig1 runs: noisy SGD over two ε on digits (norms within C) and, with
+    ``real``, on Fashion-MNIST (norms far above C = 2.5), 3 seeds each."""
+    import pandas as pd
+
+    rows = []
+    problems = [("digits_mlp", 13.0, 12.0)] + ([("fashion_mnist_cnn", 2.5, 18.0)] if real
+                                                 else [])
+    for problem, bound, largest in problems:
+        for eps in (1.0, 4.0):
+            for seed in range(3):
+                rows.append({"run_id": f"{problem}-{eps}-{seed}", "suite": "s", "seed": seed,
+                             "problem": problem, "algorithm": "noisy_sgd", "status": "done",
+                             "calibration": "paper", "epsilon": eps, "final_test_acc":
+                             0.5 + 0.1 * eps + 0.001 * seed, "prem_clip_bound": bound,
+                             "prem_max_per_sample_norm": largest,
+                             "prem_clipped_fraction": float(largest > bound),
+                             "p_alg_bound_rule": None})
+    return PaperResults("avdiukhin2024", "quick", [{"suite": "s", "roles": ["fig1"]}],
+                        pd.DataFrame(rows), pd.DataFrame())
+
+
+@pytest.mark.parametrize("real", [True, False])
+def test_p1_p3_judged_on_real_images_where_they_ran(real: bool) -> None:
+    from reports.papers.avdiukhin2024 import _stand_in_findings
+
+    results = fig1_frame(real)
+    verdicts = {c.claim.id: c for c in PAPER.evaluate(results) if c.claim.id in ("P1", "P3")}
+    judged = "fashion_mnist_cnn" if real else "digits_mlp"
+    for claim in verdicts.values():
+        assert all(judged in s.setting for s in claim.settings), claim.settings
+    assert verdicts["P3"].verdict == ("contradicted" if real else "inconclusive")
+    findings = _stand_in_findings(results)
+    assert [f["what"][:2] for f in findings] == (["P1", "P3"] if real else [])
+    assert all(f["kind"] == "stand-in (not counted)" for f in findings)
