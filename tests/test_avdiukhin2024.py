@@ -746,8 +746,9 @@ def test_regime_rows_measure_our_runs() -> None:
     runs = [accuracy_run(4, 0.9, s, sigma=0.5, batch_size=64, n=1347, steps=505,
                          plan_d=7510.0) for s in range(2)]
     rows = [r.row(synthetic_results(KEY, runs)) for r in REGIME[:3]]
-    assert rows[0][2].startswith(f"{math.sqrt(7510) * 0.5 / 64:.3g}")
-    assert rows[1][2] == f"{1347 / 64:.3g}" and rows[2][2] == f"{505 * 64 / 1347:.3g}"
+    assert rows[0][2].startswith(f"digits_mlp (stand-in): {math.sqrt(7510) * 0.5 / 64:.3g}")
+    assert rows[1][2] == f"digits_mlp (stand-in): {1347 / 64:.3g}"
+    assert rows[2][2] == f"digits_mlp (stand-in): {505 * 64 / 1347:.3g}"
 
 
 def test_quick_experiments_sit_in_the_papers_regime() -> None:
