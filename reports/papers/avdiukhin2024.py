@@ -440,16 +440,27 @@ def _calibrated(runs: pd.DataFrame, _: PaperResults) -> Sample:
     select_eps = numeric(runs, "p_alg_select_epsilon", 0.0).where(truthy(runs, "p_alg_select"), 0.0)
     product = numeric(runs, "sigma") * (numeric(runs, "epsilon") - select_eps)
     formula = np.isclose(product, _theorem_3_3(runs), rtol=T1_RTOL, atol=0)
-    planned, spent = numeric(runs, "eps_planned"), numeric(runs, "eps_pld")
+    planned, spent = numeric(runs, "eps_planned"), _ledger_epsilon(runs)
     ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
     return Sample.of(formula & ledger.to_numpy())
+
+
+def _ledger_epsilon(runs: pd.DataFrame) -> pd.Series:
+    """ε spent by each run's ledger (PLD): a run that voided its guarantee records ε = ∞
+    (its norms broke the bound C: P3's subject), so its ledger is read at the plan's ε,
+    which the ledger of every other run is checked to equal (T1)."""
+    spent = numeric(runs, "eps_pld")
+    if "diag_guarantee_void" not in runs:
+        return spent
+    return spent.where(~runs["diag_guarantee_void"].eq(True), numeric(runs, "eps_planned"))
 
 
 def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """Per run: ε spent (PLD accountant at the run's δ) within 1 % of the target ε, with
     the ratio, the c₂ that would spend exactly ε and Theorem 3.1's c₁ in the note (a
-    diverged run spends its ε all the same)."""
-    spent, target = numeric(runs, "eps_pld"), numeric(runs, "epsilon")
+    diverged run spends its ε all the same; a void run is read at its ledger's planned ε,
+    :func:`_ledger_epsilon`)."""
+    spent, target = _ledger_epsilon(runs), numeric(runs, "epsilon")
     recorded = spent.notna()
     ratio = (spent / target)[recorded]
     c2 = numeric(runs, "plan_noise_ratio_tight_over_paper").dropna()
