@@ -35,7 +35,7 @@ Runs whose metric is non-finite, or whose loss grew past the paper's declared fa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -610,6 +610,21 @@ class Regime:
                 values.append(f"not recorded ({type(exc).__name__}: {exc})")
         return [self.quantity, *values, self.note]
 
+
+
+def stand_in_findings(claims: Iterable[Claim], results: PaperResults,
+                      keep: Callable[[pd.DataFrame], Any], what: str) -> list[dict[str, str]]:
+    """Each claim re-judged on the stand-in runs alone (``keep``: the rows to keep), as a
+    finding ("stand-in (not counted)") where it ran: the verdict it had before real data
+    replaced the stand-in as its judged data; ``what`` names it (``{id}``: the claim's)."""
+    found = []
+    for claim in claims:
+        result = evaluate(replace(claim, runs=replace(claim.runs, keep=keep)), results)
+        if result.verdict != "not run":
+            found.append({"kind": "stand-in (not counted)",
+                          "what": what.format(id=claim.id),
+                          "numbers": f"{result.verdict}: {result.evidence()}"})
+    return found
 
 def tuned_inside_grid(*params: str) -> Premise:
     """The tuned optimum lies inside its grid: no run of the setting comes from a tuning

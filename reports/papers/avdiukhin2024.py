@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +34,10 @@ from reports.claims import (
     Runs,
     Statistic,
     along,
-    evaluate,
     finished,
     numeric,
     paired_or_welch,
+    stand_in_findings,
     truthy,
 )
 from reports.figures import curves_with_band, epsilon_colours, save_figure, style
@@ -1068,16 +1067,11 @@ def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
     """P1-P3 on the digits stand-in where real images also ran: reported, not counted."""
     if not is_real(results.role_runs("fig1")).any():
         return []
-    found = []
-    for claim in (PAPER.claim(i) for i in ("P1", "P2", "P3")):
-        stand_in = evaluate(replace(claim, runs=replace(
-            claim.runs, keep=lambda r: ~is_real(r) & _trained(r))), results)
-        if stand_in.verdict != "not run":
-            found.append({"kind": "stand-in (not counted)",
-                          "what": f"{claim.id} on the digits stand-in, which real images "
-                                  "(Fashion-MNIST) replace as its judged data",
-                          "numbers": f"{stand_in.verdict}: {stand_in.evidence()}"})
-    return found
+    return stand_in_findings(
+        (PAPER.claim(i) for i in ("P1", "P2", "P3")), results,
+        lambda r: ~is_real(r) & _trained(r),
+        "{id} on the digits stand-in, which real images (Fashion-MNIST) replace as its "
+        "judged data")
 
 
 # -- regime: the paper's setting beside ours ------------------------------------------------

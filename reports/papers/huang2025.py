@@ -48,10 +48,10 @@ from reports.claims import (
     Statistic,
     along,
     difference,
-    evaluate,
     finished,
     numeric,
     paired_or_welch,
+    stand_in_findings,
 )
 from reports.figures import colours, save_figure, style
 from reports.paper import (
@@ -1365,16 +1365,10 @@ def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
     data: reported beside, not counted."""
     if not is_real(_table1_runs(results)).any():
         return []
-    found = []
-    for claim in (c for c in CLAIMS if c.id in ("1", "2", "4")):
-        stand_in = evaluate(replace(claim, runs=replace(claim.runs, keep=lambda r: ~is_real(r))),
-                            results)
-        if stand_in.verdict != "not run":
-            found.append({"kind": "stand-in (not counted)",
-                          "what": f"claim {claim.id} on the digits stand-in (8×8 images), which "
-                                  "Fashion-MNIST replaces as its judged data",
-                          "numbers": f"{stand_in.verdict}: {stand_in.evidence()}"})
-    return found
+    return stand_in_findings(
+        (c for c in CLAIMS if c.id in ("1", "2", "4")), results, lambda r: ~is_real(r),
+        "claim {id} on the digits stand-in (8×8 images), which Fashion-MNIST replaces as "
+        "its judged data")
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:

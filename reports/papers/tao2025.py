@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +42,9 @@ from reports.claims import (
     Statistic,
     along,
     difference,
-    evaluate,
     numeric,
     paired_or_welch,
+    stand_in_findings,
 )
 from reports.figures import colours, save_figure, style
 from reports.paper import (
@@ -1439,15 +1438,9 @@ def _real_findings(results: PaperResults) -> list[dict[str, str]]:
                          f"accuracy and loss are identical in {same}/{pairs} seed pairs. "
                          f"{reading} (table 'The escape test on real images at the paper's "
                          "settings')"}]
-    for claim in (c for c in CLAIMS if c.id in ("E3", "E6")):
-        stand_in = evaluate(replace(claim, runs=replace(
-            claim.runs, keep=lambda r: ~is_real(r))), results)
-        if stand_in.verdict != "not run":
-            found.append({"kind": "stand-in (not counted)",
-                          "what": f"{claim.id} on the synthetic stand-in, which real images "
-                                  "replace as its judged data",
-                          "numbers": f"{stand_in.verdict}: {stand_in.evidence()}"})
-    return found
+    return found + stand_in_findings(
+        (c for c in CLAIMS if c.id in ("E3", "E6")), results, lambda r: ~is_real(r),
+        "{id} on the synthetic stand-in, which real images replace as its judged data")
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
