@@ -38,7 +38,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -647,6 +647,15 @@ def tuned_inside_grid(*params: str) -> Premise:
                    "extend the grid past the chosen edge (tuning: extend: N)")
 
 
+class Sidecar(Protocol):
+    """A paper's prose file (:class:`reports.prose.Prose`), as far as :class:`Paper`
+    checks it."""
+
+    source: str
+
+    def claim_ids(self) -> set[str]: ...
+
+
 @dataclass(frozen=True)
 class Paper:
     """Everything the benchmark knows about one paper.
@@ -660,7 +669,8 @@ class Paper:
     ours, quantity by quantity (:class:`Regime`); ``experiments``: the folder of its
     experiment files, ``<scale>/*.yaml`` (None: ``bench/experiments/<key>``; a plugin's
     paper names its own); ``url``: the paper's arXiv or DOI page ("" where its text names
-    none).
+    none); ``text``: its prose sidecar (``reports/papers/<key>.yaml``), whose claim ids
+    must all be claims of the paper.
     """
 
     key: str
@@ -675,11 +685,16 @@ class Paper:
     regime: tuple[Regime, ...] = ()
     experiments: Path | None = None
     url: str = ""
+    text: Sidecar | None = None
 
     def __post_init__(self) -> None:
         ids = [c.id for c in self.claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"{self.key}: claim ids must be unique, got {ids}")
+        stray = sorted(self.text.claim_ids() - set(ids)) if self.text else []
+        if stray:
+            raise ValueError(f"{self.key}: {self.text.source if self.text else ''} has text "
+                             f"for claims {stray}, which the paper does not declare")
         for claim in self.claims:
             if claim.problems():
                 raise ValueError(f"{self.key} claim {claim.id}: "

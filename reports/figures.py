@@ -11,6 +11,10 @@ accuracy where there is a test set, else ‖∇F‖) at the output point against
 axis; mean over seeds with s.e. error bars; non-private runs as a dashed horizontal line.
 Written as PNG (HTML) and PDF (LaTeX).
 
+A page module declares its figures as data (:class:`Plot` of :class:`Panel` of
+:class:`Series` and reference :class:`Line`) and :func:`draw` renders them: paper modules
+never import matplotlib.
+
 Every figure goes through :func:`save_figure`: a PNG as drawn for the pages, and PDFs laid
 out for print at a two-column paper's column and page widths (:data:`PRINT_INCHES`), every
 text at least 7 pt there.
@@ -18,7 +22,8 @@ text at least 7 pt there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -397,3 +402,122 @@ def exponents_against_predicted(points: pd.DataFrame, out: Path, stem: str) -> s
     ax.set_xlabel("predicted exponent (the bound's privacy term)")
     ax.set_ylabel("fitted exponent (95 % CI)")
     return save_figure(fig, out, stem)
+
+
+# -- declared figures ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Series:
+    """One curve: ``y`` against ``x`` with an optional ± ``err``, drawn as error bars, or as
+    a shaded band when ``band``; ``marker`` "" draws a plain line, ``line`` "" markers only."""
+
+    label: str
+    x: Sequence[float]
+    y: Sequence[float]
+    err: Sequence[float] | None = None
+    colour: Any = None
+    marker: str = "o"
+    line: str = "-"
+    band: bool = False
+    width: float = 1.4
+
+
+@dataclass(frozen=True)
+class Line:
+    """A reference line at ``value`` (horizontal, or vertical when ``vertical``), with a
+    shaded ± ``half_band`` around it when given."""
+
+    value: float
+    label: str = ""
+    colour: Any = "grey"
+    style: str = ":"
+    vertical: bool = False
+    half_band: float = 0.0
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One set of axes. ``xscale``/``yscale``: "linear", "log" or "log2"; ``xticks``: the
+    ticks to show (None: matplotlib's)."""
+
+    series: Sequence[Series]
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str = ""
+    xscale: str = "linear"
+    yscale: str = "linear"
+    lines: Sequence[Line] = ()
+    xticks: Sequence[float] | None = None
+    legend: bool = True
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure: its panels in reading order, at most ``columns`` per row, each
+    ``panel_inches`` (width, height) as drawn for the HTML page."""
+
+    panels: Sequence[Panel]
+    columns: int = MAX_COLUMNS
+    panel_inches: tuple[float, float] = (4.6, 3.4)
+    dpi: int = 130
+    share_y: bool = False
+
+
+def _scale(set_scale: Any, scale: str) -> None:
+    if scale == "log2":
+        set_scale("log", base=2)
+    elif scale != "linear":
+        set_scale(scale)
+
+
+def _draw_panel(ax: Any, panel: Panel) -> None:
+    for s in panel.series:
+        if s.err is not None and s.band:
+            low = np.asarray(s.y, float) - np.asarray(s.err, float)
+            high = np.asarray(s.y, float) + np.asarray(s.err, float)
+            ax.fill_between(s.x, low, high, color=s.colour, alpha=0.18, lw=0)
+        if s.err is not None and not s.band:
+            ax.errorbar(s.x, s.y, yerr=s.err, marker=s.marker or None, capsize=3,
+                        ls=s.line or "none", color=s.colour, label=s.label, lw=s.width)
+        else:
+            ax.plot(s.x, s.y, marker=s.marker or None, ls=s.line or "none", color=s.colour,
+                    label=s.label, lw=s.width)
+    for line in panel.lines:
+        draw_line, span = (ax.axvline, ax.axvspan) if line.vertical else (ax.axhline,
+                                                                          ax.axhspan)
+        draw_line(line.value, color=line.colour, ls=line.style, label=line.label or None)
+        if line.half_band:
+            span(line.value - line.half_band, line.value + line.half_band, color=line.colour,
+                 alpha=0.2)
+    _scale(ax.set_xscale, panel.xscale)
+    _scale(ax.set_yscale, panel.yscale)
+    if panel.xticks is not None:
+        ax.set_xticks(list(panel.xticks))
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    if panel.title:
+        ax.set_title(panel.title)
+    if panel.legend and ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
+
+def draw(plot: Plot, out: Path, stem: str) -> str:
+    """Render ``plot`` in the house style and write it (:func:`save_figure`); returns the
+    PNG's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    style()
+    count = max(len(plot.panels), 1)
+    cols = min(count, plot.columns)
+    rows = -(-count // cols)
+    width, height = plot.panel_inches
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                             sharey=plot.share_y)
+    for ax in axes.flat[len(plot.panels):]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes.flat, plot.panels, strict=False):
+        _draw_panel(ax, panel)
+    return save_figure(fig, out, stem, dpi=plot.dpi)

@@ -72,3 +72,24 @@ def test_a_narrow_column_stacks_the_panels_and_the_png_keeps_the_drawn_layout(
     data = (tmp_path / "fig_column.pdf").read_bytes()
     box = re.search(rb"/MediaBox \[\s*[\d.]+ [\d.]+ ([\d.]+) ([\d.]+)", data)
     assert box is not None and float(box[2]) > 2 * float(box[1])  # stacked: taller than wide
+
+
+def test_a_declared_plot_is_drawn_in_the_house_style(tmp_path: Path) -> None:
+    """A :class:`Plot` (error bars, a band, reference lines, a hidden spare cell) renders to
+    the PNG and both print PDFs, at print size; log₂ and log axes draw (their exponents
+    are superscripts, smaller than 7 pt by design)."""
+    from reports.figures import Line, Panel, Plot, Series, draw
+
+    curve = Series("PriSMA", [1, 2, 4], [0.3, 0.2, 0.1], err=[0.01, 0.02, 0.01])
+    band = Series("SGD", [1, 2, 4], [0.2, 0.15, 0.1], err=[0.01] * 3, band=True, marker="")
+    panels = [Panel([curve, band], "ε", "‖∇F‖", "a",
+                    lines=(Line(0.1, "chance", half_band=0.01), Line(2, vertical=True)),
+                    xticks=(1, 2, 4))] * 4
+    assert draw(Plot(panels, columns=3), tmp_path, "declared") == "declared.png"
+    logs = Panel([curve], xscale="log2", yscale="log")
+    assert draw(Plot([logs]), tmp_path, "logs") == "logs.png"
+    assert (tmp_path / "logs_column.pdf").exists()
+    for stem, width in (("declared", PRINT_INCHES["double"]),
+                        ("declared_column", PRINT_INCHES["single"])):
+        page, sizes = pdf_facts(tmp_path / f"{stem}.pdf")
+        assert page == pytest.approx(width, abs=0.05) and min(sizes) >= 7.0
