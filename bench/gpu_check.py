@@ -81,7 +81,7 @@ def paper_runs(out: Path) -> list[dict[str, Any]]:
     results = []
     for spec in sorted(RUNS.glob("*.yaml")):
         where = out / "runs" / spec.stem
-        cmd = [sys.executable, "-m", "bench.cli", "run", str(spec), "--out", str(where),
+        cmd = [sys.executable, "-m", "saddlebench.cli", "run", str(spec), "--out", str(where),
                "--no-progress", "--yes"]
         done = subprocess.run(cmd, cwd=ROOT, text=True, capture_output=True, timeout=TIMEOUT_S)
         print(done.stdout[-1500:], done.stderr[-1500:], sep="\n", flush=True)

@@ -33,7 +33,8 @@ from bench.spec import RunSpec, SpecError, TuningGroup, TuningRule, component
 from bench.store import Store, flatten
 
 RunBatch = Callable[[list[RunSpec], str], list[Any]]
-"""Runs specs under a progress title and returns the failed outcomes (``bench.cli.run_batch``)."""
+"""Runs specs under a progress title and returns the failed outcomes (``bench.sweep``'s
+batch)."""
 
 
 @dataclass(frozen=True)

@@ -38,15 +38,13 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from reports.results import PaperResults, PaperSections
 from reports.rules import ALPHA, Decision, Rule, Sample, as_float, holm, noted
-
-if TYPE_CHECKING:
-    from reports.paper import PaperResults, PaperSections
 
 VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
 KINDS = ("paper", "implementation", "design")

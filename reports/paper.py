@@ -13,7 +13,7 @@ import importlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,107 +31,10 @@ from reports.claims import (
     study_path,
 )
 from reports.published import published_for
+from reports.results import PaperResults, PaperSections, Provenance
 from reports.rules import as_float
 from reports.scaling import ExponentCheck, ScalingFit, compare, declared_exponents, fit_exponents
 from reports.tables import Comparison
-
-
-@dataclass
-class PaperResults:
-    """Every run of one paper at one scale: one row per run, and all trajectory rows."""
-
-    paper: str
-    scale: str
-    suites: list[dict[str, Any]]
-    runs: pd.DataFrame
-    trajectories: pd.DataFrame
-    studies: dict[str, pd.DataFrame] = field(default_factory=dict)
-
-    def suite_runs(self, name: str) -> pd.DataFrame:
-        return self.runs[self.runs["suite"] == name] if not self.runs.empty else self.runs
-
-    def role_suites(self, *roles: str) -> list[str]:
-        """The suites whose experiment files declare one of ``roles``."""
-        return [m["suite"] for m in self.suites if set(m.get("roles") or ()) & set(roles)]
-
-    def role_runs(self, *roles: str) -> pd.DataFrame:
-        """Every run of the suites playing one of ``roles``."""
-        if self.runs.empty:
-            return self.runs
-        return self.runs[self.runs["suite"].isin(self.role_suites(*roles))]
-
-    def study(self, name: str) -> pd.DataFrame:
-        """The rows of a stored study (empty if ``reproduce`` has not run it)."""
-        return self.studies.get(name, pd.DataFrame())
-
-    def provenance(self, runs: pd.DataFrame | None = None) -> Provenance:
-        """Where the numbers computed from ``runs`` (default: every run) come from."""
-        return Provenance.of(self.runs if runs is None else runs, self.scale)
-
-    def curves(self, suite: str, points: tuple[str, ...] = ("iterate",)) -> pd.DataFrame:
-        """Trajectory rows of a suite (iterates only, or those of ``points``), joined with
-        their run's settings."""
-        runs = self.suite_runs(suite)
-        if runs.empty or self.trajectories.empty:
-            return pd.DataFrame()
-        keep = ["run_id", "problem", "algorithm", "label", "epsilon", "calibration", "seed",
-                "status", "steps", "n", "batch_size",
-                *(c for c in runs if str(c).startswith("p_prob_"))]
-        traj = self.trajectories[self.trajectories["point"].isin(points)]
-        return traj.merge(runs[[c for c in keep if c in runs]], on="run_id")
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """The runs behind a table or figure: their ids and suites, the git commits and code
-    fingerprints that produced them, the package versions, and the scale."""
-
-    scale: str
-    run_ids: tuple[str, ...] = ()
-    suites: tuple[str, ...] = ()
-    git_shas: tuple[str, ...] = ()
-    code: tuple[str, ...] = ()
-    versions: tuple[str, ...] = ()
-    computed: str = ""  # for numbers no run produced: how they were obtained
-
-    @classmethod
-    def of(cls, runs: pd.DataFrame, scale: str) -> Provenance:
-        def values(column: str) -> tuple[str, ...]:
-            return tuple(sorted({str(v) for v in runs[column].dropna()})) if column in runs \
-                else ()
-        return cls(scale, run_ids=values("run_id"), suites=values("suite"),
-                   git_shas=values("git_sha"), code=values("code"), versions=values("versions"))
-
-    def summary(self) -> str:
-        """One line: run count, suites, commits, code, scale (versions are listed apart)."""
-        if not self.run_ids:
-            return " · ".join(t for t in (self.computed or "no runs",
-                                          self.scale and f"scale {self.scale}") if t)
-        return (f"{len(self.run_ids)} runs · suites {', '.join(self.suites)} · git "
-                f"{', '.join(s[:10] for s in self.git_shas) or 'unknown'} · code "
-                f"{', '.join(self.code) or 'unknown'} · scale {self.scale}")
-
-
-@dataclass(frozen=True)
-class Figure:
-    path: str
-    caption: str
-    provenance: Provenance | None = None  # default: every run of the page
-
-
-@dataclass
-class PaperSections:
-    """What a paper module contributes to its page."""
-
-    settings: list[tuple[str, str]] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)
-    # {title, note, columns, rows} and optionally "provenance" (a Provenance; default: every
-    # run of the page) and "row_runs" (the run ids behind each row, shown per row)
-    tables: list[dict[str, Any]] = field(default_factory=list)
-    deviations: list[tuple[str, str]] = field(default_factory=list)  # (algorithm, text)
-    # {kind, what, numbers}: findings beside the claims' (e.g. a sensitivity check that
-    # qualifies a verdict), listed after them at the top of the page
-    findings: list[dict[str, str]] = field(default_factory=list)
 
 
 def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:

@@ -13,7 +13,7 @@ import yaml
 
 from bench import bill as bills
 from bench.bill import Throughput, bill, describe, read_table, refresh, write_table
-from bench.cli import main
+from saddlebench.cli import main
 from bench.experiment import GridTooLarge, load_experiment
 
 DOC: dict[str, Any] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
+from saddlebench.cli import main
 from reports.papers import FOLDER, builtin_keys, declared_info, get_paper
 
 #: what ``--version`` and ``--help`` need none of (seconds of imports between them)
@@ -23,7 +23,7 @@ NOT_FOR_LIST = ("torch", "jax", "matplotlib", "pandas", "scipy", "bench.audit", 
 
 def imported(*args: str) -> set[str]:
     """The modules ``saddlebench ARGS`` imports, read from ``-X importtime``."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "bench.cli", *args],
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "saddlebench.cli", *args],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()

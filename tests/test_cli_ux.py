@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bench.cli import main
+from saddlebench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def interrupt_sweep(argv: list[str], runs: Path, after: int) -> subprocess.Compl
     """Run ``saddlebench ARGV`` in a subprocess and send it SIGINT (Ctrl-C) once ``after``
     results are stored in ``runs``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cli", *argv], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "saddlebench.cli", *argv], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             # as a terminal's Ctrl-C would find it, whatever pytest inherited
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -104,12 +104,12 @@ def test_ctrl_c_with_force_says_to_rerun_without_it(tmp_path: Path,
 
 def test_ctrl_c_outside_a_sweep_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import bench.cli
+    import saddlebench.cli
 
     def interrupted(args: Any) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(bench.cli.COMMANDS, "list", interrupted)
+    monkeypatch.setitem(saddlebench.cli.COMMANDS, "list", interrupted)
     assert main(["list"]) == 130
     assert capsys.readouterr().err == "saddlebench: interrupted\n"
 

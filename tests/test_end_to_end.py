@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.cli import main
+from saddlebench.cli import main
 from bench.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -33,13 +33,13 @@ class Hide:  # as if the plugin were gone: its module cannot be imported
         if name.split(".")[0] == "saddlebench_example":
             raise ModuleNotFoundError(name)
 sys.meta_path.insert(0, Hide())
-from bench.cli import main
+from saddlebench.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
 
 def saddlebench(*args: str, hide: bool = False) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", HIDE] if hide else [sys.executable, "-m", "bench.cli"]
+    command = [sys.executable, "-c", HIDE] if hide else [sys.executable, "-m", "saddlebench.cli"]
     return subprocess.run([*command, *args], capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
 

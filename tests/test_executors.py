@@ -18,7 +18,7 @@ import yaml
 from rich.progress import Task
 
 from bench import env, executors, fingerprint
-from bench.cli import main
+from saddlebench.cli import main
 from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
 from bench.experiment import load_experiment
 from bench.spec import RunSpec
@@ -181,7 +181,7 @@ def test_killed_sweep_resumes_with_exactly_the_missing_runs(
     path = slow_experiment(tmp_path)
     out = tmp_path / "out"
     store = Store(out / "slow")
-    sweep = subprocess.Popen([sys.executable, "-m", "bench.cli", "run", str(path), "--out",
+    sweep = subprocess.Popen([sys.executable, "-m", "saddlebench.cli", "run", str(path), "--out",
                               str(out), "--no-progress"], start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

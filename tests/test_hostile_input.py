@@ -27,7 +27,7 @@ from test_store_robustness import failing
 
 import bench.store
 import problems.backend
-from bench.cli import main
+from saddlebench.cli import main
 from bench.experiment import GridTooLarge, load_experiment, parse_experiment
 from bench.spec import SpecError
 from problems.data import DataCorruptError, load_cifar, load_mnist

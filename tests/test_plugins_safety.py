@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from algorithms import ALGORITHMS, PrivacyTarget
-from bench.cli import main
+from saddlebench.cli import main
 from bench.runner import run_one
 from bench.spec import ComponentSpec, EvalSpec, RunSpec, component
 from problems import registry

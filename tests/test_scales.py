@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import paper_experiments, reproducible
+from saddlebench.cli import paper_experiments, reproducible
 from bench.experiment import SCALES
 from reports.paper import collect
 

@@ -19,7 +19,7 @@ import yaml
 from algorithms import PrivacyTarget
 from algorithms.dp_sgd import DPSGD, DPSGDParams
 from algorithms.privacy.accounting import epsilon, epsilons
-from bench.cli import main
+from saddlebench.cli import main
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
 from bench.spec import ComponentSpec, RunSpec, SpecError, component

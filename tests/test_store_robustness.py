@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 import bench.store
-from bench.cli import main
+from saddlebench.cli import main
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import RunRecord, run_one
 from bench.store import CorruptResultWarning, Store, StoreError
@@ -245,7 +245,7 @@ def test_overlapping_sweeps_into_one_suite(tmp_path: Path) -> None:
     first = write_yaml(tmp_path / "a.yaml", tiny_doc(seeds=[0, 1, 2, 3]))
     second = write_yaml(tmp_path / "b.yaml", tiny_doc(seeds=[2, 3, 4, 5]))
     out = tmp_path / "out"
-    procs = [spawn("-m", "bench.cli", "run", str(p), "--out", str(out), "--no-progress")
+    procs = [spawn("-m", "saddlebench.cli", "run", str(p), "--out", str(out), "--no-progress")
              for p in (first, second)]
     for proc in procs:
         finish(proc)

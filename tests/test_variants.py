@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.cli import main
+from saddlebench.cli import main
 from bench.results import load
 from reports.render import build_report
 from reports.tables import privacy_table, summarise, with_variants
