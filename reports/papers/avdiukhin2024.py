@@ -42,7 +42,6 @@ from reports.claims import (
 )
 from reports.figures import curves_with_band, epsilon_colours, save_figure, style
 from reports.paper import (
-    Figure,
     PaperResults,
     PaperSections,
     Provenance,
@@ -50,6 +49,7 @@ from reports.paper import (
     deviations,
     settings,
 )
+from reports.results import Figure
 from reports.rules import Always, AtMost, Fraction, Monotone, NonInferior, Sample, as_float
 
 KEY = "avdiukhin2024"

@@ -55,7 +55,6 @@ from reports.claims import (
 )
 from reports.figures import colours, save_figure, style
 from reports.paper import (
-    Figure,
     PaperResults,
     PaperSections,
     Provenance,
@@ -67,6 +66,7 @@ from reports.paper import (
     settings,
 )
 from reports.published import published_for
+from reports.results import Figure
 from reports.rules import (
     Always,
     AtLeast,

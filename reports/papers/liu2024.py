@@ -88,7 +88,6 @@ from reports.claims import (
 )
 from reports.figures import colours, save_figure
 from reports.paper import (
-    Figure,
     PaperResults,
     PaperSections,
     Provenance,
@@ -99,6 +98,7 @@ from reports.paper import (
     rates_table,
     settings,
 )
+from reports.results import Figure
 from reports.rules import (
     Always,
     AtLeast,

@@ -48,7 +48,6 @@ from reports.claims import (
 )
 from reports.figures import colours, save_figure, style
 from reports.paper import (
-    Figure,
     PaperResults,
     PaperSections,
     Provenance,
@@ -56,6 +55,7 @@ from reports.paper import (
     deviations,
     settings,
 )
+from reports.results import Figure
 from reports.rules import Always, AtLeast, AtMost, Fraction, NonInferior, Sample, Trend
 
 OURS, BASELINE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"

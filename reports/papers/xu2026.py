@@ -63,7 +63,6 @@ from reports.claims import (
 )
 from reports.figures import colours, save_figure
 from reports.paper import (
-    Figure,
     PaperResults,
     PaperSections,
     Provenance,
@@ -73,6 +72,7 @@ from reports.paper import (
     rates_table,
     settings,
 )
+from reports.results import Figure
 from reports.rules import Always, AtLeast, AtMost, Sample, SlopeAtMost, as_float
 from reports.scaling import fit_slope
 
