@@ -848,7 +848,7 @@ def test_the_real_image_table1_suites_skip_cleanly_where_fashion_mnist_is_absent
     the standard scale (quick and standard), one line each, and keeps every other suite."""
     import dataclasses
 
-    from bench.cli import paper_experiments, with_data
+    from saddlebench.cli import paper_experiments, with_data
     from problems.data import catalog
     from problems.data.mnist import FASHION_MNIST
 

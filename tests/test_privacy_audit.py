@@ -330,7 +330,7 @@ def test_sampling_check_sees_only_the_recorded_rate() -> None:
 def test_cli_audit_writes_results_and_the_privacy_page(tmp_path: Any) -> None:
     import json
 
-    from bench.cli import main
+    from saddlebench.cli import main
 
     assert main(["audit", "dp_sgd", "--runs", "40", "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "audit" / "dp_sgd.json").read_text())
@@ -373,7 +373,7 @@ def test_privacy_page_shows_the_assumption_audits(tmp_path: Any) -> None:
 @pytest.mark.parametrize("argv", [["audit", "sgd"], ["audit"], ["audit", "dp_sgd", "--runs", "2"],
                                   ["audit", "nope"]])
 def test_cli_audit_refuses_bad_requests(argv: list[str], tmp_path: Any) -> None:
-    from bench.cli import main
+    from saddlebench.cli import main
 
     assert main([*argv, "--out", str(tmp_path)]) == 2
 
