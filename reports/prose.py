@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from reports.claims import Claim, Premise
-    from reports.paper import PaperResults
+    from reports.results import PaperResults
 
 
 @dataclass(frozen=True)
