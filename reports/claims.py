@@ -43,6 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from bench.columns import undeclared
 from reports.results import PaperResults, PaperSections
 from reports.rules import ALPHA, Decision, Rule, Sample, as_float, holm, noted
 
@@ -701,6 +702,12 @@ class Paper:
             unknown = sorted(used - set(self.roles))
             if unknown:
                 raise ValueError(f"{self.key} claim {claim.id}: roles {unknown} not declared")
+            read = {c for r in (claim.runs, *(c.runs for c in claim.controls)) if not r.study
+                    for c in (*r.where, *r.by)}
+            if undeclared(read):
+                raise ValueError(f"{self.key} claim {claim.id}: reads columns "
+                                 f"{undeclared(read)} the run frame does not declare "
+                                 "(bench/columns.py)")
             studies = {claim.runs.study, *(c.runs.study for c in claim.controls)} - {""}
             if studies - set(self.studies):
                 raise ValueError(f"{self.key} claim {claim.id}: studies "

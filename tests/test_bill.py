@@ -13,8 +13,8 @@ import yaml
 
 from bench import bill as bills
 from bench.bill import Throughput, bill, describe, read_table, refresh, write_table
-from saddlebench.cli import main
 from bench.experiment import GridTooLarge, load_experiment
+from saddlebench.cli import main
 
 DOC: dict[str, Any] = {
     "suite": "billed",

@@ -29,8 +29,8 @@ import yaml
 from test_xu2026 import TINY
 
 import bench.experiment
-from bench import cli
 from reports.latex import pdflatex_available
+from saddlebench import cli
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = [

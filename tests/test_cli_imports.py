@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from saddlebench.cli import main
 from reports.papers import FOLDER, builtin_keys, declared_info, get_paper
+from saddlebench.cli import main
 
 #: what ``--version`` and ``--help`` need none of (seconds of imports between them)
 HEAVY = ("numpy", "scipy", "torch", "jax", "pandas", "pydantic", "matplotlib", "rich",

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from saddlebench.cli import main
 from bench.experiment import load_experiment
+from saddlebench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "bench" / "experiments" / "smoke.yaml"

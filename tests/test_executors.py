@@ -18,13 +18,13 @@ import yaml
 from rich.progress import Task
 
 from bench import env, executors, fingerprint
-from saddlebench.cli import main
 from bench.executors import DaskExecutor, LocalExecutor, SlurmExecutor, load_resources
 from bench.experiment import load_experiment
 from bench.spec import RunSpec
 from bench.store import Store
 from bench.sweep import Tally
 from problems.backend import MissingExtraError
+from saddlebench.cli import main
 
 pytest.importorskip("distributed")
 pytest.importorskip("submitit")

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from algorithms import ALGORITHMS
-from bench import cli, fingerprint
+from bench import fingerprint
 from bench.experiment import EXPERIMENTS, load_experiment
 from bench.store import REUSED, Store
+from saddlebench import cli
 
 MODULE = '''"""{doc}"""
 from algorithms import register_algorithm

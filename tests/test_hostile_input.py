@@ -27,12 +27,12 @@ from test_store_robustness import failing
 
 import bench.store
 import problems.backend
-from saddlebench.cli import main
 from bench.experiment import GridTooLarge, load_experiment, parse_experiment
 from bench.spec import SpecError
 from problems.data import DataCorruptError, load_cifar, load_mnist
 from problems.data.cifar import CIFAR10_MD5, VARIANTS
 from problems.data.mnist import IMAGE_MAGIC, LABEL_MAGIC, MNIST_GZ_MD5
+from saddlebench.cli import main
 
 GOOD = """\
 suite: tiny

@@ -18,7 +18,6 @@ from conftest import build_problem, make_setup, problem_params, traced
 from algorithms import PrivacyTarget, Trace, get_algorithm
 from algorithms.privacy.accounting import epsilons
 from algorithms.privacy.ledger import Mechanism
-from bench import cli
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
 from bench.spec import SpecError
@@ -37,6 +36,7 @@ from reports.papers.huang2025 import (
     paper_noise,
     theorem3_study,
 )
+from saddlebench import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "huang2025"
@@ -848,9 +848,9 @@ def test_the_real_image_table1_suites_skip_cleanly_where_fashion_mnist_is_absent
     the standard scale (quick and standard), one line each, and keeps every other suite."""
     import dataclasses
 
-    from saddlebench.cli import paper_experiments, with_data
     from problems.data import catalog
     from problems.data.mnist import FASHION_MNIST
+    from saddlebench.cli import paper_experiments, with_data
 
     files = catalog._idx(dataclasses.replace(FASHION_MNIST, system=(tmp_path / "absent",)))
     monkeypatch.setattr(catalog, "DATASETS", tuple(

@@ -21,13 +21,13 @@ from pydantic import ValidationError
 
 from algorithms import ALGORITHMS
 from algorithms.base import CALIBRATIONS
-from bench import cli
 from bench.errors import Source, SpecError, UsageError
 from bench.experiment import EXPERIMENTS, grid_size, parse_experiment
 from bench.model import ENTRY_KEYS, TOP_KEYS, json_schema, validate
 from bench.spec import check_value
 from bench.yamlio import read_yaml, yaml_value
 from problems import PROBLEMS
+from saddlebench import cli
 
 COMPONENTS = sorted([*(("algorithm", n, c) for n, c in ALGORITHMS.items()),
                      *(("problem", n, c) for n, c in PROBLEMS.items())])

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import cli
 from bench.experiment import load_experiment, override
 from bench.spec import SpecError
+from saddlebench import cli
 
 DOC = {"suite": "o", "seeds": 2, "privacy": {"epsilon": 1, "delta": 1e-5},
        "eval": {"points": 2, "metrics": ["loss"]},

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 import bench.experiment
-from bench import cli
 from reports.claims import VERDICTS
 from reports.papers import get_paper, paper_keys
+from saddlebench import cli
 
 TINY = Path(__file__).resolve().parent / "tiny"
 EXPERIMENTS = Path(bench.experiment.EXPERIMENTS)

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from algorithms import ALGORITHMS
-from bench import cli
 from bench.experiment import parse_experiment
 from bench.spec import SpecError
 from problems import registry
+from saddlebench import cli
 
 PLUGIN = '''
 from algorithms import register_algorithm

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from algorithms import ALGORITHMS, PrivacyTarget
-from saddlebench.cli import main
 from bench.runner import run_one
 from bench.spec import ComponentSpec, EvalSpec, RunSpec, component
 from problems import registry
 from problems.backend import BackendSpec
 from problems.registry import PluginError, PluginWarning, import_plugins
+from saddlebench.cli import main
 
 ALGORITHM = '''
 from algorithms import register_algorithm

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench import cli
 from bench.results import load
+from saddlebench import cli
 
 DOC = {"suite": "r", "seeds": 2, "privacy": {"epsilon": [1, 2], "delta": 1e-5},
        "eval": {"points": 3, "metrics": ["loss", "grad_norm"]},

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from saddlebench.cli import paper_experiments, reproducible
 from bench.experiment import SCALES
 from reports.paper import collect
+from saddlebench.cli import paper_experiments, reproducible
 
 
 def test_standard_runs_quick_and_the_longer_checks() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli
 from reports.claims import Claim, ClaimResult, Runs, SettingResult, flag
 from reports.index import (
     README_END,
@@ -24,6 +23,7 @@ from reports.published import Entry
 from reports.rules import Always
 from reports.site import paper_pages
 from reports.tables import Comparison
+from saddlebench import cli
 
 
 def entry(id_: str, table: str, value: float) -> Entry:

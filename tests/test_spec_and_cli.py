@@ -19,13 +19,13 @@ import yaml
 from algorithms import PrivacyTarget
 from algorithms.dp_sgd import DPSGD, DPSGDParams
 from algorithms.privacy.accounting import epsilon, epsilons
-from saddlebench.cli import main
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
 from bench.spec import ComponentSpec, RunSpec, SpecError, component
 from bench.store import Store
 from problems import DataSize
 from problems.backend import BackendSpec
+from saddlebench.cli import main
 
 # -- helpers ------------------------------------------------------------------------------
 

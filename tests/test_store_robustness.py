@@ -24,10 +24,10 @@ import pytest
 import yaml
 
 import bench.store
-from saddlebench.cli import main
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import RunRecord, run_one
 from bench.store import CorruptResultWarning, Store, StoreError
+from saddlebench.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -902,9 +902,9 @@ def test_real_image_suites_skip_cleanly_where_fashion_mnist_is_absent(
 
     from test_data_loaders import tiny_fashion
 
-    from saddlebench.cli import paper_experiments, with_data
     from problems.data import catalog
     from problems.data.mnist import FASHION_MNIST
+    from saddlebench.cli import paper_experiments, with_data
 
     every = catalog.DATASETS
 

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench import cli
 from bench.experiment import parse_experiment
 from bench.spec import SpecError, TuningRule
 from bench.tuning import rungs, step_past
 from reports.claims import tuned_inside_grid
+from saddlebench import cli
 
 
 def experiment(extend: int, grid: list[float]) -> dict:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from saddlebench.cli import main
 from bench.results import load
 from reports.render import build_report
 from reports.tables import privacy_table, summarise, with_variants
+from saddlebench.cli import main
 
 SWEEP = """\
 suite: my_sweep
