@@ -98,6 +98,7 @@ from reports.paper import (
     rates_table,
     settings,
 )
+from reports.prose import Prose
 from reports.results import Figure
 from reports.rules import (
     Always,
@@ -123,44 +124,19 @@ SLACK = 0.25
 CENSORED_SHARE = 0.5
 E1, E4I = "e1_escape", "e4_noise_growth"
 
-RESOLUTIONS = (
-    ("Alg. 1 (T1)", "levels 1..log Σ miss the node [1, Σ]", "levels 0..⌈log₂Σ⌉"),
-    ("Alg. 1 (T2)", "N(0, σ²) per node", "N(0, σ²I_d), drawn once per node and reused"),
-    ("Alg. 3 l.5–8 (A4)", "∇̃_t undefined on refresh steps; a global tree over restarted sums",
-     "∇̃_t released on refreshes too; a new tree at every refresh"),
-    ("Alg. 3 (A6)", "b_t a function of ‖g_t‖, which needs b_t", "b_t from ‖g_{t−1}‖"),
-    ("Alg. 3 l.11 (A7)", "threshold γ log³(BMd/ρω) (~10³·γ)", "c_det·α with c_det = 1"),
-    ("Lemma 3.13 (A13)", "σ_tree depends on realised max_t ‖∇̃_t‖/b_t",
-     "fixed sensitivity targets s_g, s_H; batches sized to meet them"),
-    ("Lemma 3.14 (G1)", "τ = α^{3/2}/(M√ρ) < 1 budgets Γτ < Γ escape releases",
-     "K = Γ·max(1, τ) releases per Hessian lifetime; τ paper (a refresh after every "
-     "escape) or repaired ⌈κ√ρ/(M√α)⌉"),
-    ("App. B.3", "add/remove sensitivities under replace-one DP",
-     "replace-one: 2G/b, 2M‖Δx‖/b_t, 2M/b, 2ρ‖Δx‖/b_t"),
-    ("§2.7", "constants hidden in Õ(·)", "γ = α/4, ϰ = √(ρα)/4, Ξ = √(α/ρ), "
-     "Γ = ⌈2(M/√(ρα)) ln(d/ι)⌉, T = ⌈32BM/α²⌉, κ = max{α√d/ε, (BGM)^{1/3}}, c_v = 1, "
-     "ι = 0.05; concentration logs absorbed into c_v"),
-    ("Alg. 3 l.25", "all iterates returned, no selection rule",
-     "output the anchor of the first failed escape (S1), else the last iterate"),
-    ("Thm 3.17", "an Õ(α)-SOSP", f"‖∇F‖ ≤ {SOSP_GRADIENT:g}α (c_det + 1/c_γ, what a "
-     "certificate guarantees) and λ_min ≥ −√(ρα)"),
-    ("E2", "Ganesh et al. 2023's method", "tao2025's reconstruction dp_spider_at with fixed "
-     "batches, without its private selection (label ganesh2023)"),
-)
-ROLES = {
-    "e2": "E2, SOSP vs FOSP methods from the exact saddle, each at its output (Alg 3-R's "
-          "certificate, the FOSP methods' last iterate; claims E2a, E2b-last and its control "
-          "at spent ε, 1R; Alg 3-R is E2b's reference; the E2 table)",
-    "e2_uniform": "E2's FOSP methods at their own output rule, a uniformly random iterate "
-                  "(claim E2b; the E2 table)",
-    "e3": "E3, samples to the first certified SOSP over α and ε (claims E3, E3ε, 1R; the E3 "
-          "table and figure)",
-    "e4": "E4, ablations and the paper's calibration at the theorem's and the repaired τ "
-          "(claims 1, 1U, 1R, 11; the E4 and calibration tables)",
-    "e3_chain": "E3 on the gated chain of saddles (saddle_chain), one suite per α: samples and "
-                "steps to the first certificate at the theorem's and the repaired τ (claims "
-                "E3, E3-R; the chain table)",
-}
+OBSERVED = 100 * (1 - CENSORED_SHARE)
+TEXT = Prose.load(__file__, IOTA=IOTA, SOSP_GRADIENT=SOSP_GRADIENT, GROWTH_LIMIT=GROWTH_LIMIT,
+                  CERT_SLOPE=CERT_SLOPE, PRIVACY_SHARE=PRIVACY_SHARE, SLACK=SLACK,
+                  OBSERVED=OBSERVED,
+                  SLOPES=", ".join(f"{k} {v:+.2f}" for k, v in SLOPES.items()))
+RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.paper"],
+                     TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions"))
+ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
+
+
+def _text(key: str, **values: Any) -> str:
+    """The text at ``key`` with run-time ``values`` filled in beside the module's."""
+    return replace(TEXT, values={**TEXT.values, **values})[key]
 
 
 # -- per-run quantities -----------------------------------------------------------------------
@@ -358,55 +334,24 @@ def _saddle_holds(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
         "(0: its own DP noise escapes the saddle, nothing to separate)")
 
 
-BOUNDS = "true per-sample constants G, M, ρ for the problem (Assumption 3.1), so that the " \
-    "clips at G and M‖Δx‖ never act"
-GRADIENT_BOUND = at_most("Assumption 3.1: per-sample gradients ≤ G (O1's clip inactive)",
-                         "prem_max_per_sample_norm", "prem_clip_bound", BOUNDS,
-                         "largest per-sample ‖∇f‖")
-DIFFERENCE_BOUND = at_most(
-    "Assumption 3.1: per-sample differences ≤ M‖Δx‖ (O2's clip inactive)",
-    "prem_max_per_sample_norm_diff", "prem_clip_bound_diff", BOUNDS,
-    "largest per-sample ‖∇f(x) − ∇f(x′)‖/‖x − x′‖")
-ASSUMPTION = (GRADIENT_BOUND, DIFFERENCE_BOUND)
-CENSORING = Premise(
-    f"N observed in ≥ {100 * (1 - CENSORED_SHARE):g} % of each group (runs censored at the "
-    "data cap or without a certificate within T are excluded from the fit and counted)",
-    _censoring_bounded,
-    "a larger n (or horizon), so that most runs reach their first certificate")
-ADAPTIVE_CERTIFIED = Premise(
-    "the adaptive runs reach their first certificate (their N is observed, not censored)",
-    _adaptive_certified, "a larger horizon or data stream for the adaptive runs")
-PRIVACY_DOMINATES = Premise(
-    "privacy term dominates (κ = α√d/ε ≥ (BGM)^(1/3), Thm 3.17 / Lemma 3.15)",
-    _privacy_dominates(1.0),
-    "larger d or smaller ε (the paper-scale E3 has d ∈ {16, 64}, ε down to 0.25), so that "
-    "α√d/ε exceeds (BGM)^(1/3) and √d/(εα²) exceeds the non-private 1/α³")
-PRIVACY_DOMINATES_CHAIN = Premise(
-    f"privacy dominates by ≥ {PRIVACY_SHARE:g}× (α√d/ε ≥ {PRIVACY_SHARE:g}·(BGM)^(1/3), "
-    "Lemma 3.16's κ)", _privacy_dominates(PRIVACY_SHARE),
-    "a chain with a smaller B·G·M or a larger √d/ε: a ρ-Hessian-Lipschitz chain of "
-    "K ∝ α^{−3/2} links has B = (K + 1)A with A ≥ 32r³(ρα)^{3/2}/ρ², so (BGM)^{1/3} ≈ 8 here, "
-    "and α√d/ε ≥ 24 needs ε ≤ 0.04 at d = 24 (10⁸ samples a run)")
-CERTIFICATES_SCALE = Premise(
-    f"the horizon binds: steps to the first certificate ∝ α^s with s ≤ {CERT_SLOPE:g} (the "
-    "worst case's T = Õ(BM/γ²) ∝ α⁻², Prop. 3.10)", _certificates_scale,
-    "more links per α (K ∝ α^{−3/2} with less ceiling) or a wider α range, so that the "
-    "escapes, not the descent between them, set the steps")
-ESCAPES = Premise(
-    "an escape triggers (‖∇̃_t‖ ≤ c_det·α at some t)", _escape_triggers,
-    "a start where the private gradient estimate can fall below c_det·α (the saddle), or a "
-    "larger horizon")
-CERTIFICATE_OR_HORIZON = Premise(
-    "the output is a certificate, or the run had the theorem's horizon T_thm = 32·2·M/α²",
-    _certificate_or_horizon,
-    "a horizon of T_thm steps for runs that end without a failed escape (Prop. 3.10 needs "
-    "them for some iterate to be an SOSP)")
-REFERENCE_ESCAPES = Premise("Alg 3-R's escape triggers at this λ", _reference_escapes,
-                            ESCAPES.remedy)
-SADDLE_HOLDS = Premise(
-    "the saddle holds this FOSP method in some run (notes §5 E2 caveat)", _saddle_holds,
-    "weaker curvature, a shorter horizon or less noise (the notes' hard instance), so that "
-    "an FOSP method can end at the saddle")
+def _bound(key: str, column: str, bound: str) -> Premise:
+    return at_most(TEXT[f"premises.{key}.name"], column, bound, TEXT[f"premises.{key}.remedy"],
+                   TEXT[f"premises.{key}.what"])
+
+
+ASSUMPTION = (_bound("gradient_bound", "prem_max_per_sample_norm", "prem_clip_bound"),
+              _bound("difference_bound", "prem_max_per_sample_norm_diff",
+                     "prem_clip_bound_diff"))
+CENSORING = TEXT.premise("censoring", _censoring_bounded)
+ADAPTIVE_CERTIFIED = TEXT.premise("adaptive_certified", _adaptive_certified)
+PRIVACY_DOMINATES = TEXT.premise("privacy_dominates", _privacy_dominates(1.0))
+PRIVACY_DOMINATES_CHAIN = TEXT.premise("privacy_dominates_chain",
+                                       _privacy_dominates(PRIVACY_SHARE))
+CERTIFICATES_SCALE = TEXT.premise("certificates_scale", _certificates_scale)
+ESCAPES = TEXT.premise("escapes", _escape_triggers)
+CERTIFICATE_OR_HORIZON = TEXT.premise("certificate_or_horizon", _certificate_or_horizon)
+REFERENCE_ESCAPES = TEXT.premise("reference_escapes", _reference_escapes)
+SADDLE_HOLDS = TEXT.premise("saddle_holds", _saddle_holds)
 
 
 # -- statistics ---------------------------------------------------------------------------------
@@ -587,158 +532,94 @@ def _fosp(column: pd.Series) -> pd.Series:
     return ~column.isin((*SOSP_METHODS, AT_SPENT))
 
 
-def _separation_claim(claim_id: str, role: str, output: str, *controls: Control) -> Claim:
+def _control(claim_id: str, runs: Runs, statistic: Statistic, rule: Any) -> Control:
+    return Control(TEXT[f"claims.{claim_id}.control.name"], runs,
+                   TEXT[f"claims.{claim_id}.control.expect"], statistic, rule)
+
+
+def _separation_claim(claim_id: str, role: str, *controls: Control) -> Claim:
     """E2b at one output rule of the FOSP methods (the runs of ``role``) against Alg 3-R's
     certified outputs in E2 (``_reference``)."""
-    return Claim(
-        claim_id, f"FOSP methods, scored {output}, end at Õ(α)-SOSPs less often than Alg 3-R "
-        "(its certified output; the separation §1.2 is about: they cannot certify curvature)",
-        "§1.2 (SOSP vs FOSP)", Runs(roles=(role,), where={"label": _fosp},
-                                    by=("label", "p_prob_lam")),
+    return TEXT.claim(
+        claim_id, "§1.2 (SOSP vs FOSP)", Runs(roles=(role,), where={"label": _fosp},
+                                              by=("label", "p_prob_lam")),
         Statistic("share of Õ(α)-SOSP outputs, Alg 3-R − FOSP method", _separation),
         AtLeast(0.0, "share of SOSPs, Alg 3-R − FOSP"),
-        premises=(REFERENCE_ESCAPES, SADDLE_HOLDS), controls=controls, kind="design",
-        where="a check of our E2 design (notes §5 E2), not a claim of the paper: §1.2 says "
-              "FOSP methods' guarantees do not certify curvature, and states no comparison")
+        premises=(REFERENCE_ESCAPES, SADDLE_HOLDS), controls=controls, kind="design")
 
 
-RATE_WHERE = ("§3.2, Theorem 3.17 and Remark 3.18 (and the abstract): α = Õ((√d/(nε))^{1/2} "
-              "+ n^{−1/3}), i.e. N(α) = Õ(√d/(εα²)) samples where privacy dominates")
-
-
-def _rate_claims(claim_id: str, statement: str, runs: Runs, axis: str, rule: SlopeAtMost,
+def _rate_claims(claim_id: str, runs: Runs, axis: str, rule: SlopeAtMost,
                  premises: tuple[Premise, ...]) -> tuple[Claim, Claim]:
     """A rate claim at the theorem's τ (the paper's) and its twin at our repaired τ (a
     finding about the repair, kind design), side by side."""
     def at(label: str) -> Runs:
         return replace(runs, where={**runs.where, "label": label})
 
-    text = "N = Õ(√d/(εα²)) where privacy dominates (Theorem 3.17, Remark 3.18), an upper bound: "
-    return (Claim(claim_id, f"{text}{statement}; at the theorem's τ = α^{{3/2}}/(M√ρ)",
-                  "Theorem 3.17 (rate)", at("spider_sosp_paper_tau"), _samples_along(axis),
-                  rule, premises=premises, kind="paper", where=RATE_WHERE, headline=True),
-            Claim(f"{claim_id}-R", f"{text}{statement}; at our repaired τ = ⌈κ√ρ/(M√α)⌉",
-                  "Theorem 3.17 (rate)", at("spider_sosp"), _samples_along(axis), rule,
-                  premises=premises, kind="design",
-                  where=f"claim {claim_id}'s test of our repaired τ (notes §2.5 G1–G2: one "
-                        "refresh per ⌈κ√ρ/(M√α)⌉ escapes): a finding about our repair"))
+    return (TEXT.claim(claim_id, "Theorem 3.17 (rate)", at("spider_sosp_paper_tau"),
+                       _samples_along(axis), rule, premises=premises, kind="paper",
+                       headline=True),
+            TEXT.claim(f"{claim_id}-R", "Theorem 3.17 (rate)", at("spider_sosp"),
+                       _samples_along(axis), rule, premises=premises, kind="design"))
 
 
 SADDLES = Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one}, by=("d", "ratio"))
 E3_PREMISES = (CERTIFICATES_SCALE, PRIVACY_DOMINATES_CHAIN, CENSORING, *ASSUMPTION)
 E3_EPS_PREMISES = (PRIVACY_DOMINATES, CENSORING, *ASSUMPTION)
+SOSP_SHARE = Statistic("outputs that are Õ(α)-SOSPs", _sosp_share)
 
 CLAIMS = (
-    Claim("7", f"from a saddle with λ_min ≤ −√(ρα), Algorithm 2 moves Ξ within Γ steps with "
-          f"probability ≥ 1 − ι (ι = {IOTA:g}), given a (γ, ϰ)-accurate pair",
-          "Theorem 3.4", SADDLES, flag("escaped", "escape within Γ"),
-          Fraction(1 - IOTA, event="escape within Γ"), kind="paper",
-          where="§3.1, Theorem 3.4: from a saddle with ‖∇F‖ ≤ α, given a (γ, ϰ)-accurate pair, "
-                "Algorithm 2's output has F(y) − F(x₀) ≤ −Φ with probability ≥ 1 − ι"),
-    Claim("8", "an escape that reaches Ξ decreased F by at least Φ = γ^{3/2}/√ρ (Theorem "
-          "3.4's Φ without its log factor, so a stricter bar), with probability ≥ 1 − ι",
-          "Lemma 3.8", Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one,
-                                             "escaped": True}, by=("d", "ratio")),
-          Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", _decrease_at_least_phi),
-          Fraction(1 - IOTA, event="decrease ≥ Φ"), kind="paper",
-          where="§3.1, Lemma 3.8: an escape that halts at ‖x_t − x₀‖ ≥ Ξ has "
-                "F(x_t) − F(x₀) ≤ −Φ"),
-    Claim("S1", f"a failed escape certifies: from strict minima (λ > 0) Algorithm 2 moves Ξ "
-          f"with probability ≤ ι = {IOTA:g} (at λ = 0 the anchor is flat and noise alone "
-          "can carry it away, so those are left out)", "Theorem 3.4",
-          Runs(study=E1, where={"anchor": "minimum", "ratio": _positive}, by=("d", "ratio")),
-          flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape"),
-          kind="design",
-          where="the certificate output rule of our Alg 3-R (notes §2.8 S1: the anchor of the "
-                "first failed escape; the paper returns every iterate, Alg. 3 l.25, and has "
-                "no selection rule), which rests on the contrapositive of Theorem 3.4"),
-    Claim("4", f"tree noise does not grow with the phase length (its mean norm over the "
-          f"last quarter of 256 leaves is < {GROWTH_LIMIT:g}× that over the first; per-step "
-          "Gaussian noise at equal privacy grows like √k, 2.8× there)", "Theorem 2.2 (tree)",
-          Runs(study=E4I), _growth("tree"), AtMost(GROWTH_LIMIT, "mean growth"),
-          controls=(Control("per-leaf Gaussian noise at equal privacy (σ/√L per leaf)",
-                            Runs(study=E4I), f"grows: > {GROWTH_LIMIT:g}× between the "
-                            "quarters (√k)", _growth("gaussian"),
-                            AtLeast(GROWTH_LIMIT, "mean growth")),),
-          kind="paper",
-          where="§2.1, Theorem 2.2: for all t ∈ [Σ], ‖TREE(t)‖ ≲ √(d log(1/ι))·σ; §1.2: the "
-                "accumulated Gaussian noise Σg_t degrades the estimator, the tree mitigates "
-                "it"),
-    Claim("E2a", f"Alg 3-R's outputs (the first certificate, else the last iterate) are "
-          f"Õ(α)-SOSPs with probability ≥ 1 − ι (ι = {IOTA:g}; ‖∇F‖ ≤ {SOSP_GRADIENT:g}α, "
-          "λ_min ≥ −√(ρα)) from the exact saddle", "§1.2 (SOSP vs FOSP)",
-          Runs(roles=("e2",), where={"label": list(SOSP_METHODS)}, by=("label", "p_prob_lam")),
-          Statistic("outputs that are Õ(α)-SOSPs", _sosp_share),
-          Fraction(1 - IOTA, event="Õ(α)-SOSP output"),
-          premises=(ESCAPES, CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="paper",
-          where="§3.2, Theorem 3.17: at least one output of Algorithm 3 is an Õ(α)-SOSP; §1.2 "
-                "'Fixing the Error': the Hessian-model escape works with single-pass "
-                "minibatches", headline=True),
-    _separation_claim("E2b", "e2_uniform", "at their own output rule, a uniformly random "
-                      "iterate (Ghadimi & Lan 2013; the rule their guarantees are stated "
-                      "for)"),
-    _separation_claim(
-        "E2b-last", "e2", "at their last iterate (E2's outputs; a labelled variant of E2b: "
-        "its premise failing is the finding that the saddle holds them only early)",
-        Control("DP-SGD at ε = 1, about what spider_sosp spends of its ε = 4 (equal spent "
-                "rather than planned ε)", Runs(roles=("e2",), where={"label": AT_SPENT}),
-                "its outputs are Õ(α)-SOSPs more often than not: more noise escapes the "
-                "saddle sooner", Statistic("outputs that are Õ(α)-SOSPs", _sosp_share),
-                Fraction(0.5, event="Õ(α)-SOSP output"))),
-    *_rate_claims("E3", "the samples to the first certificate on the gated chain of "
-                  "saddles (saddle_chain: the worst-case horizon binds) grow at most like "
-                  f"α⁻² as α falls (slope ≤ 2 + {SLACK:g}, the Õ's polylogs)",
-                  Runs(roles=("e3_chain",), by=("epsilon", "p_prob_d")), "p_alg_alpha",
+    TEXT.claim("7", "Theorem 3.4", SADDLES, flag("escaped", "escape within Γ"),
+               Fraction(1 - IOTA, event="escape within Γ"), kind="paper"),
+    TEXT.claim("8", "Lemma 3.8", Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one,
+                                                       "escaped": True}, by=("d", "ratio")),
+               Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", _decrease_at_least_phi),
+               Fraction(1 - IOTA, event="decrease ≥ Φ"), kind="paper"),
+    TEXT.claim("S1", "Theorem 3.4",
+               Runs(study=E1, where={"anchor": "minimum", "ratio": _positive}, by=("d", "ratio")),
+               flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape"),
+               kind="design"),
+    TEXT.claim("4", "Theorem 2.2 (tree)", Runs(study=E4I), _growth("tree"),
+               AtMost(GROWTH_LIMIT, "mean growth"), kind="paper",
+               controls=(_control("4", Runs(study=E4I), _growth("gaussian"),
+                                  AtLeast(GROWTH_LIMIT, "mean growth")),)),
+    TEXT.claim("E2a", "§1.2 (SOSP vs FOSP)",
+               Runs(roles=("e2",), where={"label": list(SOSP_METHODS)},
+                    by=("label", "p_prob_lam")),
+               SOSP_SHARE, Fraction(1 - IOTA, event="Õ(α)-SOSP output"),
+               premises=(ESCAPES, CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="paper",
+               headline=True),
+    _separation_claim("E2b", "e2_uniform"),
+    _separation_claim("E2b-last", "e2", _control(
+        "E2b-last", Runs(roles=("e2",), where={"label": AT_SPENT}), SOSP_SHARE,
+        Fraction(0.5, event="Õ(α)-SOSP output"))),
+    *_rate_claims("E3", Runs(roles=("e3_chain",), by=("epsilon", "p_prob_d")), "p_alg_alpha",
                   SlopeAtMost(2.0, axis="α", axis_grows_bound=False, slack=SLACK), E3_PREMISES),
-    *_rate_claims("E3ε", "the samples to the first certificate grow at most like 1/ε as ε "
-                  "falls (one slope per α and d; b, b_t ∝ 1/ε at every step, so no horizon "
-                  "premise)", Runs(roles=("e3",), by=("p_alg_alpha", "p_prob_d")), "epsilon",
+    *_rate_claims("E3ε", Runs(roles=("e3",), by=("p_alg_alpha", "p_prob_d")), "epsilon",
                   SlopeAtMost(1.0, axis="ε", axis_grows_bound=False), E3_EPS_PREMISES),
-    Claim("11", "adaptive batches need fewer samples to the first certified SOSP than fixed "
-          "worst-case batches b_t(G) at equal privacy (difference of means > 0; a fixed-batch "
-          "run that stops before its certificate counts the samples it used, a lower bound "
-          "of its N, which can only weaken the evidence)",
-          "§1 (adaptive batches)", Runs(roles=("e4",), where={"label": "fixed_batches"}),
-          Statistic("samples to the first certificate, fixed − adaptive",
-                    _fixed_minus_adaptive),
-          AtLeast(0.0, "samples, fixed − adaptive"),
-          premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION), kind="paper",
-          where="§1.2, adaptive batch sizes: a fixed batch must be sized for the worst-case "
-                "‖x_t − x_{t−1}‖; B_t ∝ ‖x_t − x_{t−1}‖ 'resolves this paradox' and gives "
-                "better results"),
-    Claim("1", "Theorem 3.17 as printed is (ε, δ)-DP: its batches b, b_t and noise "
-          "σ_tree = σ_t = α/√d spend at most the target ε (at the theorem's τ, and at the "
-          "repaired τ). The tree stream decides it: σ = α/√d lacks Theorem 2.2's factor "
-          "4√(log₂T·ln(1/δ)); the escape stream (notes G1) spends less",
-          "Theorem 3.17 (privacy)",
-          Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
-               by=("epsilon", "p_alg_tau")),
-          Statistic("realised ε (PLD) ≤ target", _theorem_privacy),
-          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="paper",
-          where="§3.2, Theorem 3.17: with b, b_t, τ as stated and σ_tree = σ_t = α/√d, "
-                "'Algorithm 3 is (ε, δ)-DP'; §2.1, Theorem 2.2: σ = 4s√(log Σ log(1/δ))/ε",
-          headline=True),
-    Claim("1U", "Theorem 3.17's batches b, b_t with the noise that makes them (ε, δ)-DP "
-          "(σ calibrated by PLD on the worst-case ledger) still reach a first certificate "
-          f"within T_thm = ⌈32BM/α²⌉ steps with probability ≥ 1 − ι (ι = {IOTA:g})",
-          "Theorem 3.17 (privacy)",
-          Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "pld"},
-               by=("epsilon", "p_alg_tau")),
-          Statistic("runs with a certificate within T_thm", _certified_in_horizon),
-          Fraction(1 - IOTA, event="certificate within T_thm"),
-          premises=(CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="design",
-          where="Theorem 3.17's utility at its own batches once its noise is honest: whether "
-                "claim 1's erratum is repaired by the noise alone (issue 37)"),
-    Claim("1R", "Alg 3-R is (ε, δ)-DP: with σ calibrated (PLD) on the planned worst-case "
-          "ledger (L tree nodes per leaf, K = Γ·max(1, τ) escape releases per Hessian "
-          "lifetime), no run's realised ledger spends more than the target ε",
-          "Theorem 3.17 (privacy)",
-          Runs(roles=("e2", "e3", "e3_chain", "e4"), where={"algorithm": "spider_sosp",
-                                                "calibration": _not_paper}, by=("label",)),
-          Statistic("realised ε (PLD) ≤ target", _within_target),
-          Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="design",
-          where="our Alg 3-R's calibration (notes §2.6: PLD on the planned worst-case ledger) "
-                "against its own realised ledgers; not the paper's σ (claim 1)"),
+    TEXT.claim("11", "§1 (adaptive batches)",
+               Runs(roles=("e4",), where={"label": "fixed_batches"}),
+               Statistic("samples to the first certificate, fixed − adaptive",
+                         _fixed_minus_adaptive),
+               AtLeast(0.0, "samples, fixed − adaptive"),
+               premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION), kind="paper"),
+    TEXT.claim("1", "Theorem 3.17 (privacy)",
+               Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
+                    by=("epsilon", "p_alg_tau")),
+               Statistic("realised ε (PLD) ≤ target", _theorem_privacy),
+               Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="paper",
+               headline=True),
+    TEXT.claim("1U", "Theorem 3.17 (privacy)",
+               Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "pld"},
+                    by=("epsilon", "p_alg_tau")),
+               Statistic("runs with a certificate within T_thm", _certified_in_horizon),
+               Fraction(1 - IOTA, event="certificate within T_thm"),
+               premises=(CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="design"),
+    TEXT.claim("1R", "Theorem 3.17 (privacy)",
+               Runs(roles=("e2", "e3", "e3_chain", "e4"),
+                    where={"algorithm": "spider_sosp", "calibration": _not_paper},
+                    by=("label",)),
+               Statistic("realised ε (PLD) ≤ target", _within_target),
+               Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="design"),
 )
 
 
@@ -759,9 +640,8 @@ def _number(value: Any, spec: str) -> str:
 
 
 def _study_provenance(results: PaperResults, name: str) -> Provenance:
-    return Provenance(results.scale, computed=f"study {name}, simulated by `saddlebench "
-                      f"reproduce` ({trials_for(results.scale)} trials per setting) and "
-                      f"stored under studies/liu2024/{results.scale}/{name}.parquet; no runs")
+    return Provenance(results.scale, computed=_text(
+        "tables.study", name=name, scale=results.scale, trials=trials_for(results.scale)))
 
 
 def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
@@ -777,13 +657,8 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
              f"{r['horizon']}", _number(r["decrease_min"], ".4f"), f"{r['phi']:.4f}"]
             for r in study.to_dict("records")]
     table = {"provenance": provenance,
-             "title": "E1: Algorithm 2 alone on the cosine saddle",
-             "note": f"{int(study['trials'].iloc[0])} trials per row, α = 0.1, γ-accurate g and "
-                     "ϰ-accurate H (random errors of norm exactly γ = α/4 and ϰ = √(ρα)/4), "
-                     "noise σ = γ/√(d ln(Γ/ι)); λ = ratio·√(ρα). Escape: ‖x − x_a‖ ≥ Ξ within "
-                     "Γ steps. Predicted steps (M/λ) ln(√d Ξ M/γ) at rate λ (Lemma 3.9 uses "
-                     "λ/2); decrease: the smallest F(x_a) − F(y) over escaped trials, beside "
-                     "Φ = γ^{3/2}/√ρ (Thm 3.4 without its log).",
+             "title": TEXT["tables.e1.title"],
+             "note": _text("tables.e1.note", trials=int(study["trials"].iloc[0])),
              "columns": ["d", "λ/√(ρα)", "anchor", "P(escape)", "steps", "predicted",
                          "Γ", "min decrease", "Φ"], "rows": rows}
     fig, ax = plt.subplots(figsize=(4.8, 3.4))
@@ -795,9 +670,7 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     ax.set_xlabel("λ / √(ρα)")
     ax.set_ylabel("P(escape within Γ)")
     ax.legend(fontsize=7)
-    figure = Figure(save_figure(fig, out, "e1_escape"), "E1: escape probability of "
-                    "Algorithm 2 by curvature, from saddles (solid) and minima (dashed).",
-                    provenance)
+    figure = Figure(save_figure(fig, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)
     return [table], [figure]
 
 
@@ -825,17 +698,8 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
              f"{r['grad']:.3g}", f"{r['lam']:.3g}", f"{r['planned']:g}", f"{r['spent']:.3g}",
              f"{r['runs']:g}"]
             for key, r in table.iterrows() if isinstance(key, tuple)]
-    return [{"title": "E2: who ends at a saddle?", "provenance": results.provenance(runs),
-             "note": f"Fraction of outputs that are Õ(α)-SOSPs (‖∇F‖ ≤ {SOSP_GRADIENT:g}α, "
-                     f"α = {alpha:g}, and λ_min ≥ −√(ρα)) and that still have curvature below "
-                     "−√(ρα), mean ‖∇F‖ and λ_min, per curvature λ of the saddle the runs "
-                     "start at; ε planned (the target every method is calibrated to) and "
-                     "spent (the PLD accountant on the realised ledger, largest over runs): "
-                     "spider_sosp's planned ledger is its worst case, so it spends less. "
-                     "Output: the algorithm's own (Alg 3-R's certificate; the FOSP methods' "
-                     "last iterate) or, for the FOSP methods, a uniformly random iterate "
-                     "(their guarantees' output rule; claim E2b, the last iterate is its "
-                     "variant E2b-last).",
+    return [{"title": TEXT["tables.e2.title"], "provenance": results.provenance(runs),
+             "note": _text("tables.e2.note", alpha=alpha),
              "columns": ["λ", "method", "output", "Õ(α)-SOSP", "λ_min < −√(ρα)", "‖∇F‖", "λ_min",
                          "ε planned", "ε spent (PLD)", "runs"], "rows": rows}]
 
@@ -866,17 +730,8 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
                      _summary(done["N"]) if len(done) else "–",
                      _summary(done["diag_first_certificate_t"]) if len(done) else "–",
                      f"{_t_thm(group).iloc[0]:g}", f"{len(done)}/{len(group)}"])
-    table = {"title": "E3: samples to the first certified SOSP",
-             "provenance": results.provenance(runs),
-             "note": "N = samples used when the first escape fails (the run stops there), "
-                     "the step of that certificate beside Theorem 3.17's horizon T_thm, on "
-                     "the cosine saddle (claims E3ε, E3ε-R) and on the gated chain of K "
-                     "saddles (claims E3, E3-R), at the theorem's and the repaired τ; ε "
-                     "planned (the target σ is calibrated to on the worst-case ledger) and "
-                     "spent (PLD on the realised ledger, largest over the runs). "
-                     "Predicted slopes of log N in log α: " + ", ".join(
-                         f"{k} {v:+.2f}" for k, v in SLOPES.items())
-                     + "; in ε −1, while privacy dominates (tested as upper bounds).",
+    table = {"title": TEXT["tables.e3.title"], "provenance": results.provenance(runs),
+             "note": TEXT["tables.e3.note"],
              "columns": ["problem", "τ", "α", "ε planned", "K", "ε spent (PLD)",
                          "N (mean ± s.e.)", "certificate step", "T_thm", "certified"],
              "rows": rows}
@@ -896,7 +751,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     ax.set_ylabel("samples to the first certificate")
     ax.legend(fontsize=6)
     return [table], [Figure(save_figure(fig, out, "e3_sample_complexity"),
-                            "E3: N(α) by instance, τ and ε (log-log) with a slope −2 guide.",
+                            TEXT["tables.e3.caption"],
                             results.provenance(runs))]
 
 
@@ -913,8 +768,7 @@ def _noise_figure(results: PaperResults, out: Path) -> list[Figure]:
     ax.set_xlabel("leaves since the last refresh")
     ax.set_ylabel("mean ‖prefix-sum noise‖")
     ax.legend(fontsize=7)
-    return [Figure(save_figure(fig, out, "e4_noise_growth"), "E4(i): noise of the released "
-                   "prefix sums, tree vs per-leaf Gaussian noise at equal privacy.",
+    return [Figure(save_figure(fig, out, "e4_noise_growth"), TEXT["tables.e4i.caption"],
                    _study_provenance(results, E4I))]
 
 
@@ -927,11 +781,8 @@ def _e4(results: PaperResults) -> list[dict[str, Any]]:
              _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
              f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
             for (label, cal), g in runs.groupby(["label", "calibration"])]
-    return [{"title": "E4: ablations and the paper's calibration",
-             "provenance": results.provenance(runs),
-             "note": "Samples to the first certified SOSP, share certified, output ‖∇F‖ and "
-                     "λ_min, the target ε and the largest ε the PLD accountant finds in the "
-                     "runs' realised ledgers.",
+    return [{"title": TEXT["tables.e4.title"], "provenance": results.provenance(runs),
+             "note": TEXT["tables.e4.note"],
              "columns": ["variant", "calibration", "N", "certified", "‖∇F‖", "λ_min",
                          "ε target", "ε spent (PLD)"], "rows": rows}]
 
@@ -1022,25 +873,12 @@ def _theorem_sigma(results: PaperResults) -> str:
             f"{_span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
 
 
-REGIME = (
-    Regime("Theorem 3.17's σ_tree = α/√d over the σ Theorem 2.2 needs at its batches "
-           "(claim 1)", "1 (Theorem 3.17: its σ makes Algorithm 3 (ε, δ)-DP)", _theorem_sigma,
-           "Theorem 2.2: σ = 4s√(log₂T ln(1/δ))/ε at the paper's add/remove sensitivity s",
-           lead=True),
-    Regime("noise-to-curvature at the E2 saddle λ/√(ρα)",
-           "> 1: a strict saddle that is not an α-SOSP (Thm 3.4, λ_min ≤ −√(ρα))", _e2_ratio),
-    Regime("FOSP methods stalled at the saddle (E2)", "some (§1.2: they cannot certify "
-           "curvature; notes §5 E2 expects FOSP outputs at the saddle)", _fosp_at_saddle),
-    Regime("privacy share κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}", "≥ 1 where Thm 3.17's "
-           f"privacy term dominates (n ≲ d^{{3/2}}/ε³); ≥ {PRIVACY_SHARE:g} asked of E3's chain",
-           _e3_privacy, lead=True),
-    Regime("steps to the first certificate in α, and their share of T_thm", "∝ α⁻², ≈ 1 in "
-           "the worst case the α⁻² rate is about (Prop. 3.10: T = Õ(BM/γ²) steps)",
-           _chain_steps, lead=True),
-    Regime("spider_sosp's realised ε / target", "1 (Theorem 3.17: (ε, δ)-DP at the target)",
-           _spent_share, "planned ledger = worst case: L tree nodes per leaf, K = Γτ escape "
-           "releases per Hessian lifetime"),
-)
+REGIME_OURS = {"sigma": (_theorem_sigma, True), "curvature": (_e2_ratio, False),
+               "stalled": (_fosp_at_saddle, False), "privacy": (_e3_privacy, True),
+               "steps": (_chain_steps, True), "spent": (_spent_share, False)}
+REGIME = tuple(Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
+                      TEXT.get(f"regime.{key}.note"), lead=lead)
+               for key, (ours, lead) in REGIME_OURS.items())
 
 
 def _why(results: PaperResults) -> dict[str, Any]:
@@ -1066,41 +904,13 @@ def _why(results: PaperResults) -> dict[str, Any]:
                              + (f" (N ≥ {_samples(fixed).min():.3g})" if len(fixed) else ""))
         return "; ".join(parts)
 
-    rows = [
-        ["Theorem 3.17's σ = α/√d lacks Theorem 2.2's factor 4√(log₂T·ln(1/δ)) (claim 1)",
-         measured(_theorem_sigma), "claim 1 is decided by the tree stream, with the numbers "
-         "in its evidence: a finding about the paper"],
-        ["the theorem's batches with honest noise (claim 1U)", measured(honest),
-         "σ calibrated to the target on the worst-case ledger swamps the batches' "
-         "accuracy: the private gradient never falls below c_det·α, so no escape starts"],
-        ["spider_sosp spends part of its budget (claim 1R)", measured(_spent_share),
-         "baselines calibrated to the same planned ε spend all of it: E2 compares at equal "
-         "planned ε, the table shows both"],
-        ["privacy noise alone escapes the saddle (E2)", measured(_fosp_at_saddle),
-         "E2b-last out of regime: nothing to separate at the last iterate; noisy "
-         "first-order steps escape at rate ≈ ηλ per step like Algorithm 2's power "
-         "iteration, so any budget that lets spider_sosp finish one escape (Γ steps) lets "
-         "them escape too. Their first iterates are still at the saddle, so E2b scores "
-         "their own output rule, a uniformly random iterate"],
-        ["E3's α-exponent needs the horizon to bind: on the cosine saddle (one saddle "
-         "level) it does not, so E3 runs on the gated chain of saddles",
-         measured(_chain_steps), "E3, E3-R: the scaling premise compares this slope with "
-         "−2; E3ε, E3ε-R need no horizon premise (b, b_t ∝ 1/ε at every step)"],
-        ["privacy share (κ_priv/κ_np, Thm 3.17)", measured(_e3_privacy),
-         "E3ε's cells lie where privacy dominates; a ρ-Hessian-Lipschitz chain has "
-         "(BGM)^{1/3} ≈ 8, so E3's needs ε ≲ 0.04 (10⁸ samples a run) and stays below"],
-        ["the repaired τ = ⌈κ√ρ/(M√α)⌉ grows with κ = α√d/ε (notes G1)", measured(_e3_tau),
-         "where privacy dominates, τ ∝ 1/ε: the planned ledger (K = Γτ escape releases) "
-         "and σ grow faster than 1/ε, so N falls faster than 1/ε as ε grows (E3ε-R's "
-         "slope, a finding about our repair; the theorem's τ refreshes after every escape)"],
-        ["data cap (censoring)", measured(censored),
-         "censored runs are lower bounds: excluded from E3's fits (counted), kept as lower "
-         "bounds in claim 11 (conservative)"],
-    ]
-    return {"title": "Why our results differ from what the paper leads one to expect",
-            "provenance": results.provenance(results.runs),
-            "note": "Each cause once, with the numbers measured in these runs; the verdicts "
-                    "above are their sum.",
+    measures = {"sigma": _theorem_sigma, "honest": honest, "spent": _spent_share,
+                "fosp": _fosp_at_saddle, "chain": _chain_steps, "privacy": _e3_privacy,
+                "tau": _e3_tau, "censored": censored}
+    rows = [[TEXT[f"tables.why_rows.{key}.cause"], measured(how),
+             TEXT[f"tables.why_rows.{key}.effect"]] for key, how in measures.items()]
+    return {"title": TEXT["tables.why.title"], "provenance": results.provenance(results.runs),
+            "note": TEXT["tables.why.note"],
             "columns": ["cause", "measured", "effect on the verdicts"], "rows": rows}
 
 
@@ -1109,11 +919,7 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
     page = PaperSections(settings=settings(results))
     e1_tables, e1_figures = _e1(results, out)
     e3_tables, e3_figures = _e3(results, out)
-    calibration = calibration_table(
-        results, "The paper's calibration σ_tree = σ_t = α/√d at Theorem 3.17's batch sizes, "
-        "as a multiplier of the O1 sensitivity 2G/b; σ tight is the multiplier the PLD "
-        "accountant needs for the same (ε, δ) with the same batches (Lemma 3.14 prints "
-        "σ = 2 ln(1/δ)α/√d instead).")
+    calibration = calibration_table(results, TEXT["tables.calibration.note"])
     why = _why(results) if len(results.runs) else None
     page.tables = [t for t in (why, rates_table("liu2024"), *e1_tables, *_e2(results),
                                *e3_tables, *_e4(results), calibration) if t]
@@ -1124,12 +930,13 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 
 PAPER = Paper(
     key="liu2024",
-    title="Adaptive Batch Size for Privately Finding Second-Order Stationary Points",
-    source="Liu, Talwar 2024; the paper has no experiments: E1–E4 are the suite's designs",
+    title=TEXT["paper.title"],
+    source=TEXT["paper.source"],
     claims=CLAIMS,
     roles=ROLES,
     sections=sections,
     resolutions=RESOLUTIONS,
     studies={E1: e1_escape, E4I: e4_noise_growth},
     regime=REGIME,
+    text=TEXT,
 )
