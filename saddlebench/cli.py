@@ -561,14 +561,33 @@ def cmd_audit(args: argparse.Namespace) -> int:
 # -- check ------------------------------------------------------------------------------
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """The pre-flight of each target (:mod:`bench.check`); exit status 1 if one fails."""
-    from bench.check import check_targets
+    """The pre-flight of each target's algorithms and problems (:mod:`bench.check`) and the
+    common checks of its papers (:mod:`reports.check`); exit status 1 if one fails."""
+    from bench.check import check_targets, resolve
     from bench.console import console
+    from bench.errors import UsageError
+    from reports.check import check_paper, paper_targets
 
-    passed = True
-    for report in check_targets(args.targets, say=console.print):
-        passed &= report.passed
-    return 0 if passed else 1
+    papers = {t: paper_targets(t) for t in args.targets}
+
+    def has_classes(target: str) -> bool:
+        try:
+            return bool(resolve(target))
+        except UsageError:
+            if papers[target]:
+                return False
+            raise
+
+    reports = check_targets([t for t in args.targets if has_classes(t)], say=console.print)
+    for key in dict.fromkeys(k for keys in papers.values() for k in keys):
+        report = check_paper(key)
+        console.print(f"paper {key}")
+        for c in report.checks:
+            console.print(f"  {'pass' if c.passed else '[red]FAIL[/]'}: {c.what}")
+            for failure in c.failures:
+                console.print(f"    {failure}", markup=False)
+        reports.append(report)
+    return 0 if all(r.passed for r in reports) else 1
 
 
 # -- main -------------------------------------------------------------------------------

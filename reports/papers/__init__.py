@@ -3,9 +3,10 @@
 group ``saddlebench.papers``, each pointing to a ``Paper``).
 
 :func:`paper_info` reads what ``saddlebench list`` shows of a built-in paper (title,
-source, url, roles) from its module's source, the literal arguments of ``PAPER = Paper(...)``,
-without importing the module (which imports pandas, matplotlib and the algorithms): the
-module stays the one place these are written.
+source, url, roles) from its module's source, the literal arguments of ``PAPER = Paper(...)``
+or the texts of its prose sidecar they name (``TEXT["paper.title"]``), without importing the
+module (which imports pandas, matplotlib and the algorithms): the module and its sidecar
+stay the one place these are written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import importlib
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import yaml
 
 from problems.registry import load_entry_points
 
@@ -83,13 +86,35 @@ def declared_info(module: Path) -> PaperInfo:
     not a literal (or module constant)."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
     names = module_constants(tree)
+    sidecar = module.with_suffix(".yaml")
+    texts = yaml.safe_load(sidecar.read_text(encoding="utf-8")) if sidecar.exists() else {}
     paper = names.get("PAPER")
     if not isinstance(paper, ast.Call):
         raise ValueError(f"{module.name}: no PAPER = Paper(...)")
     given = {k.arg: k.value for k in paper.keywords if k.arg}
-    values = {f: literal(given[f], names) if f in given else "" for f in INFO_FIELDS}
-    roles = literal(given["roles"], names, keys_only=True) if "roles" in given else ()
+    values = {f: literal(given[f], names, texts=texts) if f in given else ""
+              for f in INFO_FIELDS}
+    roles = declared_roles(given["roles"], names, texts) if "roles" in given else ()
     return PaperInfo(module.stem, **values, roles=tuple(roles))
+
+
+def declared_roles(node: ast.expr, names: dict[str, ast.expr], texts: Any) -> list[str]:
+    """The roles a ``roles=`` argument declares: a dict's keys, or the keys of the sidecar
+    section it is built from (``TEXT.section("roles")``)."""
+    try:
+        return list(literal(node, names, keys_only=True))
+    except ValueError:
+        calls = [n for n in ast.walk(names.get(node.id, node) if isinstance(node, ast.Name)
+                                     else node)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "section" and n.args
+                 and isinstance(n.args[0], ast.Constant)]
+        if len(calls) != 1 or not isinstance(texts, dict):
+            raise
+        section = texts.get(str(calls[0].args[0].value))  # type: ignore[union-attr]
+        if not isinstance(section, dict):
+            raise
+        return list(section)
 
 
 def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
@@ -109,11 +134,20 @@ def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
     return names
 
 
-def literal(node: ast.expr, names: dict[str, ast.expr], keys_only: bool = False) -> Any:
+def literal(node: ast.expr, names: dict[str, ast.expr], keys_only: bool = False,
+            texts: Any = None) -> Any:
     """The value of a constant, or of a module constant named; of a dict, its keys
-    (``keys_only``); ValueError for anything else."""
+    (``keys_only``); of ``TEXT["a.b"]``, the sidecar's text at that key (``texts``, with
+    no fields to fill); ValueError for anything else."""
     if isinstance(node, ast.Name) and node.id in names:
-        return literal(names[node.id], names, keys_only)
+        return literal(names[node.id], names, keys_only, texts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+            and isinstance(node.slice.value, str) and texts:
+        text: Any = texts
+        for part in node.slice.value.split("."):
+            text = text.get(part) if isinstance(text, dict) else None
+        if isinstance(text, str) and "{" not in text:
+            return text
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if keys_only and isinstance(node, ast.Dict):
