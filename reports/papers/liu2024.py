@@ -86,7 +86,7 @@ from reports.claims import (
     at_most,
     flag,
 )
-from reports.figures import colours, save_figure
+from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import (
     PaperResults,
     PaperSections,
@@ -645,8 +645,6 @@ def _study_provenance(results: PaperResults, name: str) -> Provenance:
 
 
 def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
-    import matplotlib.pyplot as plt
-
     trials = results.study(E1)
     if trials.empty:
         return [], []
@@ -661,16 +659,13 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
              "note": _text("tables.e1.note", trials=int(study["trials"].iloc[0])),
              "columns": ["d", "λ/√(ρα)", "anchor", "P(escape)", "steps", "predicted",
                          "Γ", "min decrease", "Φ"], "rows": rows}
-    fig, ax = plt.subplots(figsize=(4.8, 3.4))
     colour = colours([str(d) for d in study["d"].unique()])
-    for (d, anchor), part in study.groupby(["d", "anchor"]):
-        ax.plot(part["ratio"], part["escape_rate"], marker="o", color=colour[str(d)],
-                ls="-" if anchor == "saddle" else "--", label=f"d = {d}, {anchor}")
-    ax.axvline(1.0, color="grey", lw=0.8)
-    ax.set_xlabel("λ / √(ρα)")
-    ax.set_ylabel("P(escape within Γ)")
-    ax.legend(fontsize=7)
-    figure = Figure(save_figure(fig, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)
+    series = [Series(f"d = {d}, {anchor}", part["ratio"].tolist(), part["escape_rate"].tolist(),
+                     colour=colour[str(d)], line="-" if anchor == "saddle" else "--")
+              for (d, anchor), part in study.groupby(["d", "anchor"])]
+    plot = Plot([Panel(series, "λ / √(ρα)", "P(escape within Γ)",
+                       lines=(Line(1.0, style="-", vertical=True),))], panel_inches=(4.8, 3.4))
+    figure = Figure(draw(plot, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)
     return [table], [figure]
 
 
@@ -715,8 +710,6 @@ def _links(run: pd.Series) -> str:
 
 
 def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
-    import matplotlib.pyplot as plt
-
     runs = pd.concat([_done(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
@@ -738,37 +731,29 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     certified = runs[_certified(runs)]
     if certified.empty:
         return [table], []
-    fig, ax = plt.subplots(figsize=(4.8, 3.4))
-    for (problem, tau, e), part in certified.groupby(["problem", "tau", "epsilon"]):
-        mean = part.groupby("alpha")["N"].mean()
-        ax.plot(mean.index, mean.to_numpy(), marker="o", label=f"{problem}, {tau}, ε = {e:g}")
+    series = [Series(f"{problem}, {tau}, ε = {e:g}", mean.index.tolist(), mean.tolist())
+              for (problem, tau, e), part in certified.groupby(["problem", "tau", "epsilon"])
+              for mean in [part.groupby("alpha")["N"].mean()]]
     grid = np.geomspace(certified["alpha"].min(), certified["alpha"].max(), 10)
     anchor = float(certified["N"].median() * certified["alpha"].median() ** 2)
-    ax.plot(grid, anchor * grid**-2.0, "k--", lw=0.8, label="slope −2")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("α")
-    ax.set_ylabel("samples to the first certificate")
-    ax.legend(fontsize=6)
-    return [table], [Figure(save_figure(fig, out, "e3_sample_complexity"),
+    guide = Series("slope −2", grid.tolist(), (anchor * grid**-2.0).tolist(), colour="k",
+                   marker="", line="--", width=0.8)
+    plot = Plot([Panel([*series, guide], "α", "samples to the first certificate", xscale="log",
+                       yscale="log")], panel_inches=(4.8, 3.4))
+    return [table], [Figure(draw(plot, out, "e3_sample_complexity"),
                             TEXT["tables.e3.caption"],
                             results.provenance(runs))]
 
 
 def _noise_figure(results: PaperResults, out: Path) -> list[Figure]:
-    import matplotlib.pyplot as plt
-
     trials = results.study(E4I)
     if trials.empty:
         return []
     growth = noise_summary(trials)
-    fig, ax = plt.subplots(figsize=(4.6, 3.4))
-    for kind in ("tree", "gaussian"):
-        ax.plot(growth["leaf"], growth[kind], label=kind)
-    ax.set_xlabel("leaves since the last refresh")
-    ax.set_ylabel("mean ‖prefix-sum noise‖")
-    ax.legend(fontsize=7)
-    return [Figure(save_figure(fig, out, "e4_noise_growth"), TEXT["tables.e4i.caption"],
+    plot = Plot([Panel([Series(kind, growth["leaf"].tolist(), growth[kind].tolist(), marker="")
+                        for kind in ("tree", "gaussian")],
+                       "leaves since the last refresh", "mean ‖prefix-sum noise‖")])
+    return [Figure(draw(plot, out, "e4_noise_growth"), TEXT["tables.e4i.caption"],
                    _study_provenance(results, E4I))]
 
 
