@@ -1,9 +1,9 @@
 """liu2024 studies on the cosine saddle's population (notes §5): E1, Algorithm 2 alone, and
 E4(i), the noise of tree-aggregated against per-step Gaussian prefix sums at equal privacy.
 
-Both are simulations outside the run grid: ``saddlebench reproduce`` runs them through
-``reports.papers.liu2024.PAPER.studies`` (:func:`e1_escape` and :func:`e4_noise_growth`,
-one row per trial) and stores them; the page only reads them.
+Both are simulations outside the run grid: the liu2024 paper declares them as its
+``studies`` (:func:`e1_escape` and :func:`e4_noise_growth`, one row per trial), and
+``saddlebench reproduce`` runs and stores them; the page only reads them.
 
 Testbed A's population at an anchor on the u-axis (u = e₁ by rotation invariance):
 F(x) = λ cos x₁ + μ h(x₂..x_d), h(w) = √(1 + ‖w‖²) − 1; at the saddle x = 0, ∇F = 0 and
