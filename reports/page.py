@@ -51,7 +51,8 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     """Render ``out/index.html`` for (paper, scale) from stored results, with its
     ``status.json`` (verdicts and artefacts, for the site's index) and ``provenance.json``."""
     spec = get_paper(paper)
-    results = collect(results_root, paper, scale, divergence_factor=spec.divergence_factor)
+    results = collect(results_root, paper, scale, divergence_factor=spec.divergence_factor,
+                      roles=spec.roles)
     out.mkdir(parents=True, exist_ok=True)
     verdicts = spec.evaluate(results)
     sections: PaperSections = spec.sections(results, out)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,11 +44,13 @@ def stored_suites(results_root: Path) -> list[tuple[dict[str, Any], Store]]:
 
 
 def collect(results_root: Path, paper: str, scale: str, trajectories: bool = True,
-            divergence_factor: float | None = None) -> PaperResults:
+            divergence_factor: float | None = None,
+            roles: Iterable[str] | None = None) -> PaperResults:
     """Runs (and, with ``trajectories``, trajectories) of every suite under
     ``results_root`` for (paper, scale) (the suites of every folder the scale runs:
     ``bench.experiment.SCALES``), with each run's ``diverged`` flag (see
-    :func:`flag_divergence`) and the paper's stored studies."""
+    :func:`flag_divergence`) and the paper's stored studies; ``roles``: the paper's declared
+    roles, the only ones its sections may ask for."""
 
     suites, runs, curves = [], [], []
     for meta, store in stored_suites(results_root):
@@ -68,7 +70,8 @@ def collect(results_root: Path, paper: str, scale: str, trajectories: bool = Tru
     return PaperResults(paper=paper, scale=scale, suites=suites,
                         runs=flag_divergence(frame, traj, divergence_factor or
                                              DIVERGENCE_FACTOR),
-                        trajectories=traj, studies=studies)
+                        trajectories=traj, studies=studies,
+                        roles=None if roles is None else frozenset(roles))
 
 
 def flag_divergence(runs: pd.DataFrame, trajectories: pd.DataFrame, factor: float

@@ -20,19 +20,26 @@ class PaperResults:
     runs: pd.DataFrame
     trajectories: pd.DataFrame
     studies: dict[str, pd.DataFrame] = field(default_factory=dict)
+    roles: frozenset[str] | None = None  # the paper's declared roles (None: not checked)
 
     def suite_runs(self, name: str) -> pd.DataFrame:
         return self.runs[self.runs["suite"] == name] if not self.runs.empty else self.runs
 
     def role_suites(self, *roles: str) -> list[str]:
-        """The suites whose experiment files declare one of ``roles``."""
+        """The suites whose experiment files declare one of ``roles``; KeyError for a role
+        the paper does not declare (a section reading a misspelt role fails, even with no
+        runs, instead of showing nothing)."""
+        if self.roles is not None and set(roles) - self.roles:
+            raise KeyError(f"{self.paper}: roles {sorted(set(roles) - self.roles)} are not "
+                           f"declared (declared: {', '.join(sorted(self.roles))})")
         return [m["suite"] for m in self.suites if set(m.get("roles") or ()) & set(roles)]
 
     def role_runs(self, *roles: str) -> pd.DataFrame:
         """Every run of the suites playing one of ``roles``."""
+        suites = self.role_suites(*roles)
         if self.runs.empty:
             return self.runs
-        return self.runs[self.runs["suite"].isin(self.role_suites(*roles))]
+        return self.runs[self.runs["suite"].isin(suites)]
 
     def study(self, name: str) -> pd.DataFrame:
         """The rows of a stored study (empty if ``reproduce`` has not run it)."""

@@ -37,3 +37,15 @@ def test_saddlebench_check_runs_a_paper_s_common_checks(
     assert main(["check", "liu2024"]) == 0
     out = capsys.readouterr().out
     assert "paper liu2024" in out and "FAIL" not in out
+
+
+def test_a_section_asking_for_an_undeclared_role_fails_even_with_no_runs() -> None:
+    import pandas as pd
+
+    from reports.results import PaperResults
+
+    results = PaperResults("p", "quick", [], pd.DataFrame(), pd.DataFrame(),
+                           roles=frozenset({"fig1"}))
+    assert results.role_runs("fig1").empty
+    with pytest.raises(KeyError, match=r"roles \['fig_1'\] are not declared"):
+        results.role_runs("fig_1")
