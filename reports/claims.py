@@ -650,7 +650,8 @@ class Sidecar(Protocol):
     """A paper's prose file (:class:`reports.prose.Prose`), as far as :class:`Paper`
     checks it."""
 
-    source: str
+    @property
+    def source(self) -> str: ...
 
     def claim_ids(self) -> set[str]: ...
 

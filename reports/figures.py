@@ -406,15 +406,17 @@ def exponents_against_predicted(points: pd.DataFrame, out: Path, stem: str) -> s
 
 # -- declared figures ---------------------------------------------------------------------
 
+Values = Sequence[float] | np.ndarray | pd.Series  # a series' coordinates
+
 @dataclass(frozen=True)
 class Series:
     """One curve: ``y`` against ``x`` with an optional ± ``err``, drawn as error bars, or as
     a shaded band when ``band``; ``marker`` "" draws a plain line, ``line`` "" markers only."""
 
     label: str
-    x: Sequence[float]
-    y: Sequence[float]
-    err: Sequence[float] | None = None
+    x: Values
+    y: Values
+    err: Values | None = None
     colour: Any = None
     marker: str = "o"
     line: str = "-"
@@ -447,7 +449,7 @@ class Panel:
     xscale: str = "linear"
     yscale: str = "linear"
     lines: Sequence[Line] = ()
-    xticks: Sequence[float] | None = None
+    xticks: Values | None = None
     legend: bool = True
 
 

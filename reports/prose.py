@@ -100,7 +100,9 @@ class Prose:
     def claim(self, claim_id: str, *args: Any, **kwargs: Any) -> Claim:
         """:class:`reports.claims.Claim` ``claim_id`` with its statement and ``where`` from
         ``claims.<claim_id>``; ``args`` and ``kwargs`` are the rest of the claim."""
+        from dataclasses import replace
+
         from reports.claims import Claim
 
-        return Claim(claim_id, self[f"claims.{claim_id}.statement"], *args,
-                     where=self[f"claims.{claim_id}.where"], **kwargs)
+        claim = Claim(claim_id, self[f"claims.{claim_id}.statement"], *args, **kwargs)
+        return replace(claim, where=self[f"claims.{claim_id}.where"])

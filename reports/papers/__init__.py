@@ -104,14 +104,15 @@ def declared_roles(node: ast.expr, names: dict[str, ast.expr], texts: Any) -> li
     try:
         return list(literal(node, names, keys_only=True))
     except ValueError:
-        calls = [n for n in ast.walk(names.get(node.id, node) if isinstance(node, ast.Name)
-                                     else node)
-                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == "section" and n.args
-                 and isinstance(n.args[0], ast.Constant)]
-        if len(calls) != 1 or not isinstance(texts, dict):
+        keys = [n.args[0].value
+                for n in ast.walk(names.get(node.id, node) if isinstance(node, ast.Name)
+                                  else node)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "section" and n.args
+                and isinstance(n.args[0], ast.Constant)]
+        if len(keys) != 1 or not isinstance(texts, dict):
             raise
-        section = texts.get(str(calls[0].args[0].value))  # type: ignore[union-attr]
+        section = texts.get(str(keys[0]))
         if not isinstance(section, dict):
             raise
         return list(section)
