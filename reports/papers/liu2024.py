@@ -1,57 +1,13 @@
-"""liu2024, adaptive-batch SpiderBoost with the tree mechanism: a theory paper without
-experiments, so its claims are checked on the suite's designs E1–E4 (notes §5).
+"""liu2024, adaptive-batch SpiderBoost with the tree mechanism, declared once as
+:data:`PAPER`: a theory paper without experiments, so its claims are checked on the suite's
+designs E1–E4 (notes §5). Its prose (statements, premises, roles, regime, resolutions,
+tables, captions) is in ``liu2024.yaml``; the roles there say which suites feed which claim.
 
-Roles (``role:`` in bench/experiments/liu2024/*/): ``e2`` (SOSP vs FOSP methods end to
-end), ``e2_uniform`` (E2's FOSP methods at their own output rule, a uniformly random iterate:
-claim E2b), ``e3`` (samples to the first certified SOSP over α and ε on the cosine saddle),
-``e3_chain`` (the same over α on the gated chain of saddles, ``saddle_chain``), ``e4``
-(ablations and the paper's calibration). E1 (Algorithm 2 alone) and the noise part of E4(i)
-are studies (bench/studies/liu2024.py) that ``saddlebench reproduce`` runs and stores; the
-page only reads them.
-
-Why E2's last iterates cannot separate at quick scale (the page's "why results differ"
-gives the numbers): a noisy first-order step from the saddle grows the escape component by
-≈ (1 + ηλ) per step, which is also the rate of Algorithm 2's power iteration on I − ηH
-(η = 1/M), and the log of the noise enters both escape times alike; any budget that lets
-spider_sosp finish one escape (Γ steps) lets DP-SGD's noise carry it off the saddle, and
-below that budget spider_sosp cannot escape either. So no FOSP method's last iterate is at
-the saddle, and the last-iterate variant (claim E2b-last) names that failed premise. But
-the FOSP methods' guarantees are stated for a uniformly random iterate (Ghadimi & Lan
-2013's randomized output, the rule of the DP-SGD and SpiderBoost-type FOSP analyses the
-paper and Ganesh et al. 2023 build on), and their first 10–30 of 150 iterates are still at
-the saddle: claim E2b scores that output rule (``e2_uniform``), where Alg 3-R keeps its
-certified output.
-
-Declared constants of the rules:
-
-* ``IOTA`` = 0.05, the failure probability ι of Theorem 3.4 and of spider_sosp (notes
-  §2.7): high-probability statements are tested as P(event) > 1 − ι (exact binomial);
-* ``SOSP_GRADIENT`` = 1.25: an output is an Õ(α)-SOSP when ‖∇F‖ ≤ 1.25α and
-  λ_min ≥ −√(ρα); 1.25 = c_det + 1/c_γ, the gradient a certificate guarantees (the escape
-  fires at ‖∇̃‖ ≤ c_det·α, and ‖∇̃ − ∇F‖ ≤ γ = α/c_γ by Lemma 3.14); the theorem's Õ(α)
-  allows any constant;
-* ``GROWTH_LIMIT`` = 1.5: "does not grow with the phase length" as a ratio of the mean
-  noise norm over the last to the first quarter of 256 leaves; flat noise gives 1, the √k
-  growth of per-step Gaussian noise gives 2.8 there (a threshold between the two, kept from
-  the page before the claims were declared);
-* ``CERT_SLOPE`` = −1.8: the worst-case bound of Theorem 3.17 counts T = Õ(BM/γ²) ∝ α⁻²
-  steps, and its α-exponent binds only where the steps to the first certificate grow so;
-  on testbed A (one saddle level) they do not, so E3 runs on the chain of saddles, whose
-  K ∝ α^{−3/2} escapes of Γ ∝ α^{−1/2} steps predict −2; −1.8 allows the ceilings of K
-  (issue 37's premise, taken as the issue states it). E3ε needs no such premise: its
-  ε-exponent comes from b, b_t ∝ 1/ε at every step, not from the horizon;
-* ``PRIVACY_SHARE`` = 3: on the chain, α√d/ε ≥ 3·(BGM)^{1/3} (issue 37: privacy dominates
-  the drift threshold κ by ≥ 3×, so the samples follow √d/(εα²) and not the non-private
-  1/α³); E3ε's cells need ≥ 1 (its grid was chosen so, tests/test_liu2024.py);
-* ``SLACK`` = 0.25 added to E3's exponent 2: the Õ's polylogs over the chain's factor 2 in α.
-  The tree depth L = ⌈log₂T⌉ + 1 enters b twice (the calibrated σ ∝ √L, s_g ∝ 1/√L), so
-  b ∝ L, and T ∝ α⁻² adds 2 levels to L ≈ 15–17: 0.18 on the slope, rounded up (from these
-  formulas, not from the runs; the chain's measured slopes, near 3, are far from 2.25
-  either way);
-* ``CENSORED_SHARE`` = 0.5: a run that exhausts its data before the first certificate has
-  only a lower bound of N (censored); it is excluded from E3's fits and counted, and a
-  group that loses more than half its runs so is out of regime (the exclusion would bias
-  the slope down, towards the bound).
+E1 (Algorithm 2 alone) and the noise part of E4(i) are studies (bench/studies/liu2024.py)
+that ``saddlebench reproduce`` runs and stores; the page only reads them. Why E2's last
+iterates cannot separate SOSP from FOSP methods at quick scale, and so why claim E2b scores
+the FOSP methods' own output rule (a uniformly random iterate), is the "why results differ"
+table's row ``fosp``, with its numbers.
 """
 
 from __future__ import annotations
@@ -65,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.audit import gdp_epsilon, gdp_mu
 from bench.studies.liu2024 import (
     HESSIAN_THIRD,
     e1_escape,
@@ -85,12 +42,10 @@ from reports.claims import (
     Statistic,
     at_most,
     flag,
+    numeric,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import (
-    PaperResults,
-    PaperSections,
-    Provenance,
     calibration_table,
     deviations,
     format_mean_se,
@@ -99,7 +54,7 @@ from reports.paper import (
     settings,
 )
 from reports.prose import Prose
-from reports.results import Figure
+from reports.results import Figure, PaperResults, PaperSections, Provenance
 from reports.rules import (
     Always,
     AtLeast,
@@ -115,19 +70,33 @@ SOSP_METHODS = ("spider_sosp", "spider_sosp_paper_tau")
 AT_SPENT = "dp_sgd_at_spent_eps"  # E2's control: DP-SGD at about spider_sosp's spent ε
 SLOPES = {"this paper (Thm 3.17)": -2.0, "Ganesh et al. 2023 (claimed)": -7 / 3,
           "Tao et al. 2025": -5 / 2}
-IOTA = 0.05
-SOSP_GRADIENT = 1.25
-GROWTH_LIMIT = 1.5
-CERT_SLOPE = -1.8
-PRIVACY_SHARE = 3.0
-SLACK = 0.25
-CENSORED_SHARE = 0.5
 E1, E4I = "e1_escape", "e4_noise_growth"
+# The declared constants of the rules.
+IOTA = 0.05  # ι of Theorem 3.4 and spider_sosp (notes §2.7): P(event) > 1 − ι, exact binomial
+# An output is an Õ(α)-SOSP when ‖∇F‖ ≤ 1.25α and λ_min ≥ −√(ρα): 1.25 = c_det + 1/c_γ, what
+# a certificate guarantees (the escape fires at ‖∇̃‖ ≤ c_det·α, ‖∇̃ − ∇F‖ ≤ α/c_γ, Lemma 3.14).
+SOSP_GRADIENT = 1.25
+# "Does not grow with the phase length": mean noise norm over the last / the first quarter
+# of 256 leaves; flat noise gives 1, the √k growth of per-step Gaussian noise 2.8.
+GROWTH_LIMIT = 1.5
+# Theorem 3.17's α⁻² counts T = Õ(BM/γ²) steps, which bind only where the steps to the first
+# certificate grow so: on one saddle level they do not, so E3 runs on the chain of saddles,
+# whose K ∝ α^{−3/2} escapes of Γ ∝ α^{−1/2} steps predict −2; −1.8 allows K's ceilings
+# (issue 37). E3ε needs no such premise: b, b_t ∝ 1/ε at every step.
+CERT_SLOPE = -1.8
+PRIVACY_SHARE = 3.0  # E3's chain: α√d/ε ≥ 3·(BGM)^{1/3} (issue 37); E3ε's cells need ≥ 1
+# The Õ's polylogs on E3's exponent 2: the tree depth L = ⌈log₂T⌉ + 1 enters b twice (σ ∝ √L,
+# s_g ∝ 1/√L), so b ∝ L, and T ∝ α⁻² adds 2 levels to L ≈ 15–17 over the chain's factor 2
+# in α: 0.18 on the slope, rounded up (from the formulas, not the runs).
+SLACK = 0.25
+# A run out of data before its first certificate has only a lower bound of N (censored): it
+# is left out of E3's fits and counted; a group losing more than half its runs so is out of
+# regime (the exclusion biases the slope down, towards the bound).
+CENSORED_SHARE = 0.5
 
-OBSERVED = 100 * (1 - CENSORED_SHARE)
 TEXT = Prose.load(__file__, IOTA=IOTA, SOSP_GRADIENT=SOSP_GRADIENT, GROWTH_LIMIT=GROWTH_LIMIT,
                   CERT_SLOPE=CERT_SLOPE, PRIVACY_SHARE=PRIVACY_SHARE, SLACK=SLACK,
-                  OBSERVED=OBSERVED,
+                  OBSERVED=100 * (1 - CENSORED_SHARE),
                   SLOPES=", ".join(f"{k} {v:+.2f}" for k, v in SLOPES.items()))
 RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.paper"],
                      TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions"))
@@ -139,7 +108,32 @@ def _text(key: str, **values: Any) -> str:
     return replace(TEXT, values={**TEXT.values, **values})[key]
 
 
-# -- per-run quantities -----------------------------------------------------------------------
+# -- runs and per-run quantities ----------------------------------------------------------------
+
+def _runs(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
+    """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate)."""
+    runs = results.role_runs(*roles)
+    if runs.empty:
+        return runs
+    keep = runs["status"].eq("done")
+    for column, value in where.items():
+        keep &= value(runs[column]) if callable(value) else runs[column].eq(value)
+    return runs[keep]
+
+
+def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
+    """Alg 3-R's runs (spider_sosp, not at the paper's calibration) of ``roles``."""
+    return _runs(results, *roles, algorithm="spider_sosp", calibration=lambda c: c != "paper")
+
+
+def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
+    """'low–high' (or the one value) of ``values`` in ``spec``."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        raise ValueError("no runs")
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return (low if low == high else f"{low}–{high}") + unit
+
 
 def _rho(runs: pd.DataFrame) -> pd.Series:
     """ρ of the cosine testbed from each run's parameters (strict_saddle)."""
@@ -153,36 +147,32 @@ def _e2_alpha(results: PaperResults) -> float:
     return float(alphas.iloc[0]) if len(alphas) else math.nan
 
 
+def _floor(runs: pd.DataFrame, alpha: float) -> pd.Series:
+    """−√(ρα): an output with λ_min below it is still at a saddle."""
+    return -np.sqrt(_rho(runs) * alpha)
+
+
 def _sosp(runs: pd.DataFrame, alpha: float) -> np.ndarray:
     """Whether each run's output is an Õ(α)-SOSP (see SOSP_GRADIENT)."""
     if runs.empty:
         return np.array([])
-    ok = (runs["final_grad_norm"] <= SOSP_GRADIENT * alpha) & \
-        (runs["final_lambda_min"] >= -np.sqrt(_rho(runs) * alpha))
-    return ok.to_numpy(float)
+    return ((runs["final_grad_norm"] <= SOSP_GRADIENT * alpha)
+            & (runs["final_lambda_min"] >= _floor(runs, alpha))).to_numpy(float)
 
 
 def _certified(runs: pd.DataFrame) -> pd.Series:
-    if "diag_output" not in runs:
-        return pd.Series(False, index=runs.index)
-    return runs["diag_output"].eq("certificate")
-
-
-def _samples(runs: pd.DataFrame) -> pd.Series:
-    return runs["diag_samples_used"].astype(float)
+    return runs["diag_output"].eq("certificate") if "diag_output" in runs else \
+        pd.Series(False, index=runs.index)
 
 
 def _censored(runs: pd.DataFrame) -> pd.Series:
-    """Runs whose N is censored: the data stream ran out before the first certificate (N is
-    then only a lower bound, the data cap)."""
-    if "diag_stopped" not in runs:
-        return pd.Series(False, index=runs.index)
-    return ~_certified(runs) & runs["diag_stopped"].eq("data")
+    """Runs whose N is only a lower bound (the data cap): out of data before a certificate."""
+    return ~_certified(runs) & runs["diag_stopped"].eq("data") if "diag_stopped" in runs else \
+        pd.Series(False, index=runs.index)
 
 
 def _censoring_note(runs: pd.DataFrame) -> str:
-    censored, certified = _censored(runs), _certified(runs)
-    other = ~certified & ~censored
+    censored, other = _censored(runs), ~_certified(runs) & ~_censored(runs)
     return (f"{int(censored.sum())}/{len(runs)} runs censored at the data cap and "
             f"{int(other.sum())} without a certificate within T, excluded")
 
@@ -196,6 +186,29 @@ def _t_thm(runs: pd.DataFrame) -> pd.Series:
                              / runs["p_alg_alpha"] ** 2), index=runs.index)
 
 
+def _t_cert(runs: pd.DataFrame) -> pd.Series:
+    return numeric(runs, "diag_first_certificate_t")
+
+
+def _tau_name(label: str) -> str:
+    return "theorem's τ" if label.endswith("paper_tau") else "repaired τ"
+
+
+def _privacy_share(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(κ_priv/κ_np, κ_np): κ_priv = α√d/ε, κ_np = (BGM)^{1/3}, Lemma 3.16's two drift
+    thresholds (G, M as run)."""
+    floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
+    return runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"] / floor, floor
+
+
+def _certificate_slope(runs: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
+    """(OLS slope of log t_cert on log α over the certified runs, its s.e., those runs)."""
+    done = runs[_certified(runs)]
+    slope, se, _, _ = log_slope({as_float(a): _t_cert(part).to_numpy()
+                                 for a, part in done.groupby("p_alg_alpha")})
+    return slope, se, done
+
+
 # -- premises -----------------------------------------------------------------------------------
 
 Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
@@ -206,24 +219,15 @@ def _needs(*columns: str) -> Callable[[Check], Check]:
     def wrap(check: Check) -> Check:
         def guarded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
             missing = [c for c in columns if c not in runs or runs[c].isna().all()]
-            if missing:
-                return None, f"{', '.join(missing)} not recorded"
-            return check(runs, results)
+            return (None, f"{', '.join(missing)} not recorded") if missing else \
+                check(runs, results)
         return guarded
     return wrap
 
 
-@_needs("diag_output")
-def _all_certified(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    ok = _certified(runs)
-    return bool(ok.all()), f"first certificate reached in {int(ok.sum())}/{len(runs)} runs"
-
-
 @_needs("diag_output", "diag_stopped")
-def _censoring_bounded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """At most CENSORED_SHARE of each α (or ε) group without an observed N (censored at
-    the data cap, or no certificate within T): excluding more would bias the fitted slope
-    down, in the direction of the upper bound."""
+def _censoring_bounded(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    """At most CENSORED_SHARE of each α (or ε) group without an observed N."""
     axis = "p_alg_alpha" if runs["p_alg_alpha"].nunique() > 1 else "epsilon"
     shares = (~_certified(runs)).groupby(runs[axis]).mean()
     worst = float(shares.max()) if len(shares) else 0.0
@@ -232,24 +236,11 @@ def _censoring_bounded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool 
                                       f"(≤ {100 * CENSORED_SHARE:g} % allowed)")
 
 
-@_needs("diag_stopped")
-def _stream_left(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    out = runs["diag_stopped"].eq("data")
-    return not bool(out.any()), f"data stream exhausted in {int(out.sum())}/{len(runs)} runs"
-
-
-def _privacy_share(runs: pd.DataFrame) -> pd.Series:
-    """κ_priv/κ_np = (α√d/ε)/(BGM)^{1/3}, Lemma 3.16's two drift thresholds (G, M as run)."""
-    private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
-    return private / (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
-
-
 def _privacy_dominates(share: float) -> Check:
     @_needs("p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
     def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-        ratio = _privacy_share(runs)
+        ratio, floor = _privacy_share(runs)
         below = ratio < share
-        floor = (runs["p_alg_gap"] * runs["plan_c_G"] * runs["plan_c_M"]) ** (1 / 3)
         return not bool(below.any()), (
             f"(α√d/ε)/(BGM)^(1/3) = {_span(ratio)} (α√d/ε {_span(ratio * floor)}, "
             f"(BGM)^(1/3) = {_span(floor)}; ≥ {share:g} needed): below in "
@@ -257,28 +248,17 @@ def _privacy_dominates(share: float) -> Check:
     return check
 
 
-def _certificate_slope(runs: pd.DataFrame) -> tuple[float, float]:
-    """(OLS slope of log t_cert on log α over the certified runs, its s.e.)."""
-    done = runs[_certified(runs)]
-    groups = {as_float(a): part["diag_first_certificate_t"].astype(float).to_numpy()
-              for a, part in done.groupby("p_alg_alpha")}
-    slope, se, _, _ = log_slope(groups)
-    return slope, se
-
-
 @_needs("diag_first_certificate_t", "diag_output", *T_THM)
 def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """The steps to the first certificate grow like the worst case's T ∝ α⁻² (slope of
     log t_cert on log α ≤ CERT_SLOPE), beside their share of T_thm."""
-    slope, se = _certificate_slope(runs)
+    slope, se, done = _certificate_slope(runs)
     if not math.isfinite(slope):
         return None, "too few certified runs for a slope (≥ 3 over ≥ 2 values of α)"
-    done = runs[_certified(runs)]
-    share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
     return slope <= CERT_SLOPE, (
         f"slope of log t_cert on log α {slope:+.2f} ± {se:.2f} (≤ {CERT_SLOPE:g} needed; the "
-        f"worst case −2); t_cert {_span(done['diag_first_certificate_t'], 'g')} steps, "
-        f"{_span(100 * share, '.2g', ' %')} of T_thm, after "
+        f"worst case −2); t_cert {_span(_t_cert(done), 'g')} steps, "
+        f"{_span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm, after "
         f"{_span(done['diag_escapes'], 'g')} escapes")
 
 
@@ -289,14 +269,27 @@ def _escape_triggers(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, 
                                   f"{int(none.sum())}/{len(runs)} runs")
 
 
+@_needs("diag_output")
+def _all_certified(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    ok = _certified(runs)
+    return bool(ok.all()), f"first certificate reached in {int(ok.sum())}/{len(runs)} runs"
+
+
+@_needs("diag_stopped")
+def _stream_left(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    out = runs["diag_stopped"].eq("data")
+    return not bool(out.any()), f"data stream exhausted in {int(out.sum())}/{len(runs)} runs"
+
+
 def _adaptive_certified(_: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    adaptive = _adaptive(results)
+    """E4's adaptive runs (claim 11's reference) reach their certificate with data left."""
+    adaptive = _runs(results, "e4", label="spider_sosp")
     if adaptive.empty:
         return None, "no adaptive-batch runs"
-    certified, text = _all_certified(adaptive, results)
-    left, stream = _stream_left(adaptive, results)
-    passed = None if certified is None else certified and left is not False
-    return passed, f"adaptive batches: {text}; {stream}"
+    (certified, text), (left, stream) = (_all_certified(adaptive, results),
+                                         _stream_left(adaptive, results))
+    return (None if certified is None else certified and left is not False,
+            f"adaptive batches: {text}; {stream}")
 
 
 @_needs("diag_output", "plan_c_steps", *T_THM)
@@ -310,11 +303,8 @@ def _certificate_or_horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool |
 
 def _reference(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     """Alg 3-R's E2 runs at the λ of ``runs`` (the comparison's reference)."""
-    e2 = results.role_runs("e2")
-    if e2.empty or "p_prob_lam" not in runs:
-        return e2
-    done = e2[(e2["label"] == "spider_sosp") & (e2["status"] == "done")]
-    return done[done["p_prob_lam"].isin(runs["p_prob_lam"].unique())]
+    return _runs(results, "e2", label="spider_sosp",
+                 p_prob_lam=lambda lam: lam.isin(runs["p_prob_lam"].unique()))
 
 
 def _reference_escapes(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -326,11 +316,11 @@ def _reference_escapes(runs: pd.DataFrame, results: PaperResults) -> tuple[bool 
 
 
 def _saddle_holds(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    sosp = _sosp(runs, _e2_alpha(results))
-    if not len(sosp):
+    stuck = _sosp(runs, _e2_alpha(results)) < 0.5
+    if not len(stuck):
         return None, "no outputs"
-    return bool((sosp < 0.5).any()), (
-        f"{int((sosp < 0.5).sum())}/{len(sosp)} outputs of this method are not Õ(α)-SOSPs "
+    return bool(stuck.any()), (
+        f"{int(stuck.sum())}/{len(stuck)} outputs of this method are not Õ(α)-SOSPs "
         "(0: its own DP noise escapes the saddle, nothing to separate)")
 
 
@@ -372,116 +362,63 @@ def _samples_along(axis: str) -> Statistic:
         done = runs[_certified(runs)]
         if done.empty or axis not in done:
             return Sample.along({})
-        sample = Sample.along({as_float(k): _samples(part).to_numpy()
-                               for k, part in done.groupby(axis)}, unit="samples")
-        return replace(sample, note=_censoring_note(runs))
+        return replace(Sample.along({as_float(k): numeric(part, "diag_samples_used").to_numpy()
+                                     for k, part in done.groupby(axis)}, unit="samples"),
+                       note=_censoring_note(runs))
     return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')} "
                      "(censored runs excluded, counted)", compute)
-
-
-def _adaptive(results: PaperResults) -> pd.DataFrame:
-    """E4's Alg 3-R runs (adaptive batches, tight calibration): claim 11's reference."""
-    e4 = results.role_runs("e4")
-    if e4.empty:
-        return e4
-    return e4[(e4["label"] == "spider_sosp") & (e4["status"] == "done")]
 
 
 def _fixed_minus_adaptive(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Fixed-batch samples (a lower bound of N where the run stopped before its first
     certificate: conservative for the claim) against the adaptive runs' observed N."""
-    adaptive = _adaptive(results)
-    censored = _censored(runs)
-    cap = f" (N ≥ {_samples(runs[censored]).min():.3g}, the data cap)" if censored.any() else ""
-    return Sample.of(_samples(runs), reference=_samples(adaptive[_certified(adaptive)]),
+    adaptive = _runs(results, "e4", label="spider_sosp")
+    censored, samples = _censored(runs), numeric(runs, "diag_samples_used")
+    cap = f" (N ≥ {samples[censored].min():.3g}, the data cap)" if censored.any() else ""
+    return Sample.of(samples, reference=numeric(adaptive[_certified(adaptive)],
+                                                "diag_samples_used"),
                      unit="samples", note=f"fixed batches censored in {int(censored.sum())}/"
                                           f"{len(runs)} runs{cap}: lower bounds, counted as such")
+
+
+def _within(runs: pd.DataFrame) -> np.ndarray:
+    """Whether each run's realised ε (PLD) is within its target."""
+    return (runs["eps_pld"].astype(float) <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float)
 
 
 def _within_target(runs: pd.DataFrame, _: PaperResults) -> Sample:
     if "eps_pld" not in runs or runs.empty:
         return Sample.of([])
     spent = runs["eps_pld"].astype(float)
-    return Sample.of((spent <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float),
-                     note=f"realised ε (PLD) {spent.min():.3g}–{spent.max():.3g} against a "
-                          f"target of {runs['epsilon'].max():g}")
-
-
-def _gdp_epsilon(mu: float, delta: float) -> float:
-    """ε(δ) of μ-GDP: δ = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022)."""
-    from scipy.optimize import brentq
-    from scipy.stats import norm
-
-    def gap(eps: float) -> float:
-        return float(norm.cdf(-eps / mu + mu / 2)
-                     - math.exp(eps + norm.logcdf(-eps / mu - mu / 2)) - delta)
-
-    return 0.0 if gap(0.0) <= 0 else float(brentq(gap, 0.0, mu * mu + 40 * mu))
-
-
-def _gdp_mu(eps: float, delta: float) -> float:
-    """The μ whose μ-GDP spends ``eps`` at δ."""
-    from scipy.optimize import brentq
-
-    return float(brentq(lambda mu: _gdp_epsilon(mu, delta) - eps, 1e-6, 50.0))
+    return Sample.of(_within(runs), note=f"realised ε (PLD) {spent.min():.3g}–{spent.max():.3g} "
+                                         f"against a target of {runs['epsilon'].max():g}")
 
 
 def _add_remove(eps: pd.Series, delta: float) -> pd.Series:
     """ε under add/remove adjacency of ledgers whose releases are unsampled Gaussians
     (μ-GDP, exact) accounted with replace-one sensitivities: the paper's sensitivities
     G/b, M/b, … are half of those, so μ halves."""
-    return eps.map(lambda e: _gdp_epsilon(_gdp_mu(e, delta) / 2, delta))
+    return eps.astype(float).map(lambda e: gdp_epsilon(gdp_mu(e, delta) / 2, delta))
 
 
 def _streams(runs: pd.DataFrame, delta: float) -> str:
     """The worst case per stream: L tree nodes, K escape releases, each at the plan's noise
     over the worst record's sensitivity (μ-GDP), replace-one / add/remove."""
     def both(mu: pd.Series) -> str:
-        return (f"{_span(mu.map(lambda m: _gdp_epsilon(m, delta)))}/"
-                f"{_span((mu / 2).map(lambda m: _gdp_epsilon(m, delta)))}")
+        return "/".join(_span(m.map(lambda m: gdp_epsilon(m, delta))) for m in (mu, mu / 2))
 
     tree = np.sqrt(runs["plan_c_depth"]) / runs["plan_tree_multiplier"]
     escapes = np.sqrt(runs["plan_escape_releases"]) / runs["plan_escape_multiplier"]
     return f"tree stream {both(tree)}, escape stream {both(escapes)}"
 
 
-def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """Claim 1: realised ε ≤ target per run; the note gives the realised and worst-case ε
-    (replace-one/add/remove), per stream, Theorem 2.2's σ at these batches, and claim 1U's
-    finding at the same τ beside it."""
-    if "eps_pld" not in runs or runs.empty:
-        return Sample.of([])
-    spent, target = runs["eps_pld"].astype(float), float(runs["epsilon"].max())
-    delta = float(runs["delta"].iloc[0])
-    factor = 4 * np.sqrt(np.log2(runs["plan_c_steps"]) * math.log(1 / delta))
-    short = runs["plan_tree_shortfall"]
-    note = (f"realised ledgers ε {_span(spent)} replace-one, "
-            f"{_span(_add_remove(runs['eps_gdp'].astype(float), delta))} add/remove "
-            f"(target {target:g}); worst case (planned ledger) "
-            f"{_span(runs['eps_planned'].astype(float))}/"
-            f"{_span(_add_remove(runs['eps_planned'].astype(float), delta))} "
-            f"(replace-one/add/remove): {_streams(runs, delta)}. By the paper's own Theorem "
-            f"2.2 at these batches σ_tree is {_span(runs['plan_tree_shortfall_o1'], '.2f')}× "
-            f"(O1's leaf G/b) to {_span(short, '.2f')}× (the largest O2 leaf) too small, "
-            f"ε {_span(target * runs['plan_tree_shortfall_o1'])}–{_span(target * short)}: "
-            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {_span(factor)}, which b_t's "
-            f"other terms offset {_span(factor / short, '.2g')}×")
-    honest = _honest_note(runs, results)
-    return Sample.of((spent <= runs["epsilon"] * (1 + 1e-6)).to_numpy(float),
-                     note=note + (f". Beside it (claim 1U): {honest}" if honest else ""))
-
-
-def _honest(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
-    """E4's runs at the theorem's batches with honest (PLD) noise, at the τ of ``runs``."""
-    e4 = _done(results, "e4")
-    if e4.empty or "p_alg_parameters" not in e4:
-        return e4
-    return e4[(e4["p_alg_parameters"] == "paper") & (e4["calibration"] == "pld")
-              & e4["p_alg_tau"].isin(runs["p_alg_tau"].unique())]
+def _honest(results: PaperResults, **where: Any) -> pd.DataFrame:
+    """E4's runs at the theorem's batches with honest (PLD) noise (claim 1U)."""
+    return _runs(results, "e4", p_alg_parameters="paper", calibration="pld", **where)
 
 
 def _in_horizon(runs: pd.DataFrame) -> pd.Series:
-    return _certified(runs) & (runs["diag_first_certificate_t"].astype(float) <= _t_thm(runs))
+    return _certified(runs) & (_t_cert(runs) <= _t_thm(runs))
 
 
 def _horizon_note(runs: pd.DataFrame) -> str:
@@ -492,9 +429,28 @@ def _horizon_note(runs: pd.DataFrame) -> str:
             f"{_span(runs['steps'], 'g')} steps and {_span(runs['diag_escapes'], 'g')} escapes")
 
 
-def _honest_note(runs: pd.DataFrame, results: PaperResults) -> str:
-    honest = _honest(runs, results)
-    return _horizon_note(honest) if len(honest) else ""
+def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """Claim 1: realised ε ≤ target per run; the note gives the realised and worst-case ε
+    (replace-one/add/remove), per stream, Theorem 2.2's σ at these batches, and claim 1U's
+    finding at the same τ beside it."""
+    if "eps_pld" not in runs or runs.empty:
+        return Sample.of([])
+    target, delta = float(runs["epsilon"].max()), float(runs["delta"].iloc[0])
+    factor = 4 * np.sqrt(np.log2(runs["plan_c_steps"]) * math.log(1 / delta))
+    short, short_o1 = runs["plan_tree_shortfall"], runs["plan_tree_shortfall_o1"]
+    note = (f"realised ledgers ε {_span(runs['eps_pld'])} replace-one, "
+            f"{_span(_add_remove(runs['eps_gdp'], delta))} add/remove (target {target:g}); "
+            f"worst case (planned ledger) {_span(runs['eps_planned'])}/"
+            f"{_span(_add_remove(runs['eps_planned'], delta))} "
+            f"(replace-one/add/remove): {_streams(runs, delta)}. By the paper's own Theorem "
+            f"2.2 at these batches σ_tree is {_span(short_o1, '.2f')}× "
+            f"(O1's leaf G/b) to {_span(short, '.2f')}× (the largest O2 leaf) too small, "
+            f"ε {_span(target * short_o1)}–{_span(target * short)}: "
+            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {_span(factor)}, which b_t's "
+            f"other terms offset {_span(factor / short, '.2g')}×")
+    honest = _honest(results, p_alg_tau=lambda tau: tau.isin(runs["p_alg_tau"].unique()))
+    return Sample.of(_within(runs), note=note + (
+        f". Beside it (claim 1U): {_horizon_note(honest)}" if len(honest) else ""))
 
 
 def _certified_in_horizon(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -516,20 +472,8 @@ def _growth(kind: str) -> Statistic:
 
 # -- claims -------------------------------------------------------------------------------------
 
-def _at_least_one(column: pd.Series) -> pd.Series:
-    return column >= 1
-
-
-def _positive(column: pd.Series) -> pd.Series:
-    return column > 0
-
-
-def _not_paper(column: pd.Series) -> pd.Series:
-    return column != "paper"
-
-
-def _fosp(column: pd.Series) -> pd.Series:
-    return ~column.isin((*SOSP_METHODS, AT_SPENT))
+def _fosp(label: pd.Series) -> pd.Series:
+    return ~label.isin((*SOSP_METHODS, AT_SPENT))
 
 
 def _control(claim_id: str, runs: Runs, statistic: Statistic, rule: Any) -> Control:
@@ -562,20 +506,24 @@ def _rate_claims(claim_id: str, runs: Runs, axis: str, rule: SlopeAtMost,
                        _samples_along(axis), rule, premises=premises, kind="design"))
 
 
-SADDLES = Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one}, by=("d", "ratio"))
+def _study(anchor: str, ratio: Callable[[pd.Series], pd.Series], **where: Any) -> Runs:
+    """E1's trials from ``anchor`` at the curvature ratios ``ratio`` keeps."""
+    return Runs(study=E1, where={"anchor": anchor, "ratio": ratio, **where}, by=("d", "ratio"))
+
+
 E3_PREMISES = (CERTIFICATES_SCALE, PRIVACY_DOMINATES_CHAIN, CENSORING, *ASSUMPTION)
 E3_EPS_PREMISES = (PRIVACY_DOMINATES, CENSORING, *ASSUMPTION)
 SOSP_SHARE = Statistic("outputs that are Õ(α)-SOSPs", _sosp_share)
+WITHIN_TARGET = Always("realised ε (PLD) ≤ target ε")
 
 CLAIMS = (
-    TEXT.claim("7", "Theorem 3.4", SADDLES, flag("escaped", "escape within Γ"),
+    TEXT.claim("7", "Theorem 3.4", _study("saddle", lambda r: r >= 1),
+               flag("escaped", "escape within Γ"),
                Fraction(1 - IOTA, event="escape within Γ"), kind="paper"),
-    TEXT.claim("8", "Lemma 3.8", Runs(study=E1, where={"anchor": "saddle", "ratio": _at_least_one,
-                                                       "escaped": True}, by=("d", "ratio")),
+    TEXT.claim("8", "Lemma 3.8", _study("saddle", lambda r: r >= 1, escaped=True),
                Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", _decrease_at_least_phi),
                Fraction(1 - IOTA, event="decrease ≥ Φ"), kind="paper"),
-    TEXT.claim("S1", "Theorem 3.4",
-               Runs(study=E1, where={"anchor": "minimum", "ratio": _positive}, by=("d", "ratio")),
+    TEXT.claim("S1", "Theorem 3.4", _study("minimum", lambda r: r > 0),
                flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape"),
                kind="design"),
     TEXT.claim("4", "Theorem 2.2 (tree)", Runs(study=E4I), _growth("tree"),
@@ -605,9 +553,8 @@ CLAIMS = (
     TEXT.claim("1", "Theorem 3.17 (privacy)",
                Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
                     by=("epsilon", "p_alg_tau")),
-               Statistic("realised ε (PLD) ≤ target", _theorem_privacy),
-               Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="paper",
-               headline=True),
+               Statistic("realised ε (PLD) ≤ target", _theorem_privacy), WITHIN_TARGET,
+               premises=ASSUMPTION, kind="paper", headline=True),
     TEXT.claim("1U", "Theorem 3.17 (privacy)",
                Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "pld"},
                     by=("epsilon", "p_alg_tau")),
@@ -616,22 +563,133 @@ CLAIMS = (
                premises=(CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="design"),
     TEXT.claim("1R", "Theorem 3.17 (privacy)",
                Runs(roles=("e2", "e3", "e3_chain", "e4"),
-                    where={"algorithm": "spider_sosp", "calibration": _not_paper},
+                    where={"algorithm": "spider_sosp", "calibration": lambda c: c != "paper"},
                     by=("label",)),
-               Statistic("realised ε (PLD) ≤ target", _within_target),
-               Always("realised ε (PLD) ≤ target ε"), premises=ASSUMPTION, kind="design"),
+               Statistic("realised ε (PLD) ≤ target", _within_target), WITHIN_TARGET,
+               premises=ASSUMPTION, kind="design"),
 )
 
 
-# -- sections -----------------------------------------------------------------------------------
+# -- the paper's setting beside ours ------------------------------------------------------------
 
-def _done(results: PaperResults, role: str) -> pd.DataFrame:
-    runs = results.role_runs(role)
-    return runs[runs["status"] == "done"] if len(runs) else runs
+def _theorem_sigma(results: PaperResults) -> str:
+    """Claim 1's σ_tree over Theorem 2.2's at the theorem's batches."""
+    runs = _runs(results, "e4", calibration="paper")
+    return (f"1/{_span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
+            f"1/{_span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
+            f"{_span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
+
+
+def _e2_ratio(results: PaperResults) -> str:
+    runs = _spider(results, "e2")
+    ratio = runs["p_prob_lam"] / pd.Series(np.sqrt(_rho(runs) * runs["p_alg_alpha"]),
+                                           index=runs.index)
+    return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
+
+
+def _e2_outputs(results: PaperResults) -> pd.DataFrame:
+    """E2's finished runs at their output rule (``output``): as the algorithm outputs it
+    (``e2``: the FOSP methods' last iterate) or a uniformly random iterate (``e2_uniform``)."""
+    parts = [_runs(results, role).assign(output=name) for role, name in (
+        ("e2", "own (certificate or last iterate)"), ("e2_uniform", "uniform iterate"))]
+    return pd.concat([p for p in parts if len(p)] or [pd.DataFrame()], ignore_index=True)
+
+
+def _fosp_at_saddle(results: PaperResults) -> str:
+    runs = _e2_outputs(results)
+    fosp = runs[_fosp(runs["label"])]
+    stuck = fosp["final_lambda_min"] < _floor(fosp, _e2_alpha(results))
+    counts = "; ".join(f"{output}: {int(part.sum())}/{len(part)}"
+                       for output, part in stuck.groupby(fosp["output"]))
+    return (f"FOSP outputs still at the saddle after {_span(fosp['steps'], 'g')} steps, "
+            f"{counts}; spider_sosp's escape horizon Γ = "
+            f"{_span(_spider(results, 'e2')['diag_escape_horizon'], 'g')} steps")
+
+
+def _e3_privacy(results: PaperResults) -> str:
+    parts = []
+    for role, name in (("e3", "E3ε (cosine saddle)"), ("e3_chain", "E3 (chain)")):
+        runs = _spider(results, role)
+        if len(runs):
+            share, floor = _privacy_share(runs)
+            parts.append(f"{name} {_span(share, '.2g')} (α√d/ε = {_span(share * floor)})")
+    return "; ".join(parts)
+
+
+def _chain_steps(results: PaperResults) -> str:
+    """The chain's steps to the first certificate: their slope in α per τ, share of T_thm."""
+    parts = []
+    for label, part in _spider(results, "e3_chain").groupby("label"):
+        slope, se, done = _certificate_slope(part)
+        parts.append(f"{_tau_name(str(label))}: slope {slope:+.2f} ± {se:.2f}, "
+                     f"{_span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm")
+    return "; ".join(parts) + " (the chain, E3)"
+
+
+def _spent_share(results: PaperResults) -> str:
+    runs = _spider(results, "e2", "e3", "e4")
+    share = 100 * runs["eps_pld"] / runs["epsilon"]
+    return "; ".join(f"{label} {_span(part, '.0f', ' %')}"
+                     for label, part in share.groupby(runs["label"])) + " of the target"
+
+
+REGIME = tuple(Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
+                      TEXT.get(f"regime.{key}.note"), lead=lead)
+               for key, ours, lead in (("sigma", _theorem_sigma, True),
+                                       ("curvature", _e2_ratio, False),
+                                       ("stalled", _fosp_at_saddle, False),
+                                       ("privacy", _e3_privacy, True),
+                                       ("steps", _chain_steps, True),
+                                       ("spent", _spent_share, False)))
+
+
+def _why(results: PaperResults) -> dict[str, Any]:
+    """"Why our results differ from the paper's": each cause once, with its numbers."""
+    def honest(results: PaperResults) -> str:
+        return "; ".join(f"τ {tau}: {_horizon_note(g)}"
+                         for tau, g in _honest(results).groupby("p_alg_tau"))
+
+    def tau(results: PaperResults) -> str:
+        return "; ".join(f"{_tau_name(str(label))}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
+                         f"σ {_span(g['sigma'])}"
+                         for (label, e), g in _spider(results, "e3").groupby(["label", "epsilon"]))
+
+    def censored(results: PaperResults) -> str:
+        parts = []
+        for role in ("e3", "e3_chain", "e4"):
+            runs = _runs(results, role)
+            if len(runs):
+                fixed = numeric(runs[_censored(runs)], "diag_samples_used")
+                parts.append(f"{role.upper()}: {len(fixed)}/{len(runs)} runs censored"
+                             + (f" (N ≥ {fixed.min():.3g})" if len(fixed) else ""))
+        return "; ".join(parts)
+
+    def measured(how: Callable[[PaperResults], str]) -> str:
+        try:
+            return how(results)
+        except (KeyError, ValueError, IndexError) as exc:
+            return f"not recorded ({type(exc).__name__})"
+
+    measures = {"sigma": _theorem_sigma, "honest": honest, "spent": _spent_share,
+                "fosp": _fosp_at_saddle, "chain": _chain_steps, "privacy": _e3_privacy,
+                "tau": tau, "censored": censored}
+    return _table("why", results.provenance(results.runs), [
+        [TEXT[f"tables.why_rows.{key}.cause"], measured(how), TEXT[f"tables.why_rows.{key}.effect"]]
+        for key, how in measures.items()])
+
+
+# -- tables and figures -------------------------------------------------------------------------
+
+def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
+           ) -> dict[str, Any]:
+    """Table ``key`` of the sidecar (title, note, columns) with its ``rows``."""
+    return {"title": TEXT[f"tables.{key}.title"], "provenance": provenance,
+            "note": _text(f"tables.{key}.note", **values),
+            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
 
 
 def _summary(values: pd.Series) -> str:
-    return format_mean_se(*mean_se(values))
+    return format_mean_se(*mean_se(values)) if len(values) else "–"
 
 
 def _number(value: Any, spec: str) -> str:
@@ -648,34 +706,19 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     trials = results.study(E1)
     if trials.empty:
         return [], []
-    study = escape_summary(trials)
-    provenance = _study_provenance(results, E1)
+    study, provenance = escape_summary(trials), _study_provenance(results, E1)
     rows = [[f"{r['d']}", f"{r['ratio']:g}", str(r["anchor"]), f"{r['escape_rate']:.3f}",
              _number(r["steps_mean"], ".1f"), _number(r["steps_predicted"], ".1f"),
              f"{r['horizon']}", _number(r["decrease_min"], ".4f"), f"{r['phi']:.4f}"]
             for r in study.to_dict("records")]
-    table = {"provenance": provenance,
-             "title": TEXT["tables.e1.title"],
-             "note": _text("tables.e1.note", trials=int(study["trials"].iloc[0])),
-             "columns": ["d", "λ/√(ρα)", "anchor", "P(escape)", "steps", "predicted",
-                         "Γ", "min decrease", "Φ"], "rows": rows}
     colour = colours([str(d) for d in study["d"].unique()])
     series = [Series(f"d = {d}, {anchor}", part["ratio"].tolist(), part["escape_rate"].tolist(),
                      colour=colour[str(d)], line="-" if anchor == "saddle" else "--")
               for (d, anchor), part in study.groupby(["d", "anchor"])]
     plot = Plot([Panel(series, "λ / √(ρα)", "P(escape within Γ)",
                        lines=(Line(1.0, style="-", vertical=True),))], panel_inches=(4.8, 3.4))
-    figure = Figure(draw(plot, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)
-    return [table], [figure]
-
-
-def _e2_outputs(results: PaperResults) -> pd.DataFrame:
-    """E2's finished runs, each at its output (E2: as the algorithm outputs it, so the
-    FOSP methods' last iterate; ``e2_uniform``: their uniformly random iterate), with the
-    output rule in ``output``."""
-    parts = [_done(results, role).assign(output=name) for role, name in (
-        ("e2", "own (certificate or last iterate)"), ("e2_uniform", "uniform iterate"))]
-    return pd.concat([p for p in parts if len(p)] or [pd.DataFrame()], ignore_index=True)
+    return ([_table("e1", provenance, rows, trials=int(study["trials"].iloc[0]))],
+            [Figure(draw(plot, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)])
 
 
 def _e2(results: PaperResults) -> list[dict[str, Any]]:
@@ -684,7 +727,7 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
         return []
     alpha = _e2_alpha(results)
     runs = runs.assign(sosp=_sosp(runs, alpha),
-                       saddle=runs["final_lambda_min"] < -np.sqrt(_rho(runs) * alpha))
+                       saddle=runs["final_lambda_min"] < _floor(runs, alpha))
     table = runs.groupby(["p_prob_lam", "output", "label"]).agg(
         sosp=("sosp", "mean"), saddle=("saddle", "mean"), grad=("final_grad_norm", "mean"),
         lam=("final_lambda_min", "mean"), runs=("sosp", "size"), planned=("epsilon", "max"),
@@ -693,42 +736,33 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
              f"{r['grad']:.3g}", f"{r['lam']:.3g}", f"{r['planned']:g}", f"{r['spent']:.3g}",
              f"{r['runs']:g}"]
             for key, r in table.iterrows() if isinstance(key, tuple)]
-    return [{"title": TEXT["tables.e2.title"], "provenance": results.provenance(runs),
-             "note": _text("tables.e2.note", alpha=alpha),
-             "columns": ["λ", "method", "output", "Õ(α)-SOSP", "λ_min < −√(ρα)", "‖∇F‖", "λ_min",
-                         "ε planned", "ε spent (PLD)", "runs"], "rows": rows}]
+    return [_table("e2", results.provenance(runs), rows, alpha=alpha)]
 
 
 def _links(run: pd.Series) -> str:
     """K of a saddle_chain run, from its problem params (– elsewhere)."""
     if run["problem"] != "saddle_chain":
         return "–"
-    given: dict[str, Any] = {
+    given: dict[str, Any] = {  # the frame holds int params as floats
         str(k)[len("p_prob_"):]: int(v) if float(v).is_integer() else float(v)
         for k, v in run.items() if str(k).startswith("p_prob_") and pd.notna(v)}
-    return f"{link(SaddleChainParams(**given)).links}"  # the frame holds int params as floats
+    return f"{link(SaddleChainParams(**given)).links}"
 
 
 def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
-    runs = pd.concat([_done(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
+    runs = pd.concat([_runs(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
-    runs = runs.assign(N=_samples, alpha=runs["p_alg_alpha"], tau=runs["label"].map(_tau_name))
-    keys = ["problem", "tau", "alpha", "epsilon"]
+    runs = runs.assign(N=numeric(runs, "diag_samples_used"), alpha=runs["p_alg_alpha"],
+                       tau=runs["label"].map(_tau_name))
     rows = []
-    for key, group in runs.groupby(keys):
+    for (problem, tau, alpha, eps), group in runs.groupby(["problem", "tau", "alpha", "epsilon"]):
         done = group[_certified(group)]
-        rows.append([str(key[0]), str(key[1]), f"{key[2]:g}", f"{key[3]:g}",
-                     _links(group.iloc[0]), f"{group['eps_pld'].max():.3g}",
-                     _summary(done["N"]) if len(done) else "–",
-                     _summary(done["diag_first_certificate_t"]) if len(done) else "–",
-                     f"{_t_thm(group).iloc[0]:g}", f"{len(done)}/{len(group)}"])
-    table = {"title": TEXT["tables.e3.title"], "provenance": results.provenance(runs),
-             "note": TEXT["tables.e3.note"],
-             "columns": ["problem", "τ", "α", "ε planned", "K", "ε spent (PLD)",
-                         "N (mean ± s.e.)", "certificate step", "T_thm", "certified"],
-             "rows": rows}
-    certified = runs[_certified(runs)]
+        rows.append([str(problem), str(tau), f"{alpha:g}", f"{eps:g}", _links(group.iloc[0]),
+                     f"{group['eps_pld'].max():.3g}", _summary(done["N"]),
+                     _summary(done["diag_first_certificate_t"]), f"{_t_thm(group).iloc[0]:g}",
+                     f"{len(done)}/{len(group)}"])
+    table, certified = _table("e3", results.provenance(runs), rows), runs[_certified(runs)]
     if certified.empty:
         return [table], []
     series = [Series(f"{problem}, {tau}, ε = {e:g}", mean.index.tolist(), mean.tolist())
@@ -740,188 +774,44 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
                    marker="", line="--", width=0.8)
     plot = Plot([Panel([*series, guide], "α", "samples to the first certificate", xscale="log",
                        yscale="log")], panel_inches=(4.8, 3.4))
-    return [table], [Figure(draw(plot, out, "e3_sample_complexity"),
-                            TEXT["tables.e3.caption"],
+    return [table], [Figure(draw(plot, out, "e3_sample_complexity"), TEXT["tables.e3.caption"],
                             results.provenance(runs))]
 
 
-def _noise_figure(results: PaperResults, out: Path) -> list[Figure]:
-    trials = results.study(E4I)
-    if trials.empty:
-        return []
-    growth = noise_summary(trials)
-    plot = Plot([Panel([Series(kind, growth["leaf"].tolist(), growth[kind].tolist(), marker="")
-                        for kind in ("tree", "gaussian")],
-                       "leaves since the last refresh", "mean ‖prefix-sum noise‖")])
-    return [Figure(draw(plot, out, "e4_noise_growth"), TEXT["tables.e4i.caption"],
-                   _study_provenance(results, E4I))]
-
-
-def _e4(results: PaperResults) -> list[dict[str, Any]]:
-    runs = _done(results, "e4")
-    if runs.empty:
-        return []
-    runs = runs.assign(N=_samples, certified=_certified(runs))
-    rows = [[label, cal, _summary(g["N"]), f"{g['certified'].mean():.2f}",
-             _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
-             f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
-            for (label, cal), g in runs.groupby(["label", "calibration"])]
-    return [{"title": TEXT["tables.e4.title"], "provenance": results.provenance(runs),
-             "note": TEXT["tables.e4.note"],
-             "columns": ["variant", "calibration", "N", "certified", "‖∇F‖", "λ_min",
-                         "ε target", "ε spent (PLD)"], "rows": rows}]
-
-
-def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
-    values = pd.to_numeric(values, errors="coerce").dropna()
-    if values.empty:
-        raise ValueError("no runs")
-    low, high = format(values.min(), spec), format(values.max(), spec)
-    return (low if low == high else f"{low}–{high}") + unit
-
-
-def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
-    runs = results.role_runs(*roles)
-    if runs.empty:
-        return runs
-    runs = runs[(runs["algorithm"] == "spider_sosp") & (runs["status"] == "done")]
-    return runs[runs["calibration"] != "paper"]
-
-
-def _spent_share(results: PaperResults) -> str:
-    runs = _spider(results, "e2", "e3", "e4")
-    share = 100 * runs["eps_pld"] / runs["epsilon"]
-    return "; ".join(f"{label} {_span(part, '.0f', ' %')}"
-                     for label, part in share.groupby(runs["label"])) + " of the target"
-
-
-def _e2_ratio(results: PaperResults) -> str:
-    runs = _spider(results, "e2")
-    ratio = runs["p_prob_lam"] / pd.Series(np.sqrt(_rho(runs) * runs["p_alg_alpha"]),
-                                           index=runs.index)
-    return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
-
-
-def _fosp_at_saddle(results: PaperResults) -> str:
-    runs = _e2_outputs(results)
-    fosp = runs[_fosp(runs["label"])]
-    alpha = _e2_alpha(results)
-    stuck = fosp["final_lambda_min"] < -np.sqrt(_rho(fosp) * alpha)
-    horizon = _spider(results, "e2")["diag_escape_horizon"]
-    counts = "; ".join(f"{output}: {int(part.sum())}/{len(part)}"
-                       for output, part in stuck.groupby(fosp["output"]))
-    return (f"FOSP outputs still at the saddle after {_span(fosp['steps'], 'g')} steps, "
-            f"{counts}; spider_sosp's escape horizon Γ = {_span(horizon, 'g')} steps")
-
-
-def _chain_steps(results: PaperResults) -> str:
-    """The chain's steps to the first certificate: their slope in α per τ, share of T_thm."""
-    runs = _spider(results, "e3_chain")
-    parts = []
-    for label, part in runs.groupby("label"):
-        slope, se = _certificate_slope(part)
-        done = part[_certified(part)]
-        share = done["diag_first_certificate_t"].astype(float) / _t_thm(done)
-        parts.append(f"{_tau_name(str(label))}: slope {slope:+.2f} ± {se:.2f}, "
-                     f"{_span(100 * share, '.2g', ' %')} of T_thm")
-    return "; ".join(parts) + " (the chain, E3)"
-
-
-def _e3_privacy(results: PaperResults) -> str:
-    parts = []
-    for role, name in (("e3", "E3ε (cosine saddle)"), ("e3_chain", "E3 (chain)")):
-        runs = _spider(results, role)
-        if len(runs):
-            private = runs["p_alg_alpha"] * np.sqrt(runs["p_prob_d"]) / runs["epsilon"]
-            parts.append(f"{name} {_span(_privacy_share(runs), '.2g')} "
-                         f"(α√d/ε = {_span(private)})")
-    return "; ".join(parts)
-
-
-def _e3_tau(results: PaperResults) -> str:
-    runs = _spider(results, "e3")
-    return "; ".join(f"{_tau_name(str(label))}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
-                     f"σ {_span(g['sigma'])}"
-                     for (label, e), g in runs.groupby(["label", "epsilon"]))
-
-
-def _tau_name(label: str) -> str:
-    return "theorem's τ" if label.endswith("paper_tau") else "repaired τ"
-
-
-def _theorem_sigma(results: PaperResults) -> str:
-    """Claim 1's σ_tree over Theorem 2.2's at the theorem's batches."""
-    runs = _done(results, "e4")
-    runs = runs[runs["calibration"] == "paper"]
-    return (f"1/{_span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
-            f"1/{_span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
-            f"{_span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
-
-
-REGIME_OURS = {"sigma": (_theorem_sigma, True), "curvature": (_e2_ratio, False),
-               "stalled": (_fosp_at_saddle, False), "privacy": (_e3_privacy, True),
-               "steps": (_chain_steps, True), "spent": (_spent_share, False)}
-REGIME = tuple(Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
-                      TEXT.get(f"regime.{key}.note"), lead=lead)
-               for key, (ours, lead) in REGIME_OURS.items())
-
-
-def _why(results: PaperResults) -> dict[str, Any]:
-    """"Why our results differ from the paper's": each cause once, with its numbers."""
-    def measured(how: Callable[[PaperResults], str]) -> str:
-        try:
-            return how(results)
-        except (KeyError, ValueError, IndexError) as exc:
-            return f"not recorded ({type(exc).__name__})"
-
-    def honest(results: PaperResults) -> str:
-        runs = _done(results, "e4")
-        runs = runs[(runs["p_alg_parameters"] == "paper") & (runs["calibration"] == "pld")]
-        return "; ".join(f"τ {tau}: {_horizon_note(g)}" for tau, g in runs.groupby("p_alg_tau"))
-
-    def censored(results: PaperResults) -> str:
-        parts = []
-        for role in ("e3", "e3_chain", "e4"):
-            runs = _done(results, role)
-            if len(runs):
-                fixed = runs[_censored(runs)]
-                parts.append(f"{role.upper()}: {len(fixed)}/{len(runs)} runs censored"
-                             + (f" (N ≥ {_samples(fixed).min():.3g})" if len(fixed) else ""))
-        return "; ".join(parts)
-
-    measures = {"sigma": _theorem_sigma, "honest": honest, "spent": _spent_share,
-                "fosp": _fosp_at_saddle, "chain": _chain_steps, "privacy": _e3_privacy,
-                "tau": _e3_tau, "censored": censored}
-    rows = [[TEXT[f"tables.why_rows.{key}.cause"], measured(how),
-             TEXT[f"tables.why_rows.{key}.effect"]] for key, how in measures.items()]
-    return {"title": TEXT["tables.why.title"], "provenance": results.provenance(results.runs),
-            "note": TEXT["tables.why.note"],
-            "columns": ["cause", "measured", "effect on the verdicts"], "rows": rows}
+def _e4(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
+    """E4's table, and E4(i)'s figure from its study."""
+    runs, tables, figures = _runs(results, "e4"), [], []
+    if len(runs):
+        runs = runs.assign(N=numeric(runs, "diag_samples_used"), certified=_certified(runs))
+        rows = [[label, cal, _summary(g["N"]), f"{g['certified'].mean():.2f}",
+                 _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
+                 f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
+                for (label, cal), g in runs.groupby(["label", "calibration"])]
+        tables.append(_table("e4", results.provenance(runs), rows))
+    if len(trials := results.study(E4I)):
+        growth = noise_summary(trials)
+        plot = Plot([Panel([Series(kind, growth["leaf"].tolist(), growth[kind].tolist(),
+                                   marker="") for kind in ("tree", "gaussian")],
+                           "leaves since the last refresh", "mean ‖prefix-sum noise‖")])
+        figures.append(Figure(draw(plot, out, "e4_noise_growth"), TEXT["tables.e4i.caption"],
+                              _study_provenance(results, E4I)))
+    return tables, figures
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
     """The page's figures and tables: the rate table, E1–E4 and the calibration table."""
-    page = PaperSections(settings=settings(results))
-    e1_tables, e1_figures = _e1(results, out)
-    e3_tables, e3_figures = _e3(results, out)
-    calibration = calibration_table(results, TEXT["tables.calibration.note"])
+    (e1_tables, e1_figures), (e3_tables, e3_figures), (e4_tables, e4_figures) = (
+        _e1(results, out), _e3(results, out), _e4(results, out))
     why = _why(results) if len(results.runs) else None
-    page.tables = [t for t in (why, rates_table("liu2024"), *e1_tables, *_e2(results),
-                               *e3_tables, *_e4(results), calibration) if t]
-    page.figures = [*e1_figures, *e3_figures, *_noise_figure(results, out)]
-    page.deviations = deviations([("spider_sosp", "algorithms.spider_sosp", "Deviations")])
-    return page
+    calibration = calibration_table(results, TEXT["tables.calibration.note"])
+    tables = (why, rates_table("liu2024"), *e1_tables, *_e2(results), *e3_tables, *e4_tables,
+              calibration)
+    return PaperSections(
+        settings=settings(results), tables=[t for t in tables if t],
+        figures=[*e1_figures, *e3_figures, *e4_figures],
+        deviations=deviations([("spider_sosp", "algorithms.spider_sosp", "Deviations")]))
 
 
-PAPER = Paper(
-    key="liu2024",
-    title=TEXT["paper.title"],
-    source=TEXT["paper.source"],
-    claims=CLAIMS,
-    roles=ROLES,
-    sections=sections,
-    resolutions=RESOLUTIONS,
-    studies={E1: e1_escape, E4I: e4_noise_growth},
-    regime=REGIME,
-    text=TEXT,
-)
+PAPER = Paper(key="liu2024", title=TEXT["paper.title"], source=TEXT["paper.source"],
+              claims=CLAIMS, roles=ROLES, sections=sections, resolutions=RESOLUTIONS,
+              studies={E1: e1_escape, E4I: e4_noise_growth}, regime=REGIME, text=TEXT)
