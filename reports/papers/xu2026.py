@@ -1,14 +1,11 @@
-"""xu2026, DP RGDA: Table 2 and Figure 1 on matrix sensing — first whether App. D's mechanism
-lets Table 2 measure optimisation at all (D1: the data's share of each method's displacement
-at App. D's literal constants), then the comparisons where the baselines move (C1–C3, P1),
-every method at x_T = x_399 with its output beside it — App. D's privacy charging (A1),
-Theorem 1's ERM rate (R1: an upper bound, tested one-sided on the best-iterate ‖∇Φ‖ with
-clipping inactive) and the strict saddle of the §5 instance (S1). Every text is in
-xu2026.yaml; the studies (``instance``, ``data``, ``sigma``) are bench/studies/xu2026.py's.
-
-Roles: ``table2`` (private runs tuned alike at App. D's level and at ours where the baselines
-move, with σ → 0 references matched on every constant), ``table2_untuned`` and
-``table2_literal`` (labelled variants) and ``rate`` (the double-well rate check).
+"""xu2026, DP RGDA: Table 2 and Figure 1 on matrix sensing — whether App. D's mechanism lets
+Table 2 measure optimisation at all (D1), the comparisons where the baselines move (C1–C3,
+P1; every method at x_T = x_399, its output beside it), App. D's privacy charging (A1),
+Theorem 1's ERM rate (R1, one-sided on the best-iterate ‖∇Φ‖) and the §5 instance's strict
+saddle (S1). Texts: xu2026.yaml; studies (instance, data, sigma): bench/studies/xu2026.py.
+Roles: ``table2`` (tuned private runs at App. D's level and at ours, with σ → 0 references
+matched on every constant), ``table2_untuned``, ``table2_literal`` (labelled variants) and
+``rate`` (the double-well rate check).
 """
 
 from __future__ import annotations
@@ -58,48 +55,44 @@ from reports.scaling import fit_slope
 
 CALIBRATIONS = ("advanced", "pld")
 METRICS = (("loss", "Φ(x_T)"), ("grad_norm", "‖∇Φ(x_T)‖"), ("lambda_min", "λ_min(∇²Φ(x_T))"))
-
-# Declared thresholds (each with where it comes from):
-LEFT_SADDLE = 0.5  # Φ(x_T)/Φ(x₀) below which a run has left the saddle region (the
-#                    published DP-RGDA row ends at 0.91/13.2 ≈ 0.07 of Φ(x₀))
-SLIGHTLY = 1.5  # C2 "slightly" / "comparable": DP-RGDA within 1.5× PrivateDiff (published 1.39)
+LEFT_SADDLE = 0.5  # Φ(x_T)/Φ(x₀) below which a run has left the saddle (published 0.91/13.2)
+SLIGHTLY = 1.5  # C2's "slightly": DP-RGDA within 1.5× PrivateDiff (the published ratio 1.39)
 NO_MOVE = 0.01  # a method "does not move" while its mean Φ(x_T)/Φ(x₀) is within 1 % of 1
-DATA_SHARE = 0.1  # a run learns while ≥ a tenth of its displacement is the data's (x' trained
-#                   on zeros under the same noise): declared with issue 37
+DATA_SHARE = 0.1  # a run learns while ≥ a tenth of its displacement is the data's (issue 37)
 MILD_CLIP = 0.5  # clipping is mild while at most half of the per-sample partials are clipped
 BINDS = 0.1  # Theorem 1's bound binds while ‖∇Φ(x_out)‖ ≥ 0.1 α, α = c_α ε̄^{2/3}
 MIN_R2 = 0.5  # a scaling fit is shown only where log ε̄ explains half of log ‖∇Φ‖ (issue 37)
-
+assert DPRGDA.rate is not None and DPRGDA.rate.privacy_exponent is not None
+RATE = DPRGDA.rate.privacy_exponent  # Theorem 1 (ERM): ‖∇Φ(x_out)‖ ≤ α = Õ(ε̄^RATE)
 TEXT = Prose.load(__file__, DATA_SHARE=DATA_SHARE, SLIGHTLY=SLIGHTLY, LEFT_SADDLE=LEFT_SADDLE,
                   MIN_R2=MIN_R2, CLIP=CLIP, LITERAL=LITERAL, JUDGED=JUDGED,
                   INFLUENCE_STEPS=INFLUENCE_STEPS)
 
+
+# -- candidates for the shared vocabulary ------------------------------------------------------
 
 def _text(key: str, **values: Any) -> str:
     """The text at ``key``, filled with the module's values and ``values``."""
     return replace(TEXT, values={**TEXT.values, **values})[key]
 
 
-# -- run selection ------------------------------------------------------------------------
+def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
+           ) -> dict[str, Any]:
+    """A page table whose title, note and columns are ``tables.<key>`` in the sidecar."""
+    return {"title": _text(f"tables.{key}.title", **values), "provenance": provenance,
+            "note": _text(f"tables.{key}.note", **values),
+            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
 
-def _partner(runs: pd.DataFrame, results: PaperResults, label: str, clean: bool = True
-             ) -> pd.DataFrame:
-    """The ``label`` runs of the Table 2 suites at the scale of ``runs`` (and, for a private
-    label, its ε and calibration), finished and not diverged where ``clean``."""
-    table2 = results.role_runs("table2")
-    if runs.empty or table2.empty:
-        return table2.iloc[0:0]
-    r = runs.iloc[0]
-    mask = (table2["label"] == label) & np.isclose(
-        table2["p_prob_x_star_norm"].astype(float), float(r["p_prob_x_star_norm"]))
-    if not label.endswith("_nonprivate"):
-        mask &= (table2["calibration"] == r["calibration"]) & np.isclose(
-            table2["epsilon"].astype(float), float(r["epsilon"]))
-    return finished(table2[mask]) if clean else table2[mask]
+
+def _tuning(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
+    """The tuning groups (suite.json ``tuning``) that chose ``runs``."""
+    ids = set(runs["run_id"]) if "run_id" in runs else set()
+    return [t for m in results.suites for t in m.get("tuning") or []
+            if ids & set(t.get("run_ids") or ())]
 
 
 def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
-    """``runs`` with each run's last iterate x_T (Table 2's x_399): ``last_{metric}``,
+    """``runs`` with their last iterate x_T (Table 2's x_399): ``last_{metric}``,
     ``last_step``, ``phi0`` (Φ(x₀)) and ``stopped_early`` (``last_step`` < the planned T)."""
     traj = results.trajectories
     if runs.empty or traj.empty or "run_id" not in traj:
@@ -116,28 +109,94 @@ def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     return runs.assign(**extra)
 
 
+def best_iterate(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
+    """min_t ‖∇Φ(x_t)‖ over each run's evaluated iterates (the trajectory, not an output)."""
+    traj = results.trajectories
+    if runs.empty or traj.empty or "grad_norm" not in traj:
+        return pd.Series(np.nan, index=runs.index)
+    its = traj[(traj["point"] == "iterate") & (traj["step"] > 0)]
+    return runs["run_id"].map(its.groupby("run_id")["grad_norm"].min())
+
+
+def _range(values: pd.Series, fmt: str = ".3g") -> str:
+    """The value, or its median with the range where the runs differ."""
+    values = values.astype(float).dropna()
+    if values.empty:
+        raise ValueError("no runs")
+    return (f"{values.median():{fmt}}" if values.min() == values.max() else
+            f"median {values.median():{fmt}} ({values.min():{fmt}}–{values.max():{fmt}})")
+
+
+# -- run selection and measures ----------------------------------------------------------------
+
+def _partner(runs: pd.DataFrame, results: PaperResults, label: str, clean: bool = True
+             ) -> pd.DataFrame:
+    """The Table 2 ``label`` runs at the scale of ``runs`` (and, for a private label, at its
+    ε and calibration); finished and not diverged where ``clean``."""
+    table2 = results.role_runs("table2")
+    if runs.empty or table2.empty:
+        return table2.iloc[0:0]
+    r = runs.iloc[0]
+    mask = (table2["label"] == label) & np.isclose(
+        table2["p_prob_x_star_norm"].astype(float), float(r["p_prob_x_star_norm"]))
+    if not label.endswith("_nonprivate"):
+        mask &= (table2["calibration"] == r["calibration"]) & np.isclose(
+            table2["epsilon"].astype(float), float(r["epsilon"]))
+    return finished(table2[mask]) if clean else table2[mask]
+
+
+def _ours(results: PaperResults) -> pd.DataFrame:
+    runs = finished(results.role_runs("table2"))
+    return runs[runs["label"] == OURS] if len(runs) else runs
+
+
 def _ratio(runs: pd.DataFrame, results: PaperResults) -> np.ndarray:
-    """Φ(x_T)/Φ(x₀) per run, at the last iterate."""
+    """Φ(x_T)/Φ(x₀) per run."""
     runs = last_iterates(runs, results)
     return (runs["last_loss"] / runs["phi0"]).to_numpy(float) if "last_loss" in runs else \
         np.array([])
 
 
-def _mean_ratio(runs: pd.DataFrame, results: PaperResults, by: str = "label") -> pd.Series:
-    """Mean Φ(x_T)/Φ(x₀) of the finished ``runs`` per ``by``."""
-    runs = last_iterates(finished(runs), results)
-    if runs.empty or "last_loss" not in runs:
-        return pd.Series(dtype=float)
-    return (runs["last_loss"] / runs["phi0"]).groupby(runs[by]).mean()
+def _at_scale(study: pd.DataFrame, scale: float) -> pd.DataFrame:
+    return study[np.isclose(study["x_star_norm"].astype(float), scale)]
+
+
+def _eps_bar(runs: pd.DataFrame) -> pd.Series:
+    """ε̄ = √(d log(1/δ))/(nε), d = max(d_x, d_y), as the ERM schedule planned it."""
+    if "plan_eps_bar" in runs and runs["plan_eps_bar"].notna().all():
+        return runs["plan_eps_bar"].astype(float)
+    d = np.maximum(runs["p_prob_d"], runs["p_prob_d_y"]).astype(float)
+    return np.sqrt(d * np.log(1 / runs["delta"].astype(float))) / (runs["n"] * runs["epsilon"])
+
+
+def _noise_ratio(runs: pd.DataFrame) -> pd.Series:
+    """√d_x·std/C of DP-RGDA's refresh noise (its least noisy release) per run (d_x = 120
+    and App. D's C where the runs do not record them)."""
+    d_x = (runs["p_prob_p"].fillna(20) + runs["p_prob_q"].fillna(20)) * \
+        runs["p_prob_rank"].fillna(3) if "p_prob_p" in runs else pd.Series(120.0, runs.index)
+    clip = runs["p_alg_clip"].astype(float) if "p_alg_clip" in runs else CLIP
+    return np.sqrt(d_x.astype(float)) * runs["plan_std_refresh"].astype(float) / clip
+
+
+def _param(runs: pd.DataFrame, name: str) -> pd.Series:
+    """DP-RGDA's parameter ``name`` per run (its default where the run does not set it)."""
+    default, column = getattr(DPRGDA.Params(), name), f"p_alg_{name}"
+    return runs[column].astype(float).fillna(default) if column in runs else \
+        pd.Series(float(default), index=runs.index)
+
+
+def _early(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The runs that stop before x_T, and their labels."""
+    early = runs[runs["stopped_early"].astype(bool)]
+    return early, ", ".join(sorted(set(early["label"]))) or "none"
 
 
 # -- statistics -----------------------------------------------------------------------------
 
 def _versus(name: str, column: str, progress: bool = False) -> Statistic:
-    """DP-RGDA's ``column`` at x_T (with ``progress``: its 1 − Φ(x_T)/Φ(x₀)) minus the
-    setting's baseline's (÷ ``SLIGHTLY`` for progress), paired by seed (runs of one seed share
-    x₀) where the seeds pair, else Welch. Diverged runs of either side are dropped here: a
-    diverged baseline is reported, never scored (the claims pass ``include_diverged``)."""
+    """DP-RGDA's ``column`` at x_T (``progress``: its 1 − Φ(x_T)/Φ(x₀)) minus the baseline's
+    (÷ ``SLIGHTLY`` for progress), paired by seed (one x₀ per seed) else Welch. Diverged runs
+    of either side are dropped: a diverged baseline is reported, never scored."""
 
     def value(runs: pd.DataFrame, divide: float = 1.0) -> pd.Series:
         values = 1 - runs["last_loss"] / runs["phi0"] if progress else runs[column]
@@ -157,24 +216,6 @@ LEFT = Statistic("Φ(x_T)/Φ(x₀) per run (diverged runs dropped)",
                  lambda runs, results: Sample.of(_ratio(finished(runs), results)))
 
 
-def _eps_bar(runs: pd.DataFrame) -> pd.Series:
-    """ε̄ = √(d log(1/δ))/(nε), d = max(d_x, d_y), as the ERM schedule planned it."""
-    if "plan_eps_bar" in runs and runs["plan_eps_bar"].notna().all():
-        return runs["plan_eps_bar"].astype(float)
-    d = np.maximum(runs["p_prob_d"], runs["p_prob_d_y"]).astype(float)
-    return np.sqrt(d * np.log(1 / runs["delta"].astype(float))) / (runs["n"] * runs["epsilon"])
-
-
-def best_iterate(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
-    """min_t ‖∇Φ(x_t)‖ over each run's evaluated iterates (a measurement of the trajectory,
-    not an output: the schedule fixes α, hence the certified output's scale, but not this)."""
-    traj = results.trajectories
-    if runs.empty or traj.empty or "grad_norm" not in traj:
-        return pd.Series(np.nan, index=runs.index)
-    its = traj[(traj["point"] == "iterate") & (traj["step"] > 0)]
-    return runs["run_id"].map(its.groupby("run_id")["grad_norm"].min())
-
-
 def _by_eps_bar(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Best-iterate ‖∇Φ‖ grouped by ε̄ (n fixed, ε swept)."""
     if runs.empty:
@@ -185,90 +226,55 @@ def _by_eps_bar(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 
 def _charged_as_app_d(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """Per run: its ledger spends at most the target under advanced composition, and a
-    SPIDER baseline (whose ledger composes per pass over disjoint batches, a tighter account
-    than App. D's) runs at least App. D's σ for its T oracle calls."""
+    """Per run: its ledger spends at most the target under advanced composition, and a SPIDER
+    baseline (whose ledger composes per pass) runs at least App. D's σ for its T calls."""
     spent = runs["eps_advanced"].astype(float) <= runs["epsilon"].astype(float) * (1 + 1e-6)
     spider = runs["algorithm"].isin(SPIDER_ALGORITHMS)
     need = pd.Series([app_d_sigma(int(t)) if s else 0.0 for t, s in zip(
         runs["steps"], spider, strict=True)], index=runs.index)
     ok = spent & (runs["sigma"].astype(float) >= need * (1 - 1e-9))
     shown = runs.assign(need=need)[spider].drop_duplicates("steps")
-    note = "; ".join(f"σ = {r['sigma']:.4g} against App. D's {r['need']:.4g} for T = "
-                     f"{r['steps']:g} calls" for _, r in shown.iterrows())
-    return Sample.of(ok.to_numpy(float), note=note)
+    return Sample.of(ok.to_numpy(float), note="; ".join(
+        f"σ = {r['sigma']:.4g} against App. D's {r['need']:.4g} for T = {r['steps']:g} calls"
+        for _, r in shown.iterrows()))
 
 
-def _refresh_noise(r: pd.Series) -> tuple[float, float]:
-    """(d_x, √d_x·std of DP-RGDA's refresh noise ÷ C) of run ``r``."""
-    d_x = float((r["p_prob_p"] + r["p_prob_q"]) * r["p_prob_rank"])
-    return d_x, math.sqrt(d_x) * float(r["plan_std_refresh"]) / float(r["p_alg_clip"])
-
-
-def _context(results: PaperResults) -> list[str]:
-    """D1's context: App. D's arithmetic for DP-RGDA's least noisy release (its run at the
-    literal constants), where the σ sweep first descends (mean Φ(x_T)/Φ(x₀) ≤ 1 −
-    ``NO_MOVE``, with the ε that σ spends) and Theorem 1's α = ε̄^{2/3} (Õ's constant 1) at
-    App. D's (ε, δ) beside ‖∇Φ(x₀)‖ (instance study, ‖X*‖_F = 100)."""
-    out = []
-    runs = results.role_runs("table2_literal")
-    rgda = runs[runs["label"] == OURS] if len(runs) else runs
+def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """The data's share of each method's displacement at App. D's literal constants (study
+    'data'), noted with Φ on the data and on zeros, App. D's arithmetic for DP-RGDA's
+    refresh, where the σ sweep first descends (mean ratio ≤ 1 − ``NO_MOVE``) and Theorem 1's
+    α = ε̄^{2/3} (Õ's constant 1) at App. D's (ε, δ) beside ‖∇Φ(x₀)‖."""
+    notes = ["data share by method: " + ", ".join(
+        f"{label} {g['influence'].mean():.2g} (Φ(x_T)/Φ(x₀) {g['ratio'].mean():.4g}, on zeros "
+        f"{g['ratio_zeros'].mean():.4g})" for label, g in runs.groupby("label"))]
+    literal = results.role_runs("table2_literal")
+    rgda = literal[literal["label"] == OURS] if len(literal) else literal
     if len(rgda) and "plan_std_refresh" in rgda:
-        r = rgda.iloc[0]
-        ratio = _refresh_noise(r)[1]
-        out.append(_text("notes.snr", sigma=r["sigma"], ratio=ratio, steps=float(r["steps"]),
-                         snr=math.sqrt(float(r["steps"])) / ratio))
-    study = results.study("sigma")
-    if len(study) and "eps_pld" in study:
+        r, ratio = rgda.iloc[0], float(_noise_ratio(rgda.iloc[:1]).iloc[0])
+        notes.append(_text("notes.snr", sigma=r["sigma"], ratio=ratio, steps=float(r["steps"]),
+                           snr=math.sqrt(float(r["steps"])) / ratio))
+    sigma = results.study("sigma")
+    if len(sigma) and "eps_pld" in sigma:
         parts = []
-        for label, part in study.groupby("label"):
+        for label, part in sigma.groupby("label"):
             means = part.groupby("sigma").agg(ratio=("ratio", "mean"), eps=("eps_pld", "first"))
             down = means[means["ratio"] <= 1 - NO_MOVE]
             parts.append(f"{label} at σ ≤ {down.index.max():g} (ε_PLD = "
                          f"{down.loc[down.index.max(), 'eps']:.3g})" if len(down)
                          else f"{label} at no σ tried")
-        out.append(_text("notes.first_descent", parts=", ".join(parts)))
-    study = results.study("instance")
-    if len(runs) and len(study) and "p_prob_p" in runs:
-        r = runs.iloc[0]
+        notes.append(_text("notes.first_descent", parts=", ".join(parts)))
+    instance = results.study("instance")
+    if len(literal) and len(instance) and "p_prob_p" in literal and len(
+            rows := _at_scale(instance, 100.0)):
+        r = literal.iloc[0]
         d = max(float((r["p_prob_p"] + r["p_prob_q"]) * r["p_prob_rank"]), float(r["n"]))
         bar = math.sqrt(d * math.log(1 / APP_D[1])) / (float(r["n"]) * APP_D[0])
-        rows = study[np.isclose(study["x_star_norm"].astype(float), 100.0)]
-        if len(rows):
-            out.append(_text("notes.alpha", alpha=bar ** (2 / 3), d=d,
-                             grad=rows["grad_x0"].iloc[0]))
-    return out
-
-
-def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """The data's share of each Table 2 method's displacement at App. D's literal constants
-    (study 'data', one value per method and seed), with Φ on the data and on zeros and
-    :func:`_context`."""
-    parts = [f"{label} {g['influence'].mean():.2g} (Φ(x_T)/Φ(x₀) {g['ratio'].mean():.4g}, "
-             f"on zeros {g['ratio_zeros'].mean():.4g})" for label, g in runs.groupby("label")]
-    return Sample.of(runs["influence"].to_numpy(float),
-                     note="; ".join([f"data share by method: {', '.join(parts)}",
-                                     *_context(results)]))
+        notes.append(_text("notes.alpha", alpha=bar ** (2 / 3), d=d,
+                           grad=rows["grad_x0"].iloc[0]))
+    return Sample.of(runs["influence"].to_numpy(float), note="; ".join(notes))
 
 
 # -- premises ------------------------------------------------------------------------------
-
-def _tuning(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
-    """The tuning groups (suite.json ``tuning``) that chose ``runs``."""
-    ids = set(runs["run_id"]) if "run_id" in runs else set()
-    return [t for m in results.suites for t in m.get("tuning") or []
-            if ids & set(t.get("run_ids") or ())]
-
-
-def _tuned_ranges(runs: pd.DataFrame, results: PaperResults) -> dict[str, tuple[float, float]]:
-    """The algorithm params the tuning of ``runs`` varied, each with the range searched."""
-    ranges: dict[str, tuple[float, float]] = {}
-    for candidate in (c for t in _tuning(runs, results) for c in t.get("candidates") or []):
-        for name, value in candidate["params"].items():
-            low, high = ranges.get(name, (value, value))
-            ranges[name] = (min(low, value), max(high, value))
-    return ranges
-
 
 def _constants(run: pd.Series) -> dict[str, Any]:
     """A run's algorithm and problem constants (its ``p_alg_*`` and ``p_prob_*`` columns)."""
@@ -289,8 +295,8 @@ def _show(value: Any) -> str:
 def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
                          tuned: dict[str, tuple[float, float]]) -> list[str]:
     """Where a σ → 0 run's constants ``reference`` differ from the judged runs' ``judged``:
-    a constant the judged runs hold fixed with another value, or one their tuning varied
-    (``tuned``: name → searched range) outside the range searched ([] when they match)."""
+    a constant they hold fixed with another value, or one their tuning varied (``tuned``:
+    name → searched range) outside the range searched ([] when they match)."""
     out = []
     for column, value in judged.items():
         name = column.removeprefix("p_alg_").removeprefix("p_prob_")
@@ -306,28 +312,29 @@ def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
 
 def _reference(runs: pd.DataFrame, results: PaperResults, label: str
                ) -> tuple[pd.DataFrame, str]:
-    """The clean σ → 0 runs of ``label`` at the constants of the setting's ``label`` runs
-    (every fixed constant equal, every tuned one inside the range searched), with what
-    differs where none matches."""
+    """The clean σ → 0 ``label`` runs at the constants of the setting's ``label`` runs (every
+    fixed one equal, every tuned one inside its searched range), else what differs."""
     judged = _partner(runs, results, label, clean=False)
     table2 = results.role_runs("table2")
     refs = finished(table2[table2["label"] == f"{label}_nonprivate"]) if len(table2) else table2
     if judged.empty or refs.empty:
         return refs.iloc[0:0], f"σ → 0 {label} reference not run"
-    want, tuned = _constants(judged.iloc[0]), _tuned_ranges(judged, results)
-    differences = {i: constant_differences(want, _constants(r), tuned)
+    tuned: dict[str, tuple[float, float]] = {}
+    for candidate in (c for t in _tuning(judged, results) for c in t.get("candidates") or []):
+        for name, value in candidate["params"].items():
+            low, high = tuned.get(name, (value, value))
+            tuned[name] = (min(low, value), max(high, value))
+    differences = {i: constant_differences(_constants(judged.iloc[0]), _constants(r), tuned)
                    for i, r in refs.iterrows()}
-    matched = [i for i, d in differences.items() if not d]
-    if matched:
+    if matched := [i for i, d in differences.items() if not d]:
         return refs.loc[matched], ""
-    nearest = min(differences.values(), key=len)
     return refs.iloc[0:0], (f"no σ → 0 {label} run at the judged constants (the nearest: "
-                            f"{', '.join(nearest)})")
+                            f"{', '.join(min(differences.values(), key=len))})")
 
 
 def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
     """The σ → 0 references of DP-RGDA and of the baseline at the judged constants leave the
-    saddle (mean Φ(x_T)/Φ(x₀) ≤ ``LEFT_SADDLE``); one at other constants fails."""
+    saddle (mean Φ(x_T)/Φ(x₀) ≤ ``LEFT_SADDLE``); a reference at other constants fails."""
     found, texts = [], []
     for label in dict.fromkeys([OURS, *(str(v) for v in runs["label"].unique())]):
         ref, missing = _reference(runs, results, label)
@@ -343,75 +350,57 @@ def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, s
                         f"{', '.join(texts)}; ≤ {LEFT_SADDLE:g} needed")
 
 
-def _recorded_clipping(ours: pd.DataFrame) -> tuple[float, str] | None:
-    """The worst clipped share the runs recorded (``prem_clipped_fraction…``: the refresh
-    clip, x- and y-partials pooled, and the increment clip ``_diff``)."""
-    cols = [c for c in ours if str(c).startswith("prem_clipped_fraction")
-            and ours[c].notna().any()]
-    if not cols:
-        return None
-    parts = []
-    for col in cols:
-        suffix = str(col).removeprefix("prem_clipped_fraction")
-        median = ours.get(f"prem_median_per_sample_norm{suffix}", pd.Series(dtype=float))
-        bound = ours.get(f"prem_clip_bound{suffix}", pd.Series(dtype=float))
-        parts.append(f"{'increment' if suffix == '_diff' else suffix[1:] or 'refresh'} clip: "
-                     f"up to {ours[col].max():.0%} clipped (median norm {median.median():.3g} "
-                     f"vs C = {bound.max():g})")
-    return float(np.nanmax(ours[cols].to_numpy(float))), "; ".join(parts) + " (recorded)"
-
-
-def _start_clipping(ours: pd.DataFrame, results: PaperResults) -> tuple[float, str] | None:
-    """The clipped share of per-sample y- and x-partials at the start (instance study at the
-    runs' ‖X*‖_F, which measures App. D's C = 1 only)."""
+def _clipped(ref: pd.DataFrame, results: PaperResults) -> list[tuple[float, str]]:
+    """The worst share clipped as the runs recorded it (``prem_clipped_fraction…``: the
+    refresh clip and the increment clip ``_diff``) and at the start (instance study at the
+    runs' ‖X*‖_F, which measures App. D's C only)."""
+    found, cols = [], [c for c in ref if str(c).startswith("prem_clipped_fraction")
+                       and ref[c].notna().any()]
+    if cols:
+        parts = []
+        for col in cols:
+            suffix = str(col).removeprefix("prem_clipped_fraction")
+            median = ref.get(f"prem_median_per_sample_norm{suffix}", pd.Series(dtype=float))
+            bound = ref.get(f"prem_clip_bound{suffix}", pd.Series(dtype=float))
+            parts.append(f"{'increment' if suffix == '_diff' else suffix[1:] or 'refresh'} "
+                         f"clip: up to {ref[col].max():.0%} clipped (median norm "
+                         f"{median.median():.3g} vs C = {bound.max():g})")
+        found.append((float(np.nanmax(ref[cols].to_numpy(float))),
+                      "; ".join(parts) + " (recorded)"))
     study = results.study("instance")
-    if study.empty or ours.empty:
-        return None
-    if "p_alg_clip" in ours and not np.allclose(ours["p_alg_clip"].astype(float), CLIP):
-        return None  # another C: the runs' own record speaks for it
-    scale = float(ours["p_prob_x_star_norm"].iloc[0])
-    rows = study[np.isclose(study["x_star_norm"].astype(float), scale)]
-    if rows.empty:
-        return None
-    y, x = float(rows["clipped_y"].max()), float(rows["clipped_x"].max())
-    return max(x, y), (f"at the start C = {CLIP:g} clips {y:.0%} of per-sample y-partials "
-                       f"(median norm {rows['median_y'].median():.3g}) and {x:.0%} of x-partials "
-                       f"(median {rows['median_x'].median():.3g}) (§5 instance study)")
+    if study.empty or ref.empty or ("p_alg_clip" in ref and not np.allclose(
+            ref["p_alg_clip"].astype(float), CLIP)):  # another C: its own record speaks
+        return found
+    if len(rows := _at_scale(study, float(ref["p_prob_x_star_norm"].iloc[0]))):
+        y, x = float(rows["clipped_y"].max()), float(rows["clipped_x"].max())
+        found.append((max(x, y), f"at the start C = {CLIP:g} clips {y:.0%} of per-sample "
+                      f"y-partials (median norm {rows['median_y'].median():.3g}) and {x:.0%} of "
+                      f"x-partials (median {rows['median_x'].median():.3g}) (§5 instance study)"))
+    return found
 
 
 def _clipping(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """C is not what limits the method: the worst share clipped by the σ → 0 DP-RGDA
-    reference at the same constants (recorded, or at the start). The private runs' own
-    record is not used: there the noise drives the iterates (and the partials) far out."""
+    """C does not limit the method: the worst share clipped by the σ → 0 DP-RGDA reference
+    at the same constants (the private runs' noise drives their partials far out)."""
     ref, _ = _reference(runs, results, OURS)
-    if ref.empty:  # no reference at these constants: the DP-RGDA runs themselves
-        ref = _partner(runs, results, OURS)
-    found = [f for f in (_recorded_clipping(ref), _start_clipping(ref, results)) if f]
+    found = _clipped(ref if len(ref) else _partner(runs, results, OURS), results)
     if not found:
         return None, "clipped fraction not recorded"
-    share = max(f[0] for f in found)
-    return share <= MILD_CLIP, "; ".join(f[1] for f in found) + f"; ≤ {MILD_CLIP:.0%} needed"
-
-
-def _declared_rate() -> float:
-    """The exponent of ε̄ that DP RGDA declares (Theorem 1, ERM)."""
-    rate = DPRGDA.rate
-    if rate is None or rate.privacy_exponent is None:
-        raise RuntimeError("dp_rgda declares no privacy exponent")
-    return rate.privacy_exponent
+    return max(f[0] for f in found) <= MILD_CLIP, "; ".join(f[1] for f in found) + \
+        f"; ≤ {MILD_CLIP:.0%} needed"
 
 
 def _binds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """Theorem 1's bound binds: the measured ‖∇Φ(x_out)‖ is of the order of α = c_α ε̄^{2/3}."""
     if runs.empty or "p_alg_theory_alpha" not in runs or "final_grad_norm" not in runs:
         return None, "α not recorded"
-    alpha = runs["p_alg_theory_alpha"].astype(float) * _eps_bar(runs) ** _declared_rate()
-    share = runs["final_grad_norm"].astype(float) / alpha
-    median = float(share.median())
+    share = runs["final_grad_norm"].astype(float) / (
+        runs["p_alg_theory_alpha"].astype(float) * _eps_bar(runs) ** RATE)
     certified = (f"; {float((runs['diag_certificates'] > 0).mean()):.0%} of runs certified"
                  if "diag_certificates" in runs else "")
-    return median >= BINDS, (f"‖∇Φ(x_out)‖/α median {median:.3g} (range {share.min():.3g}–"
-                             f"{share.max():.3g}), ≥ {BINDS:g} needed{certified}")
+    return float(share.median()) >= BINDS, (
+        f"‖∇Φ(x_out)‖/α median {float(share.median()):.3g} (range {share.min():.3g}–"
+        f"{share.max():.3g}), ≥ {BINDS:g} needed{certified}")
 
 
 def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -420,8 +409,7 @@ def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
         runs["prem_steps_taken"].notna().all() else "steps"
     if runs.empty or column not in runs:
         return None, "T not recorded"
-    taken = runs[column].astype(float)
-    need = np.ceil(_eps_bar(runs) ** (-4 / 3))
+    taken, need = runs[column].astype(float), np.ceil(_eps_bar(runs) ** (-4 / 3))
     short = taken < need
     return not bool(short.any()), (
         f"T {'taken' if column != 'steps' else 'planned'} from {taken.min():g} to "
@@ -430,16 +418,15 @@ def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
 
 
 def _learns(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """Some Table 2 method's iterates depend on the data at the setting's scale and level
-    (study 'data', the judged suites' levels: share ≥ ``DATA_SHARE``)."""
+    """Some method's iterates depend on the data at the setting's scale and level (study
+    'data', the judged suites' levels: share ≥ ``DATA_SHARE``)."""
     study = results.study("data")
     if study.empty or runs.empty or "variant" not in study:
         return None, "data-dependence study not run"
     r = runs.iloc[0]
-    rows = study[study["variant"].eq(JUDGED)
-                 & np.isclose(study["x_star_norm"].astype(float), float(r["p_prob_x_star_norm"]))
-                 & np.isclose(study["epsilon"].astype(float), float(r["epsilon"]))
-                 & study["calibration"].eq(r["calibration"])]
+    rows = _at_scale(study, float(r["p_prob_x_star_norm"]))
+    rows = rows[rows["variant"].eq(JUDGED) & rows["calibration"].eq(r["calibration"])
+                & np.isclose(rows["epsilon"].astype(float), float(r["epsilon"]))]
     if rows.empty:
         return None, "no data-dependence row at this scale and level"
     return bool((rows["influence"] >= DATA_SHARE).any()), _text("notes.learns", shares=", ".join(
@@ -447,8 +434,7 @@ def _learns(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str
 
 
 def _not_app_d(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    """The setting is not App. D's level (ε, δ) = (2, 1e-6) under advanced composition,
-    where claim D1 decides the question."""
+    """The setting is not App. D's level, (2, 1e-6) under advanced composition (D1's)."""
     r = runs.iloc[0]
     if bool((np.isclose(runs["epsilon"].astype(float), APP_D[0])
              & np.isclose(runs["delta"].astype(float), APP_D[1])
@@ -458,12 +444,11 @@ def _not_app_d(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
 
 
 def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """DP-RGDA and the baseline each at its best configuration, and at least one of them
-    moving (|mean Φ(x_T)/Φ(x₀) − 1| > ``NO_MOVE``): every tuned constant inside its grid,
-    except an lr on the lower edge where the method does not move (a smaller step only
-    brings x_T closer to x₀, and a comparison with a mover is decided by the mover's
-    margin). Two methods that both stay at x₀ are compared on noise: out of regime; so is
-    any other edge (the optimum may lie past it)."""
+    """DP-RGDA and the baseline each at its best configuration, at least one moving (|mean
+    Φ(x_T)/Φ(x₀) − 1| > ``NO_MOVE``): every tuned constant inside its grid, except an lr on
+    the lower edge of a method that does not move (a smaller step only brings x_T closer to
+    x₀; the comparison is decided by the mover's margin). Two methods that both stay at x₀
+    compare noise: out of regime; so is any other edge (the optimum may lie past it)."""
     texts, moving = [], 0
     for name, part in ((OURS, _partner(runs, results, OURS)), ("baseline", finished(runs))):
         groups, ratio = _tuning(part, results), _ratio(part, results)
@@ -471,8 +456,7 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
             return None, f"no tuned {name} runs"
         edges = {k: side for t in groups for k, side in (t.get("edges") or {}).items()}
         mean = float(np.nanmean(ratio))
-        moves = abs(mean - 1) > NO_MOVE
-        moving += moves
+        moving += (moves := abs(mean - 1) > NO_MOVE)
         where = ", ".join(f"{k} on the {side} edge" for k, side in sorted(edges.items()))
         texts.append(f"{name}: {where or 'every tuned constant inside its grid'}, mean "
                      f"Φ(x_T)/Φ(x₀) {mean:.4g}")
@@ -483,16 +467,12 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
     return True, "; ".join(texts)
 
 
-SUBSUMED = TEXT.premise("subsumed", _not_app_d)
-PROGRESS = TEXT.premise("progress", _progress)
-CLIPPING = TEXT.premise("clipping", _clipping)
-DATA = TEXT.premise("data", _learns)
-TUNED = TEXT.premise("tuned", _at_best_step)
+SUBSUMED, DATA = TEXT.premise("subsumed", _not_app_d), TEXT.premise("data", _learns)
 # The noise-to-signal ratio is not a premise: App. D's own calibration sets it (≈ 133 for
-# DP-RGDA), so it is the paper's regime (the Regime table); a claim failing there is
-# contradicted, not out of regime.
-TABLE2_PREMISES = (SUBSUMED, PROGRESS, CLIPPING, DATA)
-COMPARISON_PREMISES = (*TABLE2_PREMISES, TUNED)  # C1–C3: each method at its best step
+# DP-RGDA), so it is the paper's regime (the Regime table): failing there is contradicted.
+TABLE2_PREMISES = (SUBSUMED, TEXT.premise("progress", _progress),
+                   TEXT.premise("clipping", _clipping), DATA)
+COMPARISON_PREMISES = (*TABLE2_PREMISES, TEXT.premise("tuned", _at_best_step))  # C1–C3
 
 
 # -- claims --------------------------------------------------------------------------------
@@ -503,7 +483,7 @@ def _table2_runs(*labels: str) -> Runs:
 
 
 def _reference_control(label: str, scale: float) -> Control:
-    """The σ → 0 runs of ``label`` at ``scale``, one outcome per clip C (per judged level)."""
+    """The σ → 0 ``label`` runs at ``scale``, one outcome per clip C (per judged level)."""
     return Control(f"σ → 0 {label}, ‖X*‖_F = {scale:g}",
                    Runs(("table2",), {"label": f"{label}_nonprivate",
                                       "p_prob_x_star_norm": scale}, by=("p_alg_clip",)),
@@ -561,64 +541,44 @@ CLAIMS = (
 
 # -- tables ----------------------------------------------------------------------------------
 
-def _final_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (scale, calibration, label) over clean runs: mean and s.e. of each metric at x_T
-    (``last_``) and at the output (``final_``), the runs, the diverged runs (excluded) and
-    the early stops (with the earliest last step)."""
-    keys = ["p_prob_x_star_norm", "calibration", "label"]
-    cols = [f"{w}_{m}" for w in ("last", "final") for m, _ in METRICS]
-    clean = finished(runs).groupby(keys)
-    diverged = runs[runs["diverged"].astype(bool)].groupby(keys).size() \
-        if "diverged" in runs else pd.Series(dtype=int)
-    early = runs[runs["stopped_early"].astype(bool)].groupby(keys)["last_step"]
-    everything = runs.groupby(keys)[["sigma", "epsilon", "eps_advanced", "eps_pld",
-                                     "steps"]].first()
-    return pd.concat([everything, clean[cols].mean(), clean[cols].sem().add_suffix("_se"),
-                      clean.size().rename("runs"), diverged.rename("diverged"),
-                      early.size().rename("early"), early.min().rename("first_stop")],
-                     axis=1).fillna({"runs": 0, "diverged": 0, "early": 0})
-
-
-def _table2_row(key: tuple[Any, ...], r: pd.Series) -> list[str]:
-    def cell(where: str, metric: str) -> str:
-        return format_mean_se(r[f"{where}_{metric}"], r[f"{where}_{metric}_se"]) \
-            if r["runs"] else "diverged"
-
-    stops = (f"{r['early']:g} (from t = {r['first_stop']:g})" if r["early"] else "–")
-    return [str(key[2]), f"{r['sigma']:.4g}", *(cell("last", m) for m, _ in METRICS),
-            cell("final", "loss"), cell("final", "grad_norm"),
-            stops, f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}", f"{r['runs']:g}",
-            f"{r['diverged']:g}"]
-
-
 def _table2(results: PaperResults, role: str = "table2") -> list[dict[str, Any]]:
-    """Table 2 regenerated per (scale, calibration) from the ``role`` runs."""
+    """Table 2 regenerated per (scale, calibration): each method at x_T and at its output,
+    mean ± s.e. over the runs that did not diverge, with the diverged runs and early stops."""
     runs = last_iterates(results.role_runs(role), results)
     if runs.empty or "last_step" not in runs:
         return []
-    stats = _final_table(runs[runs["status"].isin(["done", "diverged"])])
+    provenance, runs = results.provenance(runs), runs[runs["status"].isin(["done", "diverged"])]
+    keys, cols = ["p_prob_x_star_norm", "calibration", "label"], [
+        f"{w}_{m}" for w in ("last", "final") for m, _ in METRICS]
+    clean, (early, _) = finished(runs).groupby(keys), _early(runs)
+    diverged = runs[runs["diverged"].astype(bool)].groupby(keys).size() \
+        if "diverged" in runs else pd.Series(dtype=int)
+    stats = pd.concat([runs.groupby(keys)[["sigma", "epsilon", "eps_advanced", "eps_pld"]].first(),
+                       clean[cols].mean(), clean[cols].sem().add_suffix("_se"),
+                       clean.size().rename("runs"), diverged.rename("diverged"),
+                       early.groupby(keys).size().rename("early"),
+                       early.groupby(keys)["last_step"].min().rename("first_stop")],
+                      axis=1).fillna({"runs": 0, "diverged": 0, "early": 0})
+
+    def row(label: str, r: pd.Series) -> list[str]:
+        cells = [format_mean_se(r[c], r[f"{c}_se"]) if r["runs"] else "diverged" for c in
+                 (*cols[:3], "final_loss", "final_grad_norm")]
+        return [label, f"{r['sigma']:.4g}", *cells, f"{r['early']:g} (from t = "
+                f"{r['first_stop']:g})" if r["early"] else "–", f"{r['eps_advanced']:.3g}",
+                f"{r['eps_pld']:.3g}", f"{r['runs']:g}", f"{r['diverged']:g}"]
+
     tables = []
     for (scale, cal), part in stats.groupby(level=[0, 1]):
         eps = part["epsilon"].astype(float)
         private = eps[np.isfinite(eps)]
         variant = "inregime" if role == "table2" and len(private) and private.max() > 2 \
             else role
-        tables.append({
-            "provenance": results.provenance(runs),
-            "title": _text("tables.table2.title", scale=scale, cal=cal,
-                           level=f"ε = {private.max():g}" if len(private) else "σ → 0",
-                           variant=TEXT[f"tables.table2.variants.{variant}"]),
-            "note": _text("tables.table2.note", divergence=PAPER.divergence_factor),
-            "columns": ["method", "σ", *(name for _, name in METRICS), "Φ(output)",
-                        "‖∇Φ(output)‖", "stopped early", "ε adv. comp.", "ε PLD", "runs",
-                        "diverged"],
-            "rows": [_table2_row(key, r) for key, r in part.iterrows()
-                     if isinstance(key, tuple)]})
+        tables.append(_table("table2", provenance, [
+            row(str(key[2]), r) for key, r in part.iterrows() if isinstance(key, tuple)],
+            scale=scale, cal=cal, level=f"ε = {private.max():g}" if len(private) else "σ → 0",
+            variant=TEXT[f"tables.table2.variants.{variant}"],
+            divergence=PAPER.divergence_factor))
     return tables
-
-
-def _pair(r: pd.Series, first: str, second: str) -> str:
-    return f"{r[first]:.3g} / {r[second]:.3g}" if pd.notna(r.get(first)) else "–"
 
 
 def _calibration(results: PaperResults) -> dict[str, Any] | None:
@@ -626,35 +586,30 @@ def _calibration(results: PaperResults) -> dict[str, Any] | None:
     if runs.empty:
         return None
     runs = runs[runs["epsilon"].apply(math.isfinite)]
-    rows = [[label, f"{r['epsilon']:g}", cal, f"{r['sigma']:.4g}",
-             _pair(r, "plan_std_refresh", "plan_std_increment"),
-             _pair(r, "plan_std_alg3_refresh", "plan_std_alg3_increment"),
-             f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}"]
-            for (label, _, cal), part in runs.groupby(["label", "epsilon", "calibration"])
-            for r in [part.iloc[0]]]
-    return {"title": TEXT["tables.calibration.title"], "provenance": results.provenance(runs),
-            "note": TEXT["tables.calibration.note"],
-            "columns": ["method", "ε", "calibration", "σ", "std refresh / increment",
-                        "Alg. 3 formula std", "ε adv. comp.", "ε PLD"], "rows": rows}
+
+    def pair(r: pd.Series, kind: str) -> str:
+        return (f"{r[f'{kind}_refresh']:.3g} / {r[f'{kind}_increment']:.3g}"
+                if pd.notna(r.get(f"{kind}_refresh")) else "–")
+
+    return _table("calibration", results.provenance(runs), [
+        [label, f"{r['epsilon']:g}", cal, f"{r['sigma']:.4g}", pair(r, "plan_std"),
+         pair(r, "plan_std_alg3"), f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}"]
+        for (label, _, cal), part in runs.groupby(["label", "epsilon", "calibration"])
+        for r in [part.iloc[0]]])
 
 
 def _scale_table(results: PaperResults) -> dict[str, Any] | None:
-    """Φ, ‖∇Φ‖ at x₀ and the spectrum of ∇²Φ(0) per X* scale, from the instance study."""
+    """Φ, ‖∇Φ‖ at x₀ and the spectrum of ∇²Φ(0) per X* scale (the instance study)."""
     study = results.study("instance")
     if study.empty:
         return None
     first = study[study["data_seed"] == study["data_seed"].min()]
-    rows = [["raw factors" if r["scale"] == "raw" else r["scale"], f"{r['x_star_fro']:.3g}",
-             f"{r['phi_x0']:.4g}", f"{r['grad_x0']:.3g}", f"{r['lambda_min']:.4g} "
-             f"(×{r['multiplicity']:g})", f"{r['lambda_max']:.4g}",
-             f"{r['clipped_y']:.0%} (median {r['median_y']:.3g})",
-             f"{r['clipped_x']:.0%} (median {r['median_x']:.3g})"] for _, r in first.iterrows()]
-    return {"title": TEXT["tables.scale.title"],
-            "provenance": Provenance(results.scale, computed=TEXT["tables.scale.computed"]),
-            "note": TEXT["tables.scale.note"],
-            "columns": ["‖X*‖_F", "‖X*‖_F (realised)", "Φ(x₀)", "‖∇Φ(x₀)‖",
-                        "λ_min(∇²Φ(0))", "λ_max(∇²Φ(0))", "y-partials clipped",
-                        "x-partials clipped"], "rows": rows}
+    return _table("scale", Provenance(results.scale, computed=TEXT["tables.scale.computed"]), [
+        ["raw factors" if r["scale"] == "raw" else r["scale"], f"{r['x_star_fro']:.3g}",
+         f"{r['phi_x0']:.4g}", f"{r['grad_x0']:.3g}",
+         f"{r['lambda_min']:.4g} (×{r['multiplicity']:g})", f"{r['lambda_max']:.4g}",
+         f"{r['clipped_y']:.0%} (median {r['median_y']:.3g})",
+         f"{r['clipped_x']:.0%} (median {r['median_x']:.3g})"] for _, r in first.iterrows()])
 
 
 def _data_table(results: PaperResults) -> dict[str, Any] | None:
@@ -670,20 +625,15 @@ def _data_table(results: PaperResults) -> dict[str, Any] | None:
                      f"{len(part)}", f"{share.mean():.2g}{spread}", f"{part['ratio'].mean():.4g}",
                      f"{part['ratio_zeros'].mean():.4g}",
                      "yes" if share.mean() >= DATA_SHARE else "NO"])
-    return {"title": TEXT["tables.data.title"],
-            "provenance": Provenance(results.scale, computed=TEXT["tables.data.computed"]),
-            "note": TEXT["tables.data.note"],
-            "columns": ["variant", "method", "‖X*‖_F", "ε", "steps", "seeds", "data share",
-                        "Φ(x_T)/Φ(x₀)", "on zeros", "learns"], "rows": rows}
+    return _table("data", Provenance(results.scale, computed=TEXT["tables.data.computed"]), rows)
 
 
 def _why_table(results: PaperResults) -> dict[str, Any] | None:
-    """Why our Table 2 differs from the paper's: each cause with its number."""
+    """Why our Table 2 differs from the paper's: each cause with the number that measures it."""
     runs = last_iterates(finished(results.role_runs("table2", "table2_literal")), results)
     if runs.empty or "last_loss" not in runs:
         return None
-    ratio = runs["last_loss"] / runs["phi0"]
-    literal = runs["suite"].str.contains("literal")
+    ratio, literal = runs["last_loss"] / runs["phi0"], runs["suite"].str.contains("literal")
 
     def mean(in_literal: bool, label: str) -> str:
         sel = ratio[(literal == in_literal) & (runs["label"] == label)]
@@ -696,8 +646,7 @@ def _why_table(results: PaperResults) -> dict[str, Any] | None:
     rows = [row("literal", literal=mean(True, "dp_rgda_nonprivate"), ours=reference),
             row("noise", ratio=_noise_to_signal(results), private=mean(False, "dp_rgda"),
                 reference=reference)]
-    sigma = results.study("sigma")
-    if not sigma.empty:
+    if len(sigma := results.study("sigma")):
         ours = sigma[sigma["label"] == OURS]
         means = ours.groupby("sigma")["ratio"].mean()
         left = means[means <= LEFT_SADDLE]
@@ -705,57 +654,45 @@ def _why_table(results: PaperResults) -> dict[str, Any] | None:
                         advanced=ours["sigma_advanced"].iloc[0], pld=ours["sigma_pld"].iloc[0]))
     eps = runs["epsilon"].astype(float)
     private = np.isfinite(eps) & ~runs["suite"].str.contains("literal|untuned")
-    parts = []
-    for level, mask in (("App. D (2, advanced)", private & (eps <= 2)),
-                        ("in regime", private & (eps > 2))):
-        means = ratio[mask].groupby(runs.loc[mask, "label"]).mean()
-        if len(means):
-            parts.append(f"{level}: " + ", ".join(f"{k} {v:.3g}" for k, v in means.items()))
-    rows.append(row("level", parts="; ".join(parts)))
+    levels = [(level, ratio[mask].groupby(runs.loc[mask, "label"]).mean()) for level, mask in (
+        ("App. D (2, advanced)", private & (eps <= 2)), ("in regime", private & (eps > 2)))]
+    rows.append(row("level", parts="; ".join(
+        f"{level}: " + ", ".join(f"{k} {v:.3g}" for k, v in means.items())
+        for level, means in levels if len(means))))
     data = results.study("data")
-    if not data.empty and "variant" in data:
+    if len(data) and "variant" in data:
         shares = data[data["variant"] == LITERAL].groupby("label")["influence"].mean()
         rows.append(row("data", shares=", ".join(f"{k} {v:.2g}" for k, v in shares.items())))
-    early = runs[runs["stopped_early"].astype(bool)]
-    rows.append(row("early", early=len(early), runs=len(runs),
-                    labels=", ".join(sorted(set(early["label"]))) or "none",
-                    first=early["last_step"].min() if len(early) else "–"))
-    rows.append(row("scale"))
-    return {"title": TEXT["tables.why.title"], "provenance": results.provenance(runs),
-            "note": TEXT["tables.why.note"], "columns": ["cause", "measured"], "rows": rows}
+    early, labels = _early(runs)
+    rows += [row("early", early=len(early), runs=len(runs), labels=labels,
+                 first=early["last_step"].min() if len(early) else "–"), row("scale")]
+    return _table("why", results.provenance(runs), rows)
 
 
-def _rate_points(results: PaperResults) -> pd.DataFrame:
-    done = finished(results.role_runs("rate"))
-    return done.assign(eps_bar=_eps_bar(done)) if len(done) else done
-
-
-def _rate_fit(pts: pd.DataFrame) -> tuple[float, float, float, float]:
-    """The log-log slope of ‖∇Φ(x_out)‖ in ε̄ with its 95 % bootstrap CI, and the R² of the
-    least-squares line."""
+def _rate_points(results: PaperResults) -> tuple[pd.DataFrame, float, float, float, float]:
+    """The finished rate runs with ε̄, the log-log slope of ‖∇Φ(x_out)‖ in ε̄ with its 95 %
+    bootstrap CI, and the R² of the least-squares line (nan below three runs)."""
+    pts = finished(results.role_runs("rate"))
+    if len(pts) < 3:
+        return pts, *(math.nan,) * 4
+    pts = pts.assign(eps_bar=_eps_bar(pts))
     slope, low, high = fit_slope(pts["eps_bar"].to_numpy(), pts["final_grad_norm"].to_numpy())
     x, y = np.log(pts["eps_bar"].astype(float)), np.log(pts["final_grad_norm"].astype(float))
-    return slope, low, high, float(np.corrcoef(x, y)[0, 1] ** 2)
+    return pts, slope, low, high, float(np.corrcoef(x, y)[0, 1] ** 2)
 
 
 def _rate_table(results: PaperResults) -> dict[str, Any] | None:
-    pts = _rate_points(results)
+    pts, slope, low, high, r2 = _rate_points(results)
     if len(pts) < 3:
         return None
-    declared = _declared_rate()
     rows = [[f"{n:g}", f"{e:g}", f"{g['eps_bar'].iloc[0]:.3g}", f"{g['steps'].iloc[0]:g}",
-             f"{g['p_alg_theory_alpha'].iloc[0] * g['eps_bar'].iloc[0] ** declared:.3g}",
+             f"{g['p_alg_theory_alpha'].iloc[0] * g['eps_bar'].iloc[0] ** RATE:.3g}",
              format_mean_se(*mean_se(g["final_grad_norm"])),
-             f"{g['final_lambda_min'].mean():.3g}",
-             f"{(g['diag_certificates'] > 0).mean():.2f}"]
+             f"{g['final_lambda_min'].mean():.3g}", f"{(g['diag_certificates'] > 0).mean():.2f}"]
             for (n, e), g in pts.groupby(["n", "epsilon"])]
-    slope, low, high, r2 = _rate_fit(pts)
     fit = _text("tables.rate.fit" if r2 >= MIN_R2 else "tables.rate.no_fit", slope=slope,
                 low=low, high=high, r2=r2)
-    return {"title": TEXT["tables.rate.title"], "provenance": results.provenance(pts),
-            "note": _text("tables.rate.note", fit=fit, declared=declared),
-            "columns": ["n", "ε", "ε̄", "T", "α", "‖∇Φ(x_out)‖", "λ_min", "certified"],
-            "rows": rows}
+    return _table("rate", results.provenance(pts), rows, fit=fit, declared=RATE)
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -764,8 +701,7 @@ def _figure1(results: PaperResults, out: Path) -> list[Figure]:
     """Figure 1 regenerated per Table 2 suite, scale and calibration: Φ, ‖∇Φ‖, λ_min along t."""
     figures = []
     for suite in results.role_suites("table2"):
-        curves = results.curves(suite)
-        clean = finished(results.suite_runs(suite))
+        curves, clean = results.curves(suite), finished(results.suite_runs(suite))
         if curves.empty:
             continue
         curves = curves[curves["run_id"].isin(clean["run_id"])]
@@ -809,10 +745,9 @@ def _sigma_figure(results: PaperResults, out: Path) -> list[Figure]:
 
 def _rate_figure(results: PaperResults, out: Path) -> list[Figure]:
     """‖∇Φ(x_out)‖ against ε̄ (log-log) per n, the fit where R² ≥ ``MIN_R2`` and slope 2/3."""
-    pts = _rate_points(results)
+    pts, slope, _, _, r2 = _rate_points(results)
     if len(pts) < 3:
         return []
-    slope, _, _, r2 = _rate_fit(pts)
     series = [Series(f"n = {n:g}", part["eps_bar"], part["final_grad_norm"], line="")
               for n, part in pts.groupby("n")]
     grid = np.geomspace(pts["eps_bar"].min(), pts["eps_bar"].max(), 20)
@@ -821,10 +756,8 @@ def _rate_figure(results: PaperResults, out: Path) -> list[Figure]:
         series.append(Series(f"fit, slope {slope:.2f} (R² {r2:.2f})", grid,
                              np.exp(np.polyval(np.polyfit(x, y, 1), np.log(grid))),
                              colour="k", marker=""))
-    declared = _declared_rate()
-    series.append(Series("slope 2/3 (upper bound)", grid,
-                         float(np.exp(y.mean() - declared * x.mean())) * grid ** declared,
-                         colour="k", marker="", line="--"))
+    series.append(Series("slope 2/3 (upper bound)", grid, float(np.exp(
+        y.mean() - RATE * x.mean())) * grid ** RATE, colour="k", marker="", line="--"))
     plot = Plot([Panel(series, "ε̄ = √(d log(1/δ))/(nε)", "‖∇Φ(x_out)‖", xscale="log",
                        yscale="log")])
     stems = results.role_suites("rate")
@@ -852,42 +785,14 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 
 # -- the regime: the paper's setting beside ours ---------------------------------------------
 
-def _ours_rgda(results: PaperResults) -> pd.DataFrame:
-    runs = finished(results.role_runs("table2"))
-    return runs[runs["label"] == OURS] if len(runs) else runs
-
-
-def _range(values: pd.Series, fmt: str = ".3g") -> str:
-    values = values.astype(float).dropna()
-    if values.empty:
-        raise ValueError("no runs")
-    return (f"{values.median():{fmt}}" if values.min() == values.max() else
-            f"median {values.median():{fmt}} ({values.min():{fmt}}–{values.max():{fmt}})")
-
-
 def _noise_to_signal(results: PaperResults) -> str:
-    """√d_x·std/C of DP-RGDA's refresh noise per privacy level (d_x = 120, C = 1 where the
-    runs do not record them)."""
-    runs = _ours_rgda(results)
-    d_x = (runs["p_prob_p"].fillna(20) + runs["p_prob_q"].fillna(20)) * \
-        runs["p_prob_rank"].fillna(3) if "p_prob_p" in runs else pd.Series(120.0, runs.index)
-    clip = runs["p_alg_clip"].astype(float) if "p_alg_clip" in runs else CLIP
-    root_d = pd.Series(np.sqrt(d_x.astype(float)), index=runs.index)
-    ratio = root_d * runs["plan_std_refresh"].astype(float) / clip
+    runs = _ours(results)
     return "; ".join(f"{_range(part)} at ε = {eps:g} ({cal})" for (eps, cal), part in
-                     ratio.groupby([runs["epsilon"], runs["calibration"]]))
-
-
-def _param(runs: pd.DataFrame, name: str) -> pd.Series:
-    """DP-RGDA's parameter ``name`` per run (its default where the run does not set it)."""
-    default = getattr(DPRGDA.Params(), name)
-    column = f"p_alg_{name}"
-    return runs[column].astype(float).fillna(default) if column in runs else \
-        pd.Series(float(default), index=runs.index)
+                     _noise_ratio(runs).groupby([runs["epsilon"], runs["calibration"]]))
 
 
 def _passes(results: PaperResults) -> str:
-    runs = _ours_rgda(results)
+    runs = _ours(results)
     refresh = np.ceil(_param(runs, "steps") / _param(runs, "period"))
     increments = _param(runs, "steps") * _param(runs, "inner_steps") - refresh
     samples = refresh * _param(runs, "batch_refresh") + increments * _param(runs, "batch_diff")
@@ -896,26 +801,21 @@ def _passes(results: PaperResults) -> str:
 
 def _steps(results: PaperResults) -> str:
     runs = last_iterates(finished(results.role_runs("table2")), results)
-    early = runs["stopped_early"].astype(bool)
-    labels = ", ".join(sorted(set(runs.loc[early, "label"]))) or "none"
-    return (f"T = {_range(runs['steps'])} planned; x_T reached by {int((~early).sum())}/"
+    early, labels = _early(runs)
+    return (f"T = {_range(runs['steps'])} planned; x_T reached by {len(runs) - len(early)}/"
             f"{len(runs)} runs (stopped early: {labels})")
 
 
 def _y_step(results: PaperResults) -> str:
-    runs = _ours_rgda(results)
+    runs = _ours(results)
     return _range(_param(runs, "lr_y") / runs["n"].astype(float))
-
-
-def _regime(key: str, ours: Any, lead: bool = False) -> Regime:
-    return Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
-                  TEXT.get(f"regime.{key}.note"), lead=lead)
 
 
 PAPER = Paper(
     key=KEY, title=TEXT["title"], source=TEXT["source"], url="https://arxiv.org/abs/2602.01339",
-    claims=CLAIMS, roles=dict(TEXT.section("roles")),
-    regime=(_regime("noise", _noise_to_signal, lead=True), _regime("steps", _steps),
-            _regime("passes", _passes), _regime("y_step", _y_step, lead=True)),
-    sections=sections, resolutions=tuple(tuple(r) for r in TEXT.texts["resolutions"]),
-    studies=STUDIES, text=TEXT)
+    claims=CLAIMS, roles=dict(TEXT.section("roles")), sections=sections, studies=STUDIES,
+    regime=tuple(Regime(ours=ours, lead=lead, **TEXT.section(f"regime.{key}"))
+                 for key, ours, lead in (("noise", _noise_to_signal, True),
+                                         ("steps", _steps, False), ("passes", _passes, False),
+                                         ("y_step", _y_step, True))),
+    resolutions=tuple(tuple(r) for r in TEXT.texts["resolutions"]), text=TEXT)
