@@ -2,16 +2,19 @@
 (``pip install -e examples/plugin``; ``nox -s tests`` does): found through its entry points
 by ``list``; its experiment runs with ``--jobs 2`` and on a Dask local cluster; its
 algorithm is audited; the suite is reported, and the report still renders when the plugin
-cannot be imported."""
+cannot be imported. Its paper (example2026, by entry point too) passes the common checks,
+its claims have known answers, and ``reproduce`` writes its page."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +104,93 @@ def test_the_report_shows_it_and_renders_without_the_plugin(suite: Path,
         page = (out / "index.html").read_text()
         assert "dp_sgd_momentum" in page and (out / "utility_vs_epsilon.png").exists()
     assert "cannot be loaded and is skipped" in done.stderr  # the hidden plugin is named
+
+
+# -- the plugin's paper (example2026): registered by entry point, checked, reproduced -----
+
+KEY = "example2026"
+MOMENTUM = "dp_sgd_momentum"
+
+
+def compare_run(label: str, eps: float, loss: float, seed: int, **extra: Any) -> dict[str, Any]:
+    """A finished run of the example's comparison (role ``compare``)."""
+    return {"role": "compare", "problem": "rosenbrock_sum", "algorithm": label,
+            "label": label, "epsilon": eps, "seed": seed, "final_loss": loss, **extra}
+
+
+def example_verdict(claim: str, runs: list[dict[str, Any]]) -> str:
+    from reports.known_answers import synthetic_results, verdict_of
+
+    return verdict_of(KEY, claim, synthetic_results(KEY, runs)).verdict
+
+
+@pytest.mark.known_answer("example2026", "C1")
+@pytest.mark.parametrize(("shift", "verdict"), [(0.0, "held"), (-0.3, "held"),
+                                                (0.3, "contradicted")])
+def test_momentum_no_worse_than_dp_sgd_within_the_declared_margin(shift: float,
+                                                                  verdict: str) -> None:
+    """Paired by seed at each ε: within the margin (0.05) held, 0.3 worse contradicted;
+    non-private runs are no setting of it."""
+    dp_sgd = [compare_run("dp_sgd", eps, 0.5 + 0.1 * s, s) for eps in (1, 4) for s in range(5)]
+    mine = [compare_run(MOMENTUM, eps, 0.5 + 0.1 * s + shift + 0.001 * (s % 2), s)
+            for eps in (1, 4) for s in range(5)]
+    sgd = [compare_run("sgd", math.inf, 0.3, s) for s in range(5)]
+    assert example_verdict("C1", dp_sgd + mine + sgd) == verdict
+
+
+@pytest.mark.known_answer("example2026", "C2")
+def test_momentum_loss_falls_with_epsilon() -> None:
+    def grid(loss: Any) -> list[dict[str, Any]]:
+        return [compare_run(MOMENTUM, eps, loss(eps) + 1e-4 * (s - 2), s)
+                for eps in (1, 2, 4) for s in range(5)]
+
+    assert example_verdict("C2", grid(lambda e: 0.004 / e)) == "held"
+    assert example_verdict("C2", grid(lambda e: 0.001 * e)) == "contradicted"
+    assert example_verdict("C2", []) == "not run"
+
+
+@pytest.mark.known_answer("example2026", "C3")
+def test_momentum_plans_dp_sgd_s_sigma_within_the_target() -> None:
+    def runs(sigma: float, spent: float, reference: bool = True) -> list[dict[str, Any]]:
+        mine = [compare_run(MOMENTUM, 4.0, 0.01, s, sigma=sigma, eps_pld=spent)
+                for s in range(3)]
+        theirs = [compare_run("dp_sgd", 4.0, 0.5, s, sigma=1.09, eps_pld=3.99)
+                  for s in range(3)]
+        return mine + (theirs if reference else [])
+
+    assert example_verdict("C3", runs(1.09, 3.99)) == "held"
+    assert example_verdict("C3", runs(1.2, 3.5)) == "contradicted"  # another σ
+    assert example_verdict("C3", runs(1.09, 4.2)) == "contradicted"  # past the target
+    assert example_verdict("C3", runs(1.09, 3.99, reference=False)) == "inconclusive"
+
+
+def test_its_paper_is_registered_and_passes_the_common_checks(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from reports.check import paper_targets
+    from reports.papers import get_paper, paper_keys
+    from saddlebench.cli import main
+
+    assert KEY in paper_keys() and paper_targets("saddlebench-example") == [KEY]
+    assert {c.kind for c in get_paper(KEY).claims} <= {"design", "implementation"}
+    assert main(["check", KEY]) == 0
+    out = capsys.readouterr().out
+    assert f"paper {KEY}" in out and "FAIL" not in out
+
+
+def test_its_paper_reproduces_and_its_page_gives_every_verdict(tmp_path: Path) -> None:
+    from reports.papers import get_paper
+
+    done = saddlebench("reproduce", KEY, "--scale", "quick", "--jobs", "1", "--out",
+                       str(tmp_path), "--no-pdf", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "report" / KEY / "quick"
+    status = json.loads((page / "status.json").read_text())
+    verdicts = {c["id"]: c["verdict"] for c in status["claims"]}
+    assert list(verdicts) == [c.id for c in get_paper(KEY).claims]
+    assert verdicts == {"C1": "held", "C2": "held", "C3": "held"}  # seeded runs
+    html = (page / "index.html").read_text()
+    for claim, verdict in verdicts.items():  # each claim's row shows its verdict
+        row = html[html.index(f'<tr id="claim-{claim}">'):]
+        assert f'<td class="{verdict}">{verdict}</td>' in row[:row.index("</tr>")]
+    assert "Table 1: final loss per method and ε" in html
+    assert (page / f"{KEY}_loss_vs_epsilon.png").exists()
