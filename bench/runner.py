@@ -221,7 +221,7 @@ def _execute(spec: RunSpec, record: RunRecord) -> None:
     void = record.diagnostics.get("void_reason")  # an assumption of the claim failed: ε = ∞
     spent = epsilons(mech.ledger, spec.privacy.delta)
     record.eps = {**(spent.voided() if void else spent).to_dict(), "paper": plan.eps_paper,
-                  "target": None if math.isinf(spec.privacy.epsilon) else spec.privacy.epsilon,
+                  "target": spec.privacy.epsilon,  # ∞: not private (JSON: "inf")
                   **({"void": void} if void else {})}
     record.premises = algorithm.premise_data(trace)
     record.timings.update(iterate_s=iterate_s, eval_s=eval_s)

@@ -38,13 +38,18 @@ UNHASHED = ("download",)
 
 @dataclass(frozen=True)
 class ComponentSpec:
-    """A registered component (problem or algorithm) and its complete params."""
+    """A registered component (problem or algorithm) and its complete params, as Python
+    values (∞ is ``math.inf``; only the JSON form spells it "inf")."""
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(self.params)}
+        return {"name": self.name, "params": _jsonable(dict(self.params))}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ComponentSpec:
+        return cls(d["name"], {k: _from_json(v) for k, v in d["params"].items()})
 
     def __hash__(self) -> int:  # params is a dict: hash its canonical JSON
         return hash(json.dumps(self.to_dict(), sort_keys=True, default=str))
@@ -104,8 +109,8 @@ class RunSpec:
         privacy = dict(d["privacy"])
         privacy["epsilon"] = float(privacy["epsilon"])
         return cls(
-            problem=ComponentSpec(d["problem"]["name"], d["problem"]["params"]),
-            algorithm=ComponentSpec(d["algorithm"]["name"], d["algorithm"]["params"]),
+            problem=ComponentSpec.from_dict(d["problem"]),
+            algorithm=ComponentSpec.from_dict(d["algorithm"]),
             privacy=PrivacyTarget(**privacy),
             backend=BackendSpec(**d["backend"]),
             seed=int(d["seed"]),
@@ -122,6 +127,11 @@ class RunSpec:
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
     """inf as the string 'inf' so specs round-trip through strict JSON."""
     return {k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in d.items()}
+
+
+def _from_json(value: Any) -> Any:
+    """:func:`_jsonable`'s inverse for one value."""
+    return math.inf if value == "inf" else value
 
 
 @dataclass
@@ -209,7 +219,7 @@ def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) 
 def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:
     """A validated :class:`ComponentSpec` with its params completed by the defaults."""
     obj = build_params(component_class(kind, name, where).Params, params, f"{where} ({name})")
-    return ComponentSpec(name, _jsonable(dataclasses.asdict(obj)))
+    return ComponentSpec(name, dataclasses.asdict(obj))
 
 
 def component_class(kind: str, name: Any, where: str) -> Any:
@@ -228,5 +238,4 @@ def component_class(kind: str, name: Any, where: str) -> Any:
 def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
     """The Params object of a stored :class:`ComponentSpec`."""
     cls = get_problem(spec.name) if kind == "problem" else get_algorithm(spec.name)
-    params = {k: (math.inf if v == "inf" else v) for k, v in spec.params.items()}
-    return build_params(cls.Params, params, f"{kind} {spec.name}")
+    return build_params(cls.Params, spec.params, f"{kind} {spec.name}")

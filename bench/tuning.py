@@ -126,9 +126,9 @@ def extend(selection: Selection) -> Selection | None:
         value = step_past(_grid(group, param), side)
         if value is None:
             continue
-        params = {k: (math.inf if v == "inf" else v) for k, v in chosen.algorithm.params.items()}
         try:
-            spec = component("algorithm", chosen.algorithm.name, {**params, param: value},
+            spec = component("algorithm", chosen.algorithm.name,
+                             {**chosen.algorithm.params, param: value},
                              group.key)
         except SpecError:
             continue
