@@ -308,24 +308,37 @@ def _bucket(b: int) -> int:
     return max(8, 1 << max(0, (b - 1).bit_length()))
 
 
+def _group_width(b: int) -> int:
+    """The padded size of a client's batch in a group kernel: ``b`` rounded up to a
+    multiple of 2^(⌊log₂ b⌋ − 3) (under 1/8 padding; few recompiles as sizes vary)."""
+    step = 1 << max(0, b.bit_length() - 4)
+    return -(-b // step) * step
+
+
 @dataclass(frozen=True)
 class _JaxKernels:
     """The jitted kernels of one per-sample loss: each a function of (x, …, padded indices,
-    real size b, data), so one trace serves every data set of the same shapes."""
+    real size b, data), so one trace serves every data set of the same shapes; the group
+    kernel takes (m,) sizes and (m, S) indices and gives each group's mean. ``pair_stats``
+    and ``combined_sums``: an MLP's book-keeping (:class:`problems.ghost_jax.MlpKernels`),
+    else None."""
 
     rows: Any
     clipped_sum: Any
-    group_clipped_sums: Any
+    group_clipped_means: Any
     loss_sum: Any
     grad_sum: Any
     hvp_sum: Any
+    pair_stats: Any = None
+    combined_sums: Any = None
 
 
 def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int,
                        mlp_shapes: Sequence[tuple[tuple[int, int], int]] | None = None
                        ) -> _JaxKernels:
     """The jitted kernels of ``losses``; with ``mlp_shapes`` (the loss is an MLP's), the
-    clipped sums by book-keeping (:mod:`problems.ghost_jax`), else from per-sample rows."""
+    clipped sums and PriSMA's combined sums by book-keeping, all groups in one pass
+    (:mod:`problems.ghost_jax`), else from per-sample rows (groups vmapped)."""
     psg = jax.vmap(jax.grad(losses), in_axes=(None,) + (0,) * n_data)
 
     def gathered(idx: Any, data: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -350,19 +363,39 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int,
     def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
         return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
 
-    if mlp_shapes is not None:
-        from problems.ghost_jax import mlp_clipped_sum
+    def means(group_sums: Any) -> Any:
+        """A group kernel's sums as each group's mean (its real size)."""
+        def mean(x: Any, x_prev: Any, clip: Any, sizes: Any, *args: Any) -> tuple[Any, Any]:
+            total, norms = group_sums(x, x_prev, clip, sizes, *args)
+            return total / sizes[:, None].astype(total.dtype), norms
 
-        clipped_sum = mlp_clipped_sum(jax, jnp, losses, mlp_shapes, gathered, weights)
+        return mean
+
+    extra: dict[str, Any] = {}
+    group_sums = jax.vmap(clipped_sum, in_axes=(None,) * 3 + (0, 0, None))
+    if mlp_shapes is not None:
+        from problems.ghost_jax import mlp_kernels
+
+        mlp = mlp_kernels(jax, jnp, losses, mlp_shapes, gathered)
+        group_sums = mlp.group_clipped_sums
+
+        def clipped_sum(x: Any, x_prev: Any, clip: Any, b: Any, idx: Any,
+                        data: tuple[Any, ...]) -> tuple[Any, Any]:
+            total, norms = group_sums(x, x_prev, clip, jnp.reshape(b, (1,)), idx[None], data)
+            return total[0], norms[0]
+
+        extra = {"pair_stats": jax.jit(mlp.pair_stats),
+                 "combined_sums": jax.jit(mlp.combined_sums, static_argnums=3)}
 
     return _JaxKernels(
         rows=jax.jit(rows),
         clipped_sum=jax.jit(clipped_sum),
-        group_clipped_sums=jax.jit(jax.vmap(clipped_sum, in_axes=(None,) * 3 + (0, 0, None))),
+        group_clipped_means=jax.jit(means(group_sums)),
         loss_sum=jax.jit(masked_sum),
         grad_sum=jax.jit(jax.grad(masked_sum)),
         hvp_sum=jax.jit(lambda x, v, *args: jax.jvp(
             lambda y: jax.grad(masked_sum)(y, *args), (x,), (v,))[1]),
+        **extra,
     )
 
 
@@ -402,7 +435,9 @@ class JaxOracle(_AutodiffOracle):
             kernels = _SHARED_JAX_KERNELS[key]
         self._rows = kernels.rows
         self._clipped_sum = kernels.clipped_sum
-        self._group_clipped_sums = kernels.group_clipped_sums
+        self._group_clipped_means = kernels.group_clipped_means
+        self._pair_stats = kernels.pair_stats
+        self._combined_sums = kernels.combined_sums
         self._loss_sum_j = kernels.loss_sum
         self._grad_sum_j = kernels.grad_sum
         self._hvp_sum_j = kernels.hvp_sum
@@ -447,15 +482,40 @@ class JaxOracle(_AutodiffOracle):
                                         clip: float) -> tuple[Any, Any]:
         return self._clipped(x, x_prev, idx, clip)
 
+    @staticmethod
+    def _block(groups: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sizes (m,), the groups' indices padded to one width (m, S) with copies of their
+        last, the real entries' positions in the flattened block): the layout of the group
+        kernels, S the largest group's :func:`_group_width`."""
+        sizes = np.array([len(group) for group in groups])
+        if sizes.min() == 0:
+            raise ValueError("a group mean needs a non-empty batch per group")
+        width = _group_width(int(sizes.max()))
+        padded = np.stack([np.pad(np.asarray(group, dtype=np.int64), (0, width - len(group)),
+                                  mode="edge") for group in groups])
+        return sizes, padded, np.flatnonzero(np.arange(width) < sizes[:, None])
+
     def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],
                             clip: float) -> tuple[Any, Any]:
-        sizes = np.array([len(group) for group in groups])
-        bucket = _bucket(int(sizes.max()))  # every group padded to the largest's bucket
-        padded = np.stack([np.pad(np.asarray(group, dtype=np.int64), (0, bucket - len(group)),
-                                  mode="edge") for group in groups])
-        sums, norms = self._group_clipped_sums(x, x_prev, clip, sizes, padded, self.data)
-        return (sums / self.backend.asarray(sizes)[:, None],
-                self.xp.concat([norms[j, :b] for j, b in enumerate(sizes.tolist())]))
+        sizes, padded, real = self._block(groups)
+        means, norms = self._group_clipped_means(x, x_prev, clip, sizes, padded, self.data)
+        return means, self.xp.reshape(norms, (-1,))[real]
+
+    def combined_group_means(self, x: Any, x_prev: Any, groups: Sequence[np.ndarray],
+                             combine: Combine) -> Any:
+        """Book-keeping for an MLP (:mod:`problems.ghost_jax`): one kernel gives both
+        points' layers and per-sample statistics over every group, ``combine`` runs on the
+        real samples' (outside the kernel: it may record them), a second kernel the
+        weighted means; else the per-sample rows."""
+        if self._pair_stats is None:
+            return super().combined_group_means(x, x_prev, groups, combine)
+        sizes, padded, real = self._block(groups)
+        points, stats = self._pair_stats(x, x_prev, sizes, padded, self.data)
+        weights = combine(*(s[real] for s in stats))
+        share = self.backend.asarray(1.0 / np.repeat(sizes, sizes))  # each sample's 1/|group|
+        alpha, beta = (self.xp.zeros(padded.size, dtype=x.dtype).at[real].set(w * share)
+                       for w in weights)
+        return self._combined_sums(points, alpha, beta, len(groups))
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
         return self._loss_sum_j(x, *self._padded(idx), self.data)

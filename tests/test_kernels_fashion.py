@@ -132,6 +132,44 @@ def test_jax_padded_group_means_equal_the_per_sample_path(groups: list[np.ndarra
     assert_close(norms, want_norms, o, 1e-12)
 
 
+def prisma_combine(xp: Any, seen: list[Any]) -> Any:
+    """PriSMA's eq. (20) weights (each point's gradient clipped, their difference clipped
+    again), recording the statistics it is handed."""
+    def combine(sq: Any, sq_prev: Any, inner: Any) -> tuple[Any, Any]:
+        seen.append((sq, sq_prev, inner))
+        c, c_prev = (1 / xp.maximum(xp.sqrt(v) / 0.05, 1.0) for v in (sq, sq_prev))
+        diff = xp.sqrt(xp.maximum(c * c * sq + c_prev * c_prev * sq_prev - 2 * c * c_prev * inner,
+                                  0.0))
+        s = 1 / xp.maximum(diff / 0.01, 1.0)
+        return c * (0.9 + 0.1 * s), -0.1 * s * c_prev
+
+    return combine
+
+
+@pytest.mark.parametrize("groups", GROUPS)
+def test_jax_combined_group_means_equal_the_per_sample_path(groups: list[np.ndarray]) -> None:
+    """jax's book-keeping combination (one pass over the padded clients' block) equals the
+    per-sample rows; ``combine`` sees the real samples only, in the groups' order."""
+    pytest.importorskip("jax")
+    o = make_setup("fashion_mnist_mlp", BackendSpec(name="jax", dtype="float64")).oracle
+    x, x_prev = points(o)
+    seen: list[Any] = []
+    got = o.combined_group_means(x, x_prev, groups, prisma_combine(o.xp, seen))
+    want = Oracle.combined_group_means(o, x, x_prev, groups, prisma_combine(o.xp, seen))
+    assert_close(got, o.backend.to_numpy(want), o, 1e-12)
+    for fast, rows in zip(*seen, strict=True):
+        assert fast.shape == (sum(len(g) for g in groups),)
+        assert_close(fast, o.backend.to_numpy(rows), o, 1e-12)
+
+
+def test_jax_group_widths_pad_under_an_eighth() -> None:
+    from problems.oracles import _group_width
+
+    widths = [_group_width(b) for b in range(1, 600)]
+    assert all(b <= w < b * 9 / 8 + 1 for b, w in enumerate(widths, 1))
+    assert len(set(widths[200:300])) <= 8  # few kernels as Poisson sizes vary
+
+
 def test_a_distributed_step_is_one_call_without_per_sample_rows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """All clients go to one oracle call where no (b, d) rows are held; the per-sample path
