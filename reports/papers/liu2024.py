@@ -22,28 +22,9 @@ import numpy as np
 import pandas as pd
 
 from bench.audit import gdp_epsilon, gdp_mu
-from bench.studies.liu2024 import (
-    HESSIAN_THIRD,
-    e1_escape,
-    e4_noise_growth,
-    escape_summary,
-    noise_summary,
-    quarter_growth,
-    trials_for,
-)
+from bench.studies import liu2024 as studies
 from problems.synthetic.saddle_chain import SaddleChainParams, link
-from reports.claims import (
-    Claim,
-    Control,
-    Paper,
-    Premise,
-    Regime,
-    Runs,
-    Statistic,
-    at_most,
-    flag,
-    numeric,
-)
+from reports.claims import Claim, Control, Paper, Premise, Regime, Runs, Statistic, at_most, flag
 from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import (
     calibration_table,
@@ -101,14 +82,15 @@ TEXT = Prose.load(__file__, IOTA=IOTA, SOSP_GRADIENT=SOSP_GRADIENT, GROWTH_LIMIT
 RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.paper"],
                      TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions"))
 ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
+Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
 
+
+# -- candidates for the shared vocabulary -------------------------------------------------------
 
 def _text(key: str, **values: Any) -> str:
     """The text at ``key`` with run-time ``values`` filled in beside the module's."""
     return replace(TEXT, values={**TEXT.values, **values})[key]
 
-
-# -- runs and per-run quantities ----------------------------------------------------------------
 
 def _runs(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
     """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate)."""
@@ -121,11 +103,6 @@ def _runs(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
     return runs[keep]
 
 
-def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
-    """Alg 3-R's runs (spider_sosp, not at the paper's calibration) of ``roles``."""
-    return _runs(results, *roles, algorithm="spider_sosp", calibration=lambda c: c != "paper")
-
-
 def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
     """'low–high' (or the one value) of ``values`` in ``spec``."""
     values = pd.to_numeric(values, errors="coerce").dropna()
@@ -135,10 +112,45 @@ def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
     return (low if low == high else f"{low}–{high}") + unit
 
 
-def _rho(runs: pd.DataFrame) -> pd.Series:
-    """ρ of the cosine testbed from each run's parameters (strict_saddle)."""
-    return runs["p_prob_lam"] + HESSIAN_THIRD[0] * runs["p_prob_mu"] + \
-        HESSIAN_THIRD[1] * runs["p_prob_sigma2"]
+def _needs(*columns: str) -> Callable[[Check], Check]:
+    """A premise check that answers 'not recorded' when a column is missing."""
+    def wrap(check: Check) -> Check:
+        def guarded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+            missing = [c for c in columns if c not in runs or runs[c].isna().all()]
+            return (None, f"{', '.join(missing)} not recorded") if missing else \
+                check(runs, results)
+        return guarded
+    return wrap
+
+
+def _in_none(what: Callable[[pd.DataFrame], str], hit: Callable[[pd.DataFrame], pd.Series],
+             *columns: str) -> Check:
+    """A premise that no run is ``hit``: '<what> in k/n runs'."""
+    @_needs(*columns)
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        bad = hit(runs)
+        return not bool(bad.any()), f"{what(runs)} in {int(bad.sum())}/{len(runs)} runs"
+    return check
+
+
+def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
+           ) -> dict[str, Any]:
+    """Table ``key`` of the sidecar (title, note, columns) with its ``rows``."""
+    return {"title": TEXT[f"tables.{key}.title"], "provenance": provenance,
+            "note": _text(f"tables.{key}.note", **values),
+            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
+
+
+# -- runs and per-run quantities ----------------------------------------------------------------
+
+def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
+    """Alg 3-R's runs (spider_sosp, not at the paper's calibration) of ``roles``."""
+    return _runs(results, *roles, algorithm="spider_sosp", calibration=lambda c: c != "paper")
+
+
+def _honest(results: PaperResults, **where: Any) -> pd.DataFrame:
+    """E4's runs at the theorem's batches with honest (PLD) noise (claim 1U)."""
+    return _runs(results, "e4", p_alg_parameters="paper", calibration="pld", **where)
 
 
 def _e2_alpha(results: PaperResults) -> float:
@@ -147,9 +159,12 @@ def _e2_alpha(results: PaperResults) -> float:
     return float(alphas.iloc[0]) if len(alphas) else math.nan
 
 
-def _floor(runs: pd.DataFrame, alpha: float) -> pd.Series:
-    """−√(ρα): an output with λ_min below it is still at a saddle."""
-    return -np.sqrt(_rho(runs) * alpha)
+def _floor(runs: pd.DataFrame, alpha: float | pd.Series) -> pd.Series:
+    """−√(ρα), ρ of the cosine testbed from each run's parameters (strict_saddle): an output
+    with λ_min below it is still at a saddle."""
+    third = studies.HESSIAN_THIRD
+    rho = runs["p_prob_lam"] + third[0] * runs["p_prob_mu"] + third[1] * runs["p_prob_sigma2"]
+    return -np.sqrt(rho * alpha)
 
 
 def _sosp(runs: pd.DataFrame, alpha: float) -> np.ndarray:
@@ -161,20 +176,17 @@ def _sosp(runs: pd.DataFrame, alpha: float) -> np.ndarray:
 
 
 def _certified(runs: pd.DataFrame) -> pd.Series:
-    return runs["diag_output"].eq("certificate") if "diag_output" in runs else \
-        pd.Series(False, index=runs.index)
+    return runs.get("diag_output", pd.Series(None, index=runs.index)).eq("certificate")
 
 
 def _censored(runs: pd.DataFrame) -> pd.Series:
     """Runs whose N is only a lower bound (the data cap): out of data before a certificate."""
-    return ~_certified(runs) & runs["diag_stopped"].eq("data") if "diag_stopped" in runs else \
-        pd.Series(False, index=runs.index)
+    return ~_certified(runs) & runs.get("diag_stopped", pd.Series(None, index=runs.index)).eq(
+        "data")
 
 
-def _censoring_note(runs: pd.DataFrame) -> str:
-    censored, other = _censored(runs), ~_certified(runs) & ~_censored(runs)
-    return (f"{int(censored.sum())}/{len(runs)} runs censored at the data cap and "
-            f"{int(other.sum())} without a certificate within T, excluded")
+def _samples(runs: pd.DataFrame) -> pd.Series:
+    return runs["diag_samples_used"].astype(float)
 
 
 T_THM = ("p_alg_c_steps", "p_alg_gap", "plan_c_M", "p_alg_alpha")
@@ -187,11 +199,11 @@ def _t_thm(runs: pd.DataFrame) -> pd.Series:
 
 
 def _t_cert(runs: pd.DataFrame) -> pd.Series:
-    return numeric(runs, "diag_first_certificate_t")
+    return runs["diag_first_certificate_t"].astype(float)
 
 
-def _tau_name(label: str) -> str:
-    return "theorem's τ" if label.endswith("paper_tau") else "repaired τ"
+def _tau_name(label: Any) -> str:
+    return "theorem's τ" if str(label).endswith("paper_tau") else "repaired τ"
 
 
 def _privacy_share(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -209,21 +221,25 @@ def _certificate_slope(runs: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
     return slope, se, done
 
 
+def _in_horizon(runs: pd.DataFrame) -> pd.Series:
+    return _certified(runs) & (_t_cert(runs) <= _t_thm(runs))
+
+
+def _horizon_note(runs: pd.DataFrame) -> str:
+    return (f"a certificate within T_thm = {_span(_t_thm(runs), 'g')} steps in "
+            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {_span(runs['sigma'])}× "
+            f"the O1 sensitivity; the output's ‖∇F‖ = "
+            f"{_span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
+            f"{_span(runs['steps'], 'g')} steps and {_span(runs['diag_escapes'], 'g')} escapes")
+
+
+def _censoring_note(runs: pd.DataFrame) -> str:
+    censored, other = _censored(runs), ~_certified(runs) & ~_censored(runs)
+    return (f"{int(censored.sum())}/{len(runs)} runs censored at the data cap and "
+            f"{int(other.sum())} without a certificate within T, excluded")
+
+
 # -- premises -----------------------------------------------------------------------------------
-
-Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
-
-
-def _needs(*columns: str) -> Callable[[Check], Check]:
-    """A premise check that answers 'not recorded' when a column is missing."""
-    def wrap(check: Check) -> Check:
-        def guarded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-            missing = [c for c in columns if c not in runs or runs[c].isna().all()]
-            return (None, f"{', '.join(missing)} not recorded") if missing else \
-                check(runs, results)
-        return guarded
-    return wrap
-
 
 @_needs("diag_output", "diag_stopped")
 def _censoring_bounded(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -237,15 +253,12 @@ def _censoring_bounded(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None
 
 
 def _privacy_dominates(share: float) -> Check:
-    @_needs("p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
-    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+    def what(runs: pd.DataFrame) -> str:
         ratio, floor = _privacy_share(runs)
-        below = ratio < share
-        return not bool(below.any()), (
-            f"(α√d/ε)/(BGM)^(1/3) = {_span(ratio)} (α√d/ε {_span(ratio * floor)}, "
-            f"(BGM)^(1/3) = {_span(floor)}; ≥ {share:g} needed): below in "
-            f"{int(below.sum())}/{len(runs)} runs")
-    return check
+        return (f"(α√d/ε)/(BGM)^(1/3) = {_span(ratio)} (α√d/ε {_span(ratio * floor)}, "
+                f"(BGM)^(1/3) = {_span(floor)}; ≥ {share:g} needed): below")
+    return _in_none(what, lambda runs: _privacy_share(runs)[0] < share,
+                    "p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
 
 
 @_needs("diag_first_certificate_t", "diag_output", *T_THM)
@@ -262,23 +275,21 @@ def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | Non
         f"{_span(done['diag_escapes'], 'g')} escapes")
 
 
-@_needs("diag_escapes")
-def _escape_triggers(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    none = runs["diag_escapes"].astype(float) < 1
-    return not bool(none.any()), (f"no escape triggered (line 11 never fired) in "
-                                  f"{int(none.sum())}/{len(runs)} runs")
+_escape_triggers = _in_none(lambda _: "no escape triggered (line 11 never fired)",
+                            lambda runs: runs["diag_escapes"].astype(float) < 1, "diag_escapes")
+_stream_left = _in_none(lambda _: "data stream exhausted",
+                        lambda runs: runs["diag_stopped"].eq("data"), "diag_stopped")
+_certificate_or_horizon = _in_none(
+    lambda runs: (f"no certificate within T = {runs['plan_c_steps'].min():g} < T_thm = "
+                  f"{_t_thm(runs).max():g} steps"),
+    lambda runs: ~_certified(runs) & (runs["plan_c_steps"] < _t_thm(runs)),
+    "diag_output", "plan_c_steps", *T_THM)
 
 
 @_needs("diag_output")
 def _all_certified(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ok = _certified(runs)
     return bool(ok.all()), f"first certificate reached in {int(ok.sum())}/{len(runs)} runs"
-
-
-@_needs("diag_stopped")
-def _stream_left(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    out = runs["diag_stopped"].eq("data")
-    return not bool(out.any()), f"data stream exhausted in {int(out.sum())}/{len(runs)} runs"
 
 
 def _adaptive_certified(_: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -290,15 +301,6 @@ def _adaptive_certified(_: pd.DataFrame, results: PaperResults) -> tuple[bool | 
                                          _stream_left(adaptive, results))
     return (None if certified is None else certified and left is not False,
             f"adaptive batches: {text}; {stream}")
-
-
-@_needs("diag_output", "plan_c_steps", *T_THM)
-def _certificate_or_horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    horizon = _t_thm(runs)
-    short = ~_certified(runs) & (runs["plan_c_steps"] < horizon)
-    return not bool(short.any()), (
-        f"no certificate within T = {runs['plan_c_steps'].min():g} < T_thm = "
-        f"{horizon.max():g} steps in {int(short.sum())}/{len(runs)} runs")
 
 
 def _reference(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
@@ -346,10 +348,6 @@ SADDLE_HOLDS = TEXT.premise("saddle_holds", _saddle_holds)
 
 # -- statistics ---------------------------------------------------------------------------------
 
-def _sosp_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    return Sample.of(_sosp(runs, _e2_alpha(results)))
-
-
 def _separation(runs: pd.DataFrame, results: PaperResults) -> Sample:
     alpha = _e2_alpha(results)
     return Sample.of(_sosp(_reference(runs, results), alpha), reference=_sosp(runs, alpha))
@@ -362,7 +360,7 @@ def _samples_along(axis: str) -> Statistic:
         done = runs[_certified(runs)]
         if done.empty or axis not in done:
             return Sample.along({})
-        return replace(Sample.along({as_float(k): numeric(part, "diag_samples_used").to_numpy()
+        return replace(Sample.along({as_float(k): _samples(part).to_numpy()
                                      for k, part in done.groupby(axis)}, unit="samples"),
                        note=_censoring_note(runs))
     return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')} "
@@ -372,11 +370,9 @@ def _samples_along(axis: str) -> Statistic:
 def _fixed_minus_adaptive(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Fixed-batch samples (a lower bound of N where the run stopped before its first
     certificate: conservative for the claim) against the adaptive runs' observed N."""
-    adaptive = _runs(results, "e4", label="spider_sosp")
-    censored, samples = _censored(runs), numeric(runs, "diag_samples_used")
-    cap = f" (N ≥ {samples[censored].min():.3g}, the data cap)" if censored.any() else ""
-    return Sample.of(samples, reference=numeric(adaptive[_certified(adaptive)],
-                                                "diag_samples_used"),
+    adaptive, censored = _runs(results, "e4", label="spider_sosp"), _censored(runs)
+    cap = f" (N ≥ {_samples(runs[censored]).min():.3g}, the data cap)" if censored.any() else ""
+    return Sample.of(_samples(runs), reference=_samples(adaptive[_certified(adaptive)]),
                      unit="samples", note=f"fixed batches censored in {int(censored.sum())}/"
                                           f"{len(runs)} runs{cap}: lower bounds, counted as such")
 
@@ -412,23 +408,6 @@ def _streams(runs: pd.DataFrame, delta: float) -> str:
     return f"tree stream {both(tree)}, escape stream {both(escapes)}"
 
 
-def _honest(results: PaperResults, **where: Any) -> pd.DataFrame:
-    """E4's runs at the theorem's batches with honest (PLD) noise (claim 1U)."""
-    return _runs(results, "e4", p_alg_parameters="paper", calibration="pld", **where)
-
-
-def _in_horizon(runs: pd.DataFrame) -> pd.Series:
-    return _certified(runs) & (_t_cert(runs) <= _t_thm(runs))
-
-
-def _horizon_note(runs: pd.DataFrame) -> str:
-    return (f"a certificate within T_thm = {_span(_t_thm(runs), 'g')} steps in "
-            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {_span(runs['sigma'])}× "
-            f"the O1 sensitivity; the output's ‖∇F‖ = "
-            f"{_span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
-            f"{_span(runs['steps'], 'g')} steps and {_span(runs['diag_escapes'], 'g')} escapes")
-
-
 def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Claim 1: realised ε ≤ target per run; the note gives the realised and worst-case ε
     (replace-one/add/remove), per stream, Theorem 2.2's σ at these batches, and claim 1U's
@@ -459,15 +438,17 @@ def _certified_in_horizon(runs: pd.DataFrame, _: PaperResults) -> Sample:
     return Sample.of(_in_horizon(runs).to_numpy(float), note=_horizon_note(runs))
 
 
-def _decrease_at_least_phi(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    return Sample.of((runs["decrease"] >= runs["phi"]).to_numpy(float))
-
-
 def _growth(kind: str) -> Statistic:
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        return Sample.of(quarter_growth(runs, kind) if len(runs) else [])
+        return Sample.of(studies.quarter_growth(runs, kind) if len(runs) else [])
     return Statistic(f"{kind} noise: mean ‖noise‖ over the last / the first quarter of the "
                      "leaves, per trial", compute)
+
+
+SOSP_SHARE = Statistic("outputs that are Õ(α)-SOSPs",
+                       lambda runs, results: Sample.of(_sosp(runs, _e2_alpha(results))))
+DECREASE = Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", lambda runs, _: Sample.of(
+    (runs["decrease"] >= runs["phi"]).to_numpy(float)))
 
 
 # -- claims -------------------------------------------------------------------------------------
@@ -511,17 +492,21 @@ def _study(anchor: str, ratio: Callable[[pd.Series], pd.Series], **where: Any) -
     return Runs(study=E1, where={"anchor": anchor, "ratio": ratio, **where}, by=("d", "ratio"))
 
 
+def _theorem_batches(calibration: str) -> Runs:
+    """E4's runs at Theorem 3.17's batches, with σ from ``calibration``."""
+    return Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": calibration},
+                by=("epsilon", "p_alg_tau"))
+
+
 E3_PREMISES = (CERTIFICATES_SCALE, PRIVACY_DOMINATES_CHAIN, CENSORING, *ASSUMPTION)
 E3_EPS_PREMISES = (PRIVACY_DOMINATES, CENSORING, *ASSUMPTION)
-SOSP_SHARE = Statistic("outputs that are Õ(α)-SOSPs", _sosp_share)
 WITHIN_TARGET = Always("realised ε (PLD) ≤ target ε")
 
 CLAIMS = (
     TEXT.claim("7", "Theorem 3.4", _study("saddle", lambda r: r >= 1),
                flag("escaped", "escape within Γ"),
                Fraction(1 - IOTA, event="escape within Γ"), kind="paper"),
-    TEXT.claim("8", "Lemma 3.8", _study("saddle", lambda r: r >= 1, escaped=True),
-               Statistic("escaped trials with F(x_a) − F(y) ≥ Φ", _decrease_at_least_phi),
+    TEXT.claim("8", "Lemma 3.8", _study("saddle", lambda r: r >= 1, escaped=True), DECREASE,
                Fraction(1 - IOTA, event="decrease ≥ Φ"), kind="paper"),
     TEXT.claim("S1", "Theorem 3.4", _study("minimum", lambda r: r > 0),
                flag("escaped", "false escape"), Fraction(IOTA, below=True, event="false escape"),
@@ -550,14 +535,10 @@ CLAIMS = (
                          _fixed_minus_adaptive),
                AtLeast(0.0, "samples, fixed − adaptive"),
                premises=(ADAPTIVE_CERTIFIED, *ASSUMPTION), kind="paper"),
-    TEXT.claim("1", "Theorem 3.17 (privacy)",
-               Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "paper"},
-                    by=("epsilon", "p_alg_tau")),
+    TEXT.claim("1", "Theorem 3.17 (privacy)", _theorem_batches("paper"),
                Statistic("realised ε (PLD) ≤ target", _theorem_privacy), WITHIN_TARGET,
                premises=ASSUMPTION, kind="paper", headline=True),
-    TEXT.claim("1U", "Theorem 3.17 (privacy)",
-               Runs(roles=("e4",), where={"p_alg_parameters": "paper", "calibration": "pld"},
-                    by=("epsilon", "p_alg_tau")),
+    TEXT.claim("1U", "Theorem 3.17 (privacy)", _theorem_batches("pld"),
                Statistic("runs with a certificate within T_thm", _certified_in_horizon),
                Fraction(1 - IOTA, event="certificate within T_thm"),
                premises=(CERTIFICATE_OR_HORIZON, *ASSUMPTION), kind="design"),
@@ -582,8 +563,7 @@ def _theorem_sigma(results: PaperResults) -> str:
 
 def _e2_ratio(results: PaperResults) -> str:
     runs = _spider(results, "e2")
-    ratio = runs["p_prob_lam"] / pd.Series(np.sqrt(_rho(runs) * runs["p_alg_alpha"]),
-                                           index=runs.index)
+    ratio = runs["p_prob_lam"] / -_floor(runs, runs["p_alg_alpha"])
     return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
 
 
@@ -621,7 +601,7 @@ def _chain_steps(results: PaperResults) -> str:
     parts = []
     for label, part in _spider(results, "e3_chain").groupby("label"):
         slope, se, done = _certificate_slope(part)
-        parts.append(f"{_tau_name(str(label))}: slope {slope:+.2f} ± {se:.2f}, "
+        parts.append(f"{_tau_name(label)}: slope {slope:+.2f} ± {se:.2f}, "
                      f"{_span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm")
     return "; ".join(parts) + " (the chain, E3)"
 
@@ -650,7 +630,7 @@ def _why(results: PaperResults) -> dict[str, Any]:
                          for tau, g in _honest(results).groupby("p_alg_tau"))
 
     def tau(results: PaperResults) -> str:
-        return "; ".join(f"{_tau_name(str(label))}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
+        return "; ".join(f"{_tau_name(label)}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
                          f"σ {_span(g['sigma'])}"
                          for (label, e), g in _spider(results, "e3").groupby(["label", "epsilon"]))
 
@@ -659,7 +639,7 @@ def _why(results: PaperResults) -> dict[str, Any]:
         for role in ("e3", "e3_chain", "e4"):
             runs = _runs(results, role)
             if len(runs):
-                fixed = numeric(runs[_censored(runs)], "diag_samples_used")
+                fixed = _samples(runs[_censored(runs)])
                 parts.append(f"{role.upper()}: {len(fixed)}/{len(runs)} runs censored"
                              + (f" (N ≥ {fixed.min():.3g})" if len(fixed) else ""))
         return "; ".join(parts)
@@ -680,14 +660,6 @@ def _why(results: PaperResults) -> dict[str, Any]:
 
 # -- tables and figures -------------------------------------------------------------------------
 
-def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
-           ) -> dict[str, Any]:
-    """Table ``key`` of the sidecar (title, note, columns) with its ``rows``."""
-    return {"title": TEXT[f"tables.{key}.title"], "provenance": provenance,
-            "note": _text(f"tables.{key}.note", **values),
-            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
-
-
 def _summary(values: pd.Series) -> str:
     return format_mean_se(*mean_se(values)) if len(values) else "–"
 
@@ -699,14 +671,14 @@ def _number(value: Any, spec: str) -> str:
 
 def _study_provenance(results: PaperResults, name: str) -> Provenance:
     return Provenance(results.scale, computed=_text(
-        "tables.study", name=name, scale=results.scale, trials=trials_for(results.scale)))
+        "tables.study", name=name, scale=results.scale, trials=studies.trials_for(results.scale)))
 
 
 def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
     trials = results.study(E1)
     if trials.empty:
         return [], []
-    study, provenance = escape_summary(trials), _study_provenance(results, E1)
+    study, provenance = studies.escape_summary(trials), _study_provenance(results, E1)
     rows = [[f"{r['d']}", f"{r['ratio']:g}", str(r["anchor"]), f"{r['escape_rate']:.3f}",
              _number(r["steps_mean"], ".1f"), _number(r["steps_predicted"], ".1f"),
              f"{r['horizon']}", _number(r["decrease_min"], ".4f"), f"{r['phi']:.4f}"]
@@ -753,8 +725,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     runs = pd.concat([_runs(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
-    runs = runs.assign(N=numeric(runs, "diag_samples_used"), alpha=runs["p_alg_alpha"],
-                       tau=runs["label"].map(_tau_name))
+    runs = runs.assign(N=_samples, alpha=runs["p_alg_alpha"], tau=runs["label"].map(_tau_name))
     rows = []
     for (problem, tau, alpha, eps), group in runs.groupby(["problem", "tau", "alpha", "epsilon"]):
         done = group[_certified(group)]
@@ -782,14 +753,14 @@ def _e4(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     """E4's table, and E4(i)'s figure from its study."""
     runs, tables, figures = _runs(results, "e4"), [], []
     if len(runs):
-        runs = runs.assign(N=numeric(runs, "diag_samples_used"), certified=_certified(runs))
-        rows = [[label, cal, _summary(g["N"]), f"{g['certified'].mean():.2f}",
+        runs = runs.assign(N=_samples, certified=_certified(runs))
+        rows = [[str(label), str(cal), _summary(g["N"]), f"{g['certified'].mean():.2f}",
                  _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
                  f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
                 for (label, cal), g in runs.groupby(["label", "calibration"])]
         tables.append(_table("e4", results.provenance(runs), rows))
     if len(trials := results.study(E4I)):
-        growth = noise_summary(trials)
+        growth = studies.noise_summary(trials)
         plot = Plot([Panel([Series(kind, growth["leaf"].tolist(), growth[kind].tolist(),
                                    marker="") for kind in ("tree", "gaussian")],
                            "leaves since the last refresh", "mean ‖prefix-sum noise‖")])
@@ -814,4 +785,5 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
 
 PAPER = Paper(key="liu2024", title=TEXT["paper.title"], source=TEXT["paper.source"],
               claims=CLAIMS, roles=ROLES, sections=sections, resolutions=RESOLUTIONS,
-              studies={E1: e1_escape, E4I: e4_noise_growth}, regime=REGIME, text=TEXT)
+              studies={E1: studies.e1_escape, E4I: studies.e4_noise_growth}, regime=REGIME,
+              text=TEXT)
