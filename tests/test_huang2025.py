@@ -21,6 +21,7 @@ from algorithms.privacy.ledger import Mechanism
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
 from bench.spec import SpecError
+from bench.studies.huang2025 import THEOREM3_SETTINGS, lemma_d2_study, theorem3_study
 from problems import DataSize, get_problem
 from problems.backend import get_backend
 from problems.partition import partition
@@ -28,13 +29,10 @@ from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
 from reports.papers.huang2025 import (
     PAPER,
-    THEOREM3_SETTINGS,
     corollary_sigma,
     group_privacy,
-    lemma_d2_study,
     noise_to_signal,
     paper_noise,
-    theorem3_study,
 )
 from saddlebench import cli
 
