@@ -3,7 +3,8 @@ whether Figures 1-2 can show the escape mechanism at the paper's own settings (E
 Figures 1-2 (accuracy and loss per pass; claims E1-E6), Theorem 1 on a strict saddle (T4),
 the escape probability of Lemma 1 / Corollary 1 (T5) and Remark 4's price of private
 selection in high dimension (T9), declared once as :data:`PAPER`; its prose (statements,
-premises, roles, regime, tables, captions) is in ``tao2025.yaml``.
+premises, roles, regime, tables, captions) is in ``tao2025.yaml``, App. E's settings and
+the E0 study in ``bench/studies/tao2025.py``.
 """
 
 from __future__ import annotations
@@ -17,21 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.studies.tao2025 import (
-    PAPER_B1,
-    PAPER_B2,
-    PAPER_CHI,
-    PAPER_D,
-    PAPER_DATA,
-    PAPER_KAPPA,
-    PAPER_LR,
-    PAPER_N,
-    PAPER_PASSES,
-    PAPER_SIGMA,
-    TRIGGER_SEEDS,
-    paper_d,
-    trigger_study,
-)
+from bench.studies import tao2025 as app_e
+from bench.studies.tao2025 import PAPER_CHI, PAPER_D, PAPER_DATA, PAPER_N, paper_d, trigger_study
 from reports.claims import (
     Control,
     Paper,
@@ -50,7 +38,7 @@ from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import calibration_table, deviations, settings
 from reports.prose import Prose
 from reports.results import Figure, PaperResults, PaperSections, Provenance
-from reports.rules import Always, AtLeast, AtMost, Fraction, NonInferior, Sample, Trend
+from reports.rules import Always, AtLeast, AtMost, Fraction, NonInferior, Rule, Sample, Trend
 
 OURS, BASELINE, ALG4 = "gauss_psgd", "dp_spider_at", "dp_spider_at+alg4"
 EXTRA = "gauss_psgd+escape_noise"  # T10: Gauss-PSGD with [29]'s extra escape noise
@@ -65,9 +53,8 @@ CHANCE = 0.10  # 10 classes; a model "learns" at twice chance (the paper's curve
 LEARNS = 2 * CHANCE
 E6_TOLERANCE_PP = 1.0  # E6: a fall < 1 pp per doubling of m is no fall (declared a priori)
 SELECTIVE = (0.05, 0.95)  # the comparison claims' regime: each escape test fires this often
-PAPER_NOISE = 2 * PAPER_SIGMA * math.sqrt(PAPER_D) / PAPER_B1  # ‖ĝ‖ ≈ its O1 noise norm
-PAPER_GAIN = 2 * PAPER_SIGMA * PAPER_LR * math.sqrt(PAPER_D) / PAPER_B2
-PAPER_PER_REFRESH = PAPER_KAPPA / (PAPER_LR * PAPER_NOISE) ** 2
+PAPER_NOISE = 2 * app_e.PAPER_SIGMA * math.sqrt(PAPER_D) / app_e.PAPER_B1  # ‖ĝ‖ at App. E
+PAPER_GAIN = 2 * app_e.PAPER_SIGMA * app_e.PAPER_LR * math.sqrt(PAPER_D) / app_e.PAPER_B2
 # Real images: problem -> (data set, input features, the paper's lr); Fashion-MNIST has
 # MNIST's format and size (MNIST itself is not packaged for Debian).
 REAL_DATA = {"mnist_mlp": ("MNIST", *PAPER_DATA["MNIST"]),
@@ -87,14 +74,14 @@ SETTING_KEYS = ["problem", "calibration", "p_prob_clients", "epsilon", "p_alg_ep
 TEXT = Prose.load(
     __file__, O2_GAIN_MAX=O2_GAIN_MAX, LR_REGIME_CAP=LR_REGIME_CAP, Q_PAPER=Q_PAPER,
     E6_TOLERANCE_PP=E6_TOLERANCE_PP, SOSP_PROBABILITY=SOSP_PROBABILITY, T10_MARGIN=T10_MARGIN,
-    TRIGGER_SEEDS=TRIGGER_SEEDS, PAPER_CHI=PAPER_CHI, TRIGGER=3 * PAPER_CHI,
+    TRIGGER_SEEDS=app_e.TRIGGER_SEEDS, PAPER_CHI=PAPER_CHI, TRIGGER=3 * PAPER_CHI,
     PAPER_NOISE=PAPER_NOISE, NOISE_OVER_TRIGGER=PAPER_NOISE / (3 * PAPER_CHI),
-    NOISE_LESS_G=PAPER_NOISE - 1, PAPER_GAIN=PAPER_GAIN, PAPER_PER_REFRESH=PAPER_PER_REFRESH,
-    PAPER_RATE=math.sqrt(PAPER_D) / PAPER_N, PAPER_STEPS=PAPER_N / PAPER_B2, PAPER_D=PAPER_D,
+    NOISE_LESS_G=PAPER_NOISE - 1, PAPER_GAIN=PAPER_GAIN, PAPER_D=PAPER_D,
+    PAPER_PER_REFRESH=app_e.PAPER_KAPPA / (app_e.PAPER_LR * PAPER_NOISE) ** 2,
+    PAPER_RATE=math.sqrt(PAPER_D) / PAPER_N, PAPER_STEPS=PAPER_N / app_e.PAPER_B2,
     CIFAR_D=paper_d(PAPER_DATA["CIFAR-10"][0]))
-RESOLUTIONS = tuple(tuple(TEXT[f"resolutions.{key}.{part}"] for part in ("where", "paper", "ours"))
-                    for key in TEXT.section("resolutions"))
 Verdict = tuple[bool | None, str]
+Check = Callable[[pd.DataFrame, PaperResults], Verdict]
 
 
 def _say(key: str, **values: Any) -> str:
@@ -119,15 +106,10 @@ def _rho(runs: pd.DataFrame) -> pd.Series:
 
 
 def run_chi(runs: pd.DataFrame) -> pd.Series:
-    """Each run's χ: the one it used (``diag_chi``), else its ``chi`` parameter, else a third
-    of its escape test's threshold (the baseline's γ_small = 3χ)."""
+    """Each run's χ: the one it used, else its parameter, else a third of its escape test's
+    threshold (the baseline's γ_small = 3χ). Theorem 1's accuracy is α = 4χ."""
     return numeric(runs, "diag_chi").fillna(numeric(runs, "p_alg_chi")).fillna(
         numeric(runs, "diag_trigger_threshold") / 3)
-
-
-def theorem_alpha(runs: pd.DataFrame) -> pd.Series:
-    """Theorem 1's accuracy α = 4χ, from each run's χ."""
-    return 4 * run_chi(runs)
 
 
 def is_sosp(runs: pd.DataFrame, alpha: pd.Series | float) -> pd.Series:
@@ -146,23 +128,15 @@ def _clients(runs: pd.DataFrame) -> pd.Series:
     return numeric(runs, "p_prob_clients").fillna(1.0)
 
 
-def remark4_threshold(runs: pd.DataFrame) -> pd.Series:
-    """(√m n ε)^(6/13) per run, n the records per client."""
-    m = _clients(runs)
-    return (np.sqrt(m) * numeric(runs, "p_prob_n") / m * runs["epsilon"].astype(float)
-            ) ** REMARK4_EXPONENT
-
-
 def _above_threshold(runs: pd.DataFrame) -> pd.Series:
-    """Runs whose d exceeds Remark 4's threshold (T9's scope; the rest are its control)."""
+    """d above Remark 4's threshold (√m n ε)^(6/13), n the records per client (T9's scope)."""
     return numeric(runs, "p_prob_d") > remark4_threshold(runs)
 
 
-def steps_taken(runs: pd.DataFrame) -> pd.Series:
-    """Steps a run took: ``prem_steps_taken`` where recorded, else its oracle calls."""
-    if "prem_steps_taken" in runs and runs["prem_steps_taken"].notna().any():
-        return runs["prem_steps_taken"].astype(float)
-    return _calls(runs)
+def remark4_threshold(runs: pd.DataFrame) -> pd.Series:
+    m = _clients(runs)
+    return (np.sqrt(m) * numeric(runs, "p_prob_n") / m * runs["epsilon"].astype(float)
+            ) ** REMARK4_EXPONENT
 
 
 def _calls(runs: pd.DataFrame) -> pd.Series:
@@ -171,8 +145,7 @@ def _calls(runs: pd.DataFrame) -> pd.Series:
 
 def per_client(runs: pd.DataFrame) -> pd.Series:
     """Records each client trains on: ``records`` (Option A) where set, else n/m."""
-    return numeric(runs, "p_alg_records").fillna(
-        numeric(runs, "n") / numeric(runs, "p_prob_clients").fillna(1.0))
+    return numeric(runs, "p_alg_records").fillna(numeric(runs, "n") / _clients(runs))
 
 
 def dimension(runs: pd.DataFrame) -> pd.Series:
@@ -191,11 +164,6 @@ def o1_noise_to_signal(runs: pd.DataFrame) -> pd.Series:
         / numeric(runs, "p_alg_batch_refresh")
 
 
-def o1_noise_norm(runs: pd.DataFrame) -> pd.Series:
-    """Norm of the averaged O1 privacy noise, 2σG√(d/m)/b₁ (any method on the oracle)."""
-    return o1_noise_to_signal(runs) * numeric(runs, "p_alg_grad_clip")
-
-
 def o2_gain(runs: pd.DataFrame) -> pd.Series:
     """O2 noise added per step over ‖ĝ‖ (‖Δx‖ = η‖ĝ‖): 2σMη√(d/m)/b₂. The recursion's noise
     compounds step by step unless this is well below 1."""
@@ -211,8 +179,7 @@ def is_real(runs: pd.DataFrame) -> pd.Series:
 
 
 def judged_data(runs: pd.DataFrame) -> pd.Series:
-    """The Figures runs E3 and E6 read: those on real images wherever any ran, else the
-    stand-in's (a stand-in's verdict is never the paper's where real images ran)."""
+    """The Figures runs E3 and E6 read: on real images wherever any ran, else the stand-in."""
     real = is_real(runs)
     return real if real.any() else ~real
 
@@ -224,28 +191,26 @@ def _pairs(runs: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def identical_pairs(runs: pd.DataFrame) -> tuple[int, int]:
-    """Seed pairs (Gauss-PSGD, baseline) of one setting whose final test accuracy and loss
-    are identical, and all its seed pairs."""
+    """Seed pairs (Gauss-PSGD, baseline) whose final test accuracy and loss are identical,
+    and all seed pairs."""
     acc, loss = _pairs(runs, "final_test_acc"), _pairs(runs, "final_test_loss")
     same = (acc["ours"] == acc["base"]) & (loss["ours"] == loss["base"])
     return int(same.sum()), len(same)
 
 
 def _fired(runs: pd.DataFrame, label: str) -> tuple[float, str]:
-    """The share of ``label``'s escape tests that fired over ``runs`` (pooled), and how it
-    reads."""
+    """The pooled share of ``label``'s escape tests that fired, and how it reads."""
     hits, total = (numeric(runs, column) for column in TESTS[label])
     known = total > 0
     if not known.any():
         return math.nan, "not recorded"
-    rate = float(hits[known].sum() / total[known].sum())
-    each = hits[known] / total[known]
+    rate, each = float(hits[known].sum() / total[known].sum()), hits[known] / total[known]
     return rate, (f"{100 * rate:.0f} % (runs {100 * each.min():.0f}–{100 * each.max():.0f} %, "
                   f"{int(known.sum())} runs)")
 
 
 def _fired_of(runs: pd.DataFrame, label: str) -> str:
-    """'k/n': tests of ``label``'s escape test that fired over its tests, '–' without runs."""
+    """'k/n': ``label``'s escape tests that fired over its tests, '–' without its runs."""
     part = _of(runs, label)
     fired, tests = (numeric(part, column).sum() for column in TESTS[label])
     return "–" if part.empty else f"{fired:.0f}/{tests:.0f}"
@@ -260,179 +225,150 @@ def tuned_lr(results: PaperResults, role: str = TUNING) -> dict[str, tuple[float
             if (entry.get("chosen") or {}).get("lr") is not None}
 
 
-# -- E0: the escape test at the paper's own settings (the study's rows) -------------------
-
-def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> Verdict:
-    paper = {"d": sorted(paper_d(f) for f, _ in PAPER_DATA.values()), "chi": [PAPER_CHI],
-             "b1": [PAPER_B1], "n_per_client": [PAPER_N], "passes": [PAPER_PASSES],
-             "calibration": ["paper"]}
-    if rows.empty or not set(paper) <= set(rows):
-        return None, "the study's settings not recorded"
-    found = {column: sorted(set(rows[column])) for column in paper}
-    return found == paper, "; ".join(
-        f"{column} " + ", ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in values)
-        for column, values in found.items())
-
-
-def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
-    """Per draw: can the escape test fire on an O1 answer (‖ξ̄‖ − G ≤ 3χ)? With the
-    arithmetic at ε = 1, m = 1 on MNIST and the range over every draw."""
-    if "can_fire" not in rows or rows.empty:
-        return Sample.of([])
-    cell = rows[(rows["data"] == "MNIST") & np.isclose(rows["epsilon"], 1.0)
-                & (rows["clients"] == 1)]
-    cell = cell if not cell.empty else rows
-    note = _say("statistics.trigger_bound", one=cell.iloc[0],
-                drawn_min=cell["noise_norm"].min(), drawn_max=cell["noise_norm"].max(),
-                draws=len(rows), bound_min=rows["lower_bound"].min(),
-                bound_max=rows["lower_bound"].max(), b1_max=rows["b1_max"].min(),
-                least=rows.sort_values("lower_bound").iloc[0])
-    return Sample.of(rows["can_fire"].astype(float).to_numpy(), note=note)
-
-
 # -- premises -----------------------------------------------------------------------------
 
-def _learns(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _premise(key: str, check: Callable[[pd.DataFrame, PaperResults], Any]) -> Premise:
+    """Premise ``key``: ``check`` gives None where the runs do not record what it needs
+    (``premises.<key>.missing``), else (passed, the values ``premises.<key>.measured`` shows)."""
+    def checked(runs: pd.DataFrame, results: PaperResults) -> Verdict:
+        found = check(runs, results)
+        if found is None:
+            return None, TEXT[f"premises.{key}.missing"]
+        return found[0], _say(f"premises.{key}.measured", **found[1])
+
+    return TEXT.premise(key, checked)
+
+
+def _span(values: pd.Series) -> dict[str, Any]:
+    return {"low": values.min(), "high": values.max(), "runs": len(values)}
+
+
+def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> Any:
+    paper = {"d": sorted(paper_d(f) for f, _ in PAPER_DATA.values()), "chi": [PAPER_CHI],
+             "b1": [app_e.PAPER_B1], "n_per_client": [PAPER_N],
+             "passes": [app_e.PAPER_PASSES], "calibration": ["paper"]}
+    if rows.empty or not set(paper) <= set(rows):
+        return None
+    found = {column: sorted(set(rows[column])) for column in paper}
+    return found == paper, {"found": "; ".join(
+        f"{column} " + ", ".join(f"{v:,}" if isinstance(v, int) else str(v) for v in values)
+        for column, values in found.items())}
+
+
+def _learns(runs: pd.DataFrame, _: PaperResults) -> Any:
     acc = numeric(runs, "final_test_acc").dropna()
-    if acc.empty:
-        return None, "final test accuracy not recorded"
     mean = float(acc.mean())
-    return mean >= LEARNS, (f"mean final test accuracy {100 * mean:.1f} % (range "
-                            f"{100 * acc.min():.1f}–{100 * acc.max():.1f} %, {len(acc)} runs) "
-                            f"vs ≥ {100 * LEARNS:.0f} % (twice chance)")
+    return None if acc.empty else (mean >= LEARNS, {**_span(100 * acc), "mean": 100 * mean,
+                                                    "bound": 100 * LEARNS})
 
 
-def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> Any:
     ours = _of(runs, OURS)
     noise, limit = numeric(ours, "diag_noise_norm_o1"), numeric(ours, "diag_trigger_threshold")
     if noise.isna().all() or limit.isna().all():
-        return None, "O1 noise norm or trigger threshold not recorded"
+        return None
     above = noise >= limit
-    fired = int(numeric(ours, "diag_triggers").fillna(0).sum())
-    return not bool(above.any()), (
-        f"O1 noise norm {noise.min():.3g}–{noise.max():.3g} vs trigger ‖ĝ‖ ≤ 3χ = "
-        f"{limit.max():.3g}: noise above it in {int(above.sum())}/{len(ours)} runs; "
-        f"{fired} triggers in all")
+    return not bool(above.any()), {**_span(noise), "runs": len(ours), "limit": limit.max(),
+                                   "above": int(above.sum()),
+                                   "fired": int(numeric(ours, "diag_triggers").fillna(0).sum())}
 
 
-def _selective(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _selective(runs: pd.DataFrame, _: PaperResults) -> Any:
     (ours, ours_text), (base, base_text) = (_fired(_of(runs, label), label)
                                             for label in (OURS, BASELINE))
-    text = (f"Gauss-PSGD's trigger rate {ours_text}, the baseline's injection rate "
-            f"{base_text} vs both in ({100 * SELECTIVE[0]:.0f} %, {100 * SELECTIVE[1]:.0f} %)")
-    if math.isnan(ours) or math.isnan(base):
-        return None, text
-    return all(SELECTIVE[0] < r < SELECTIVE[1] for r in (ours, base)), text
+    passed = None if math.isnan(ours) or math.isnan(base) else all(
+        SELECTIVE[0] < r < SELECTIVE[1] for r in (ours, base))
+    return passed, {"ours": ours_text, "base": base_text, "low": 100 * SELECTIVE[0],
+                    "high": 100 * SELECTIVE[1]}
 
 
-def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> Any:
     diff, refresh = numeric(runs, "diag_differences"), numeric(runs, "diag_refreshes")
-    if diff.isna().all():
-        return None, "O1/O2 counts not recorded"
     never = diff.fillna(0) == 0
-    return not bool(never.any()), (
-        f"{int(refresh.sum())} O1 refreshes and {int(diff.sum())} O2 differences in all; no "
-        f"O2 step (every step an O1 refresh) in {int(never.sum())}/{len(runs)} runs")
+    return None if diff.isna().all() else (not bool(never.any()), {
+        "refreshes": int(refresh.sum()), "differences": int(diff.sum()),
+        "never": int(never.sum()), "runs": len(runs)})
 
 
-def _methods_differ(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _methods_differ(runs: pd.DataFrame, _: PaperResults) -> Any:
     same, pairs = identical_pairs(runs)
-    if not pairs:
-        return None, "no seed with both methods"
-    return same < pairs, f"final test accuracy and loss identical in {same}/{pairs} seed pairs"
+    return (same < pairs, {"same": same, "pairs": pairs}) if pairs else None
 
 
-def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Any:
     ours = _of(runs, OURS)
     episode = numeric(ours, "p_alg_escape_steps") * numeric(ours, "p_alg_escape_rounds")
-    steps = steps_taken(runs)
+    taken = numeric(runs, "prem_steps_taken")
+    steps = taken if taken.notna().any() else _calls(runs)
     if steps.isna().all() or episode.isna().all():
-        return None, "steps taken not recorded"
-    cap = ""
-    if "prem_data_exhausted_at" in runs and runs["prem_data_exhausted_at"].notna().any():
-        cap = f"; data cap reached at t = {runs['prem_data_exhausted_at'].min():g}"
-    need = float(episode.max())
-    short = steps < need
-    return not bool(short.any()), (f"steps taken {steps.min():g}–{steps.max():g} vs ≥ Q·Γ = "
-                                   f"{need:g}: short in {int(short.sum())}/{len(runs)} runs{cap}")
+        return None
+    cap = numeric(runs, "prem_data_exhausted_at")
+    short = steps < float(episode.max())
+    return not bool(short.any()), {
+        **_span(steps), "need": float(episode.max()), "short": int(short.sum()),
+        "cap": _say("premises.room.cap", t=cap.min()) if cap.notna().any() else ""}
 
 
-def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Any:
     per = per_client(runs).dropna()
     if per.empty:
-        return None, "n per client not recorded"
-    by_m = per.groupby(numeric(runs, "p_prob_clients")).mean()
+        return None
     fixed = float(per.max()) <= 1.01 * float(per.min())
-    return fixed, "n per client " + ", ".join(f"{v:.0f} (m = {m:g})" for m, v in
-                                              by_m.items()) + ("" if fixed else ": Option B")
+    by_m = per.groupby(numeric(runs, "p_prob_clients")).mean()
+    return fixed, {"by_m": ", ".join(f"{v:.0f} (m = {m:g})" for m, v in by_m.items()),
+                   "option_b": "" if fixed else TEXT["premises.option_a.b"]}
 
 
-def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> Any:
     ours = _of(runs, OURS)
     if "diag_termination" not in ours or ours["diag_termination"].isna().all():
-        return None, "termination not recorded"
+        return None
     ends = ours["diag_termination"].value_counts()
     exited = int(sum(ends.get(end, 0) for end in ("sosp", "data (escape)", "steps (escape)")))
-    return exited == len(ours), (f"the output is x̃ (SOSP exit, or data or steps spent inside an "
-                                 f"escape episode) in {exited}/{len(ours)} runs ("
-                                 + ", ".join(f"{k}: {v}" for k, v in ends.items()) + ")")
+    return exited == len(ours), {"exited": exited, "runs": len(ours), "ends": ", ".join(
+        f"{k}: {v}" for k, v in ends.items())}
 
 
-def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> Any:
     q = numeric(_of(runs, OURS), "p_alg_escape_rounds").dropna()
-    if q.empty:
-        return None, "Q not recorded"
-    return bool((q == Q_PAPER).all()), (f"Q = {', '.join(f'{v:g}' for v in sorted(set(q)))} "
-                                        f"vs the rule's Q = {Q_PAPER}")
+    return None if q.empty else (bool((q == Q_PAPER).all()), {
+        "q": ", ".join(f"{v:g}" for v in sorted(set(q)))})
 
 
-def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> Any:
     ours = _of(runs, OURS)
     rounds = numeric(ours, "diag_escape_rounds")
-    if rounds.isna().all():
-        return None, "escape rounds not recorded"
-    return bool(rounds.sum() > 0), (f"{int(rounds.sum())} escape rounds after "
-                                    f"{int(numeric(ours, 'diag_triggers').sum())} triggers in "
-                                    f"{len(ours)} runs")
+    return None if rounds.isna().all() else (bool(rounds.sum() > 0), {
+        "rounds": int(rounds.sum()), "triggers": int(numeric(ours, "diag_triggers").sum()),
+        "runs": len(ours)})
 
 
-def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> Verdict:
-    if "prem_anchor_lambda_min" not in runs or runs["prem_anchor_lambda_min"].isna().all():
-        return None, "λ_min at the escape anchors x̃ not recorded (rounds from any anchor count)"
-    lam = runs["prem_anchor_lambda_min"].astype(float)
-    return bool((lam < 0).all()), f"λ_min at the anchors {lam.min():.3g}–{lam.max():.3g}"
+def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> Any:
+    lam = numeric(runs, "prem_anchor_lambda_min")
+    return None if lam.isna().all() else (bool((lam < 0).all()), _span(lam))
 
 
-def _within(suffix: str, bound: str) -> Callable[[pd.DataFrame, PaperResults], Verdict]:
+def _within(suffix: str) -> Callable[[pd.DataFrame, PaperResults], Any]:
     """Per-sample norms within a clip's bound (the clip never acted): ``suffix`` "" for
     O1's per-sample gradients against G, "_diff" for O2's differences ÷ ‖Δx‖ against M."""
-
-    def check(runs: pd.DataFrame, _: PaperResults) -> Verdict:
-        column = f"prem_max_per_sample_norm{suffix}"
-        if column not in runs or runs[column].isna().all():
-            return None, f"largest per-sample norm against {bound} not recorded"
-        worst = runs[column].astype(float)
+    def check(runs: pd.DataFrame, _: PaperResults) -> Any:
+        worst = numeric(runs, f"prem_max_per_sample_norm{suffix}")
         limit = numeric(runs, f"prem_clip_bound{suffix}")
         over = worst > limit * (1 + 1e-6)
-        return not bool(over.any()), (f"largest per-sample norm {worst.max():.3g} vs {bound} = "
-                                      f"{limit.max():.3g}: above in {int(over.sum())}/"
-                                      f"{len(runs)} runs")
+        return None if worst.isna().all() else (not bool(over.any()), {
+            "worst": worst.max(), "limit": limit.max(), "over": int(over.sum()),
+            "runs": len(runs)})
 
     return check
 
 
-def _o2_gain_small(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _o2_gain_small(runs: pd.DataFrame, _: PaperResults) -> Any:
     gain = o2_gain(runs).dropna()
-    if gain.empty:
-        return None, "O2 gain not computable (σ, M, η, d or b₂ not recorded)"
-    return bool((gain <= O2_GAIN_MAX).all()), (
-        f"O2 gain 2σMη√(d/m)/b₂ {gain.min():.3g}–{gain.max():.3g} vs ≤ {O2_GAIN_MAX:g} "
-        f"(paper's MNIST setting ≈ {PAPER_GAIN:.3f})")
+    return None if gain.empty else (bool((gain <= O2_GAIN_MAX).all()), _span(gain))
 
 
 def _paper_run(runs: pd.DataFrame, _: PaperResults) -> Verdict:
-    """d, n per client, χ and lr against App. E's for the setting's network, both values
-    named."""
+    """d, n per client, χ and lr against App. E's for the setting's network, both named."""
     features, lr = REAL_DATA[str(runs["problem"].iloc[0])][1:]
     paper = {"d": paper_d(features), "n per client": PAPER_N, "χ": PAPER_CHI, "lr": lr}
     found = {"d": dimension(runs), "n per client": per_client(runs), "χ": run_chi(runs),
@@ -448,11 +384,11 @@ def _paper_run(runs: pd.DataFrame, _: PaperResults) -> Verdict:
     return ok, "; ".join(parts)
 
 
-def _above_remark4(runs: pd.DataFrame, _: PaperResults) -> Verdict:
+def _above_remark4(runs: pd.DataFrame, _: PaperResults) -> Any:
     if "p_prob_d" not in runs:
-        return None, "d not recorded"
+        return None
     d, threshold = float(runs["p_prob_d"].max()), float(remark4_threshold(runs).max())
-    return d > threshold, f"d = {d:g} vs (√m n ε)^(6/13) = {threshold:.0f}"
+    return d > threshold, {"d": d, "threshold": threshold}
 
 
 def _lr_is_tuned(runs: pd.DataFrame, results: PaperResults) -> Verdict:
@@ -471,48 +407,61 @@ def _lr_is_tuned(runs: pd.DataFrame, results: PaperResults) -> Verdict:
     return ok, "; ".join(parts)
 
 
-def only_on(real: bool, key: str, check: Callable[[pd.DataFrame, PaperResults], Verdict]
-            ) -> Premise:
-    """Premise ``key`` on the settings of one kind of data (real images, or the synthetic
+def only_on(real: bool, premise: Premise) -> Premise:
+    """``premise`` on the settings of one kind of data (real images, or the synthetic
     stand-in); vacuous, and said so, on the other (every setting is one problem)."""
     scope = "real images" if real else "the stand-in"
 
-    def scoped(runs: pd.DataFrame, results: PaperResults) -> Verdict:
+    def check(runs: pd.DataFrame, results: PaperResults) -> Verdict:
         if bool(is_real(runs).all()) != real:
             return True, f"does not apply: not {scope}"
-        return check(runs, results)
+        return premise.check(runs, results)
 
-    premise = TEXT.premise(key, scoped)
-    return replace(premise, name=f"on {scope}: {premise.name}")
+    return Premise(f"on {scope}: {premise.name}", check, premise.remedy)
 
 
-PAPER_SETTINGS_P = TEXT.premise("paper_settings", _at_paper_settings)
-SELECTIVE_P = TEXT.premise("selective", _selective)
-LEARNS_P = TEXT.premise("learns", _learns)
-TRIGGER_P = TEXT.premise("trigger", _trigger_can_fire)
-RECURSION_P = TEXT.premise("recursion", _recursion_runs)
-DIFFER_P = TEXT.premise("differ", _methods_differ)
-ROOM_P = TEXT.premise("room", _room_to_escape)
-OPTION_A_P = TEXT.premise("option_a", _n_per_client_fixed)
-SOSP_EXIT_P = TEXT.premise("sosp_exit", _sosp_exit)
-ROUNDS_P = TEXT.premise("rounds", _paper_rounds)
-RAN_P = TEXT.premise("ran", _rounds_ran)
-ANCHOR_P = TEXT.premise("anchor", _anchor_is_saddle)
-BOUND_P = TEXT.premise("bound", _within("", "G"))
-SMOOTH_P = TEXT.premise("smooth", _within("_diff", "M"))
-O2_GAIN_P = TEXT.premise("o2_gain", _o2_gain_small)
-REMARK4_P = TEXT.premise("remark4", _above_remark4)
+PAPER_SETTINGS_P = _premise("paper_settings", _at_paper_settings)
+SELECTIVE_P = _premise("selective", _selective)
+LEARNS_P = _premise("learns", _learns)
+TRIGGER_P = _premise("trigger", _trigger_can_fire)
+RECURSION_P = _premise("recursion", _recursion_runs)
+DIFFER_P = _premise("differ", _methods_differ)
+ROOM_P = _premise("room", _room_to_escape)
+OPTION_A_P = _premise("option_a", _n_per_client_fixed)
+SOSP_EXIT_P = _premise("sosp_exit", _sosp_exit)
+ROUNDS_P = _premise("rounds", _paper_rounds)
+RAN_P = _premise("ran", _rounds_ran)
+ANCHOR_P = _premise("anchor", _anchor_is_saddle)
+BOUND_P = _premise("bound", _within(""))
+SMOOTH_P = _premise("smooth", _within("_diff"))
+O2_GAIN_P = _premise("o2_gain", _o2_gain_small)
+PAPER_RUN_P = TEXT.premise("paper_run", _paper_run)
+REMARK4_P = _premise("remark4", _above_remark4)
 LR_TUNED_P = TEXT.premise("lr_tuned", _lr_is_tuned)
 ENGAGED = (TRIGGER_P, RECURSION_P, O2_GAIN_P, ROOM_P)  # Gauss-PSGD's own mechanism acts
 COMPARE = (LEARNS_P, LR_TUNED_P, *ENGAGED, DIFFER_P, SELECTIVE_P)
 # E3 and E6 on real images at the paper's own settings (where the escape test cannot fire,
 # claim E0, as in the paper's own runs), else on the stand-in in its declared regime
-FIGURES_REGIME = (LEARNS_P, only_on(True, "paper_run", _paper_run),
-                  only_on(False, "lr_tuned", _lr_is_tuned),
-                  only_on(False, "trigger", _trigger_can_fire), RECURSION_P, O2_GAIN_P, ROOM_P)
+FIGURES_REGIME = (LEARNS_P, only_on(True, PAPER_RUN_P), only_on(False, LR_TUNED_P),
+                  only_on(False, TRIGGER_P), RECURSION_P, O2_GAIN_P, ROOM_P)
 
 
 # -- statistics ---------------------------------------------------------------------------
+
+def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
+    """Per draw of the study: can the escape test fire on an O1 answer (‖ξ̄‖ − G ≤ 3χ)?
+    With the arithmetic at ε = 1, m = 1 on MNIST and the range over every draw."""
+    if "can_fire" not in rows or rows.empty:
+        return Sample.of([])
+    cell = rows[(rows["data"] == "MNIST") & np.isclose(rows["epsilon"], 1.0)
+                & (rows["clients"] == 1)]
+    cell = cell if not cell.empty else rows
+    return Sample.of(rows["can_fire"].astype(float).to_numpy(), note=_say(
+        "statistics.trigger_bound", one=cell.iloc[0], drawn_min=cell["noise_norm"].min(),
+        drawn_max=cell["noise_norm"].max(), draws=len(rows), b1_max=rows["b1_max"].min(),
+        bound_min=rows["lower_bound"].min(), bound_max=rows["lower_bound"].max(),
+        least=rows.sort_values("lower_bound").iloc[0]))
+
 
 def _gap_at(runs: pd.DataFrame) -> np.ndarray:
     """Per seed: Gauss-PSGD's final test accuracy − the baseline's, in pp."""
@@ -523,8 +472,7 @@ def _gap_at(runs: pd.DataFrame) -> np.ndarray:
 def _widening(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """The per-seed accuracy gap at this m against the gap at m = 1 (same problem, ε and
     calibration)."""
-    every = results.role_runs(FIGURES)
-    first = runs.iloc[0]
+    every, first = results.role_runs(FIGURES), runs.iloc[0]
     ref = every[(every["p_prob_clients"] == 1) & (every["status"] == "done")
                 & (every["problem"] == first["problem"])
                 & (every["calibration"] == first["calibration"])
@@ -574,7 +522,7 @@ def output_is_sosp(label: str) -> Statistic:
     """Per run of ``label``: its output is an α-SOSP at Theorem 1's α = 4χ (its own χ)."""
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
         mine = _of(runs, label)
-        return Sample.of(is_sosp(mine, theorem_alpha(mine)).to_numpy(float))
+        return Sample.of(is_sosp(mine, 4 * run_chi(mine)).to_numpy(float))
 
     return Statistic("output is an α-SOSP, α = 4χ", compute)
 
@@ -590,15 +538,14 @@ def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 
 def _extra_noise_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """α̂/α of Gauss-PSGD with [29]'s extra escape noise against α̂/α without, α = 4χ from
-    each run's χ, paired by seed (same start and batches up to the first extra draw)."""
-    cost = violation(runs) / theorem_alpha(runs)
+    """α̂/α with [29]'s extra escape noise against α̂/α without (α = 4χ, each run's χ),
+    paired by seed (same start and batches up to the first extra draw)."""
+    cost = violation(runs) / (4 * run_chi(runs))
     return paired_or_welch(_by_seed(runs, EXTRA, cost), _by_seed(runs, OURS, cost), unit="α")
 
 
 def _never_fired(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """Per Gauss-PSGD run: 1 if its escape test ‖ĝ‖ ≤ 3χ never fired; the O1 noise norm
-    against 3χ beside."""
+    """Per Gauss-PSGD run: 1 if its escape test ‖ĝ‖ ≤ 3χ never fired."""
     ours = _of(runs, OURS)
     noise, limit = numeric(ours, "diag_noise_norm_o1"), numeric(ours, "diag_trigger_threshold")
     return Sample.of((numeric(ours, "diag_triggers") == 0).to_numpy(float),
@@ -619,22 +566,27 @@ BOTH = {"label": [OURS, BASELINE]}
 # E1, E2 and E5 read the Figures and the χ settings where the escape test can select (decided
 # before those runs: the selectivity premise, not their outcome, says which are in regime)
 COMPARED = Runs((FIGURES, CHI_SELECT), BOTH, (*PER_CELL, "p_alg_chi_scale"))
-SAVED = ("epsilon", "p_prob_d")
+SADDLE_CELL = ("epsilon", "p_prob_d")
 SELECTION_PAIR, SELECTION_CELL = {"label": [OURS, ALG4]}, ("epsilon", "p_prob_clients", "p_prob_d")
 SELECTION_COST = Statistic("α̂ of Algorithm 4's output − α̂ of Gauss-PSGD's", _selection_cost)
 SOSP_RULE = Fraction(SOSP_PROBABILITY, event="output is an α-SOSP (α = 4χ)")
 FIG = "Figures 1–2"
 FIGURES_SETTING = PaperSetting(TEXT["setting"], ("mnist_mlp", "cifar10_mlp"))
+ON_FIGURES: dict[str, Any] = {"kind": "paper", "setting": FIGURES_SETTING}
 # E1's statistic and rule, which also give the horizon check's gaps and intervals: the
 # final accuracy of Gauss-PSGD − the baseline's, paired by seed (same data subset and start)
 E1_GAP = difference("test_acc", OURS, BASELINE, 100, "pp")
 E1_RULE = AtLeast(0.0, "accuracy gap")
-ON_FIGURES = {"kind": "paper", "setting": FIGURES_SETTING}
 
 
-def _control(claim_id: str, runs: Runs, statistic: Statistic, rule: Any) -> Control:
+def _control(claim_id: str, runs: Runs, statistic: Statistic, rule: Rule) -> Control:
     return Control(TEXT[f"claims.{claim_id}.control.name"], runs,
                    TEXT[f"claims.{claim_id}.control.expect"], statistic, rule)
+
+
+def _saddle(*labels: str) -> Runs:
+    return Runs((SADDLE,), {"label": labels[0] if len(labels) == 1 else list(labels)},
+                SADDLE_CELL)
 
 
 CLAIMS = (
@@ -668,17 +620,16 @@ CLAIMS = (
                along("test_acc", "p_prob_clients", 100, "pp"),
                Trend(True, "m", E6_TOLERANCE_PP, TEXT["sources.e6"]),
                (*FIGURES_REGIME, OPTION_A_P), kind="design", setting=FIGURES_SETTING),
-    TEXT.claim("T4", "Theorem 1 (second order)", Runs((SADDLE,), {"label": OURS}, SAVED),
-               output_is_sosp(OURS), SOSP_RULE,
-               (SOSP_EXIT_P, TRIGGER_P, ROUNDS_P, BOUND_P, SMOOTH_P),
-               controls=(_control("T4", Runs((SADDLE,), {"label": BASELINE}, SAVED),
-                                  output_is_sosp(BASELINE), SOSP_RULE),),
+    TEXT.claim("T4", "Theorem 1 (second order)", _saddle(OURS), output_is_sosp(OURS),
+               SOSP_RULE, (SOSP_EXIT_P, TRIGGER_P, ROUNDS_P, BOUND_P, SMOOTH_P),
+               controls=(_control("T4", _saddle(BASELINE), output_is_sosp(BASELINE),
+                                  SOSP_RULE),),
                kind="paper", headline=True),
-    TEXT.claim("T5", "Lemma 1 / Corollary 1 (escape)", Runs((SADDLE,), {"label": OURS}, SAVED),
+    TEXT.claim("T5", "Lemma 1 / Corollary 1 (escape)", _saddle(OURS),
                Statistic("escape rounds that escape", _escape_rounds),
                Fraction(ESCAPE_PROBABILITY, event="a Γ-descent escapes"),
                (RAN_P, ANCHOR_P, BOUND_P, SMOOTH_P), kind="paper"),
-    TEXT.claim("T10", "§5.2 (no extra noise)", Runs((SADDLE,), {"label": [OURS, EXTRA]}, SAVED),
+    TEXT.claim("T10", "§5.2 (no extra noise)", _saddle(OURS, EXTRA),
                Statistic("(α̂ with extra escape noise − α̂ without)/α, paired by seed",
                          _extra_noise_cost),
                NonInferior(T10_MARGIN, TEXT["sources.t10"], what="α̂ difference / α"),
@@ -708,26 +659,26 @@ def _data_name(problem: str) -> str:
     return REAL_DATA[problem][0] if problem in REAL_DATA else f"{problem} (stand-in)"
 
 
+def _per_data(results: PaperResults, row: Callable[[pd.DataFrame], str]) -> str:
+    """``row`` of the Figures' Gauss-PSGD runs of each data (the stand-in, real images)."""
+    return "; ".join(f"{_data_name(str(problem))}{row(part)}"
+                     for problem, part in _figure_runs(results).groupby("problem"))
+
+
 def _ours(quantity: Callable[[pd.DataFrame], pd.Series]) -> Callable[[PaperResults], str]:
-    """A regime row's measured side: ``quantity`` over the Figures' Gauss-PSGD runs, one
-    value per data (the stand-in, real images), its median and range."""
+    """A regime row's measured side: the median and range of ``quantity`` per data."""
     def span(v: pd.Series) -> str:
         v = v.dropna()
-        return f"{v.median():.3g} (range {v.min():.3g}–{v.max():.3g}, {len(v)} runs)"
+        return f": {v.median():.3g} (range {v.min():.3g}–{v.max():.3g}, {len(v)} runs)"
 
-    return lambda results: "; ".join(
-        f"{_data_name(str(problem))}: {span(quantity(part))}"
-        for problem, part in _figure_runs(results).groupby("problem"))
+    return lambda results: _per_data(results, lambda part: span(quantity(part)))
 
 
 def _data_used(results: PaperResults) -> str:
     """What each Figures problem is (data, d, records per client) and which claims read it."""
-    return "; ".join(
-        f"{_data_name(str(problem))}, d = {dimension(part).max():,.0f}, "
-        f"{per_client(part).max():,.0f} per client: "
-        + ("E3, E6" if problem in REAL_DATA else "E1, E2, E4, E5 (and E3, E6 without real "
-                                                  "images)")
-        for problem, part in _figure_runs(results).groupby("problem"))
+    return _per_data(results, lambda part: _say(
+        "regime.data.ours", d=dimension(part).max(), n=per_client(part).max(),
+        claims=TEXT["regime.data." + ("real" if is_real(part).all() else "stand_in")]))
 
 
 def _regime(key: str, ours: Callable[[PaperResults], str], lead: bool = False) -> Regime:
@@ -754,28 +705,30 @@ REGIME = (
 
 # -- figures ------------------------------------------------------------------------------
 
-def _references(results: PaperResults, eps: float, problem: str) -> dict[str, float]:
-    """Mean final test accuracy of each reference (SGD; DP-SGD at ``eps``) on ``problem``."""
-    runs = results.role_runs(REFERENCES)
-    if runs.empty or "final_test_acc" not in runs:
-        return {}
-    runs = runs[(runs["status"] == "done") & (runs["problem"] == problem)]
-    private = runs["algorithm"] != "sgd"
-    runs = runs[~private | np.isclose(runs["epsilon"].astype(float), eps)]
-    return {str(a): float(part["final_test_acc"].mean()) for a, part in runs.groupby(
-        "algorithm")}
+def _references(results: PaperResults, eps: float, problem: str) -> list[Line]:
+    """The mean final test accuracy of each reference (SGD; DP-SGD at ``eps``) on
+    ``problem``, and chance."""
+    runs = _done(results.role_runs(REFERENCES))
+    if not runs.empty and "final_test_acc" in runs:
+        runs = runs[(runs["problem"] == problem) & ((runs["algorithm"] == "sgd") | np.isclose(
+            runs["epsilon"].astype(float), eps))]
+    means = runs.groupby("algorithm")["final_test_acc"].mean() if "final_test_acc" in runs \
+        else pd.Series(dtype=float)
+    return [*(Line(float(acc), f"{name} (reference)", style=style) for (name, acc), style
+              in zip(means.items(), ("-.", ":"), strict=False)),
+            Line(CHANCE, colour="lightgrey", style="-")]
 
 
 def _curve_panel(rows: pd.DataFrame, metric: str, title: str, lines: list[Line],
                  legend: bool) -> Panel:
     """Mean ``metric`` per pass, one line per method (its colour) and m (its dash)."""
     ms, colour = sorted(rows["m"].unique()), colours([OURS, BASELINE])
-    series = [Series(f"{label}, m={m}", list(mean.index), list(mean), colour=colour.get(
-        str(label)), marker="", line=("-", "--", ":", "-.")[ms.index(m) % 4])
-        for (label, m), grp in rows.groupby(["label", "m"])
-        for mean in [grp.groupby("epoch")[metric].mean()]]
-    return Panel(series, "pass over the data (epoch)", metric.replace("_", " "), title,
-                 lines=lines, legend=legend)
+    return Panel([Series(f"{label}, m={m}", mean.index, mean, colour=colour.get(str(label)),
+                         marker="", line=("-", "--", ":", "-.")[ms.index(m) % 4])
+                  for (label, m), grp in rows.groupby(["label", "m"])
+                  for mean in [grp.groupby("epoch")[metric].mean()]],
+                 "pass over the data (epoch)", metric.replace("_", " "), title, lines=lines,
+                 legend=legend)
 
 
 def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
@@ -784,23 +737,15 @@ def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
     if curves.empty or "epoch" not in curves:
         return []
     curves = per_pass(_done(curves))
-    curves = curves.assign(m=curves["p_prob_clients"])
     figures = []
-    for cal, part in curves.groupby("calibration"):
+    for cal, part in curves.assign(m=curves["p_prob_clients"]).groupby("calibration"):
         eps_values = sorted(part["epsilon"].unique())
-        problem = str(part["problem"].iloc[0])
-        rows = [[_curve_panel(part[part["epsilon"] == eps], metric, f"ε = {eps:g}", lines,
-                              metric == "test_acc" and col == 0)
-                 for col, eps in enumerate(eps_values)
-                 for lines in [[*(Line(acc, f"{name} (reference)", style=style) for
-                                  (name, acc), style in zip(_references(
-                                      results, float(eps), problem).items(), ("-.", ":"),
-                                      strict=False)),
-                                Line(CHANCE, colour="lightgrey", style="-")]
-                               if metric == "test_acc" else []]]
-                for metric in ("test_acc", "test_loss")]
-        name = draw(Plot([*rows[0], *rows[1]], columns=len(eps_values), panel_inches=(4, 3.2),
-                         dpi=120), out, f"{suite}_{cal}")
+        panels = [_curve_panel(part[part["epsilon"] == eps], metric, f"ε = {eps:g}",
+                               _references(results, float(eps), str(part["problem"].iloc[0]))
+                               if metric == "test_acc" else [], metric == "test_acc" and i == 0)
+                  for metric in ("test_acc", "test_loss") for i, eps in enumerate(eps_values)]
+        name = draw(Plot(panels, columns=len(eps_values), panel_inches=(4, 3.2), dpi=120), out,
+                    f"{suite}_{cal}")
         figures.append(Figure(name, _say("figures.curves", suite=suite, calibration=cal),
                               results.provenance(results.suite_runs(suite))))
     return figures
@@ -813,10 +758,10 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
     runs = _done(every)
     if runs.empty or "p_prob_d" not in runs:
         return []
-    runs = runs.assign(sosp=is_sosp(runs, float(theorem_alpha(_of(runs, OURS)).median())))
+    runs = runs.assign(sosp=is_sosp(runs, float(4 * run_chi(_of(runs, OURS)).median())))
     table = runs.groupby(["p_prob_d", "label"])["sosp"].mean().unstack()
     colour = colours(list(table.columns))
-    panel = Panel([Series(label, list(table.index), list(table[label]), colour=colour[label])
+    panel = Panel([Series(label, table.index, table[label], colour=colour[label])
                    for label in table.columns], "dimension d",
                   "fraction of outputs that are 4χ-SOSPs", xscale="log2",
                   lines=[Line(float(remark4_threshold(runs).iloc[0]), "(√m n ε)^(6/13)",
@@ -834,12 +779,16 @@ def _table(key: str, rows: list[list[str]], provenance: Provenance,
     """Table ``key`` of the sidecar (title, note filled with ``values``, columns)."""
     table = {"title": TEXT[f"tables.{key}.title"], "note": _say(f"tables.{key}.note", **values),
              "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
-    return {**table, "row_runs": ids, "provenance": provenance} if ids is not None \
-        else {**table, "provenance": provenance}
+    return {**table, **({} if ids is None else {"row_runs": ids}), "provenance": provenance}
 
 
-def _ids(part: pd.DataFrame) -> list[str]:
-    return sorted(part["run_id"].astype(str))
+def _per_group(key: str, runs: pd.DataFrame, by: list[str],
+               row: Callable[[Any, pd.DataFrame], list[str]], results: PaperResults,
+               **groupby: Any) -> dict[str, Any]:
+    """Table ``key`` with one ``row(values, part)`` per group of ``runs`` by ``by``."""
+    parts = list(runs.groupby(by, **groupby))
+    return _table(key, [row(values, part) for values, part in parts], results.provenance(runs),
+                  [sorted(part["run_id"].astype(str)) for _, part in parts])
 
 
 def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
@@ -847,43 +796,38 @@ def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
     rows = results.study(TRIGGER_STUDY)
     if rows.empty:
         return None
-    table = []
-    for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False):
-        first = part.iloc[0]
-        table.append([name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
-                      f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
-                      f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
-                      f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
-                      f"{part['b1_max'].min():.0f}"])
-    return _table("trigger", table, Provenance(results.scale,
-                                               computed=f"study {TRIGGER_STUDY}"))
+    return _table("trigger", [
+        [name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
+         f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
+         f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
+         f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
+         f"{part['b1_max'].min():.0f}"]
+        for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False)
+        for first in [part.iloc[0]]], Provenance(results.scale, computed=f"study {TRIGGER_STUDY}"))
 
 
 def _real_runs(results: PaperResults) -> pd.DataFrame:
     runs = _done(results.role_runs(FIGURES, FIGURES_REAL))
-    return runs[is_real(runs)] if not runs.empty else runs
+    runs = runs[is_real(runs)] if not runs.empty else runs
+    return runs.assign(noise=o1_noise_to_signal(runs) * numeric(runs, "p_alg_grad_clip"),
+                       limit=3 * run_chi(runs))
 
 
 def _real_table(results: PaperResults) -> dict[str, Any] | None:
     """The escape test on real images at the paper's settings, per (data, calibration, m, ε,
-    passes): the O1 noise norm against 3χ, how often each method's test fired, whether the
-    methods' runs differ, and what Gauss-PSGD reached."""
+    passes): the O1 noise norm 2σG√(d/m)/b₁ against 3χ, how often each method's test fired,
+    whether the methods' runs differ, and what Gauss-PSGD reached."""
+    def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+        (problem, cal, m, eps, passes), (same, pairs) = cell, identical_pairs(part)
+        return [_data_name(str(problem)), str(cal), f"{m:g}", f"{eps:g}", f"{passes:g}",
+                f"{part['sigma'].median():.2f}", f"{part['noise'].median():.3g}",
+                f"{part['limit'].median():g}", f"{(part['noise'] / part['limit']).median():,.0f}",
+                _fired_of(part, OURS), _fired_of(part, BASELINE),
+                f"{same}/{pairs}" if pairs else "–",
+                f"{100 * _of(part, OURS)['final_test_acc'].mean():.1f} %"]
+
     runs = _real_runs(results)
-    if runs.empty:
-        return None
-    runs = runs.assign(noise=o1_noise_norm(runs), limit=3 * run_chi(runs))
-    rows, ids = [], []
-    for (problem, cal, m, eps, passes), part in runs.groupby(SETTING_KEYS):
-        same, pairs = identical_pairs(part)
-        rows.append([_data_name(str(problem)), str(cal), f"{m:g}", f"{eps:g}", f"{passes:g}",
-                     f"{part['sigma'].median():.2f}",
-                     f"{part['noise'].median():.3g}", f"{part['limit'].median():g}",
-                     f"{(part['noise'] / part['limit']).median():,.0f}",
-                     _fired_of(part, OURS), _fired_of(part, BASELINE),
-                     f"{same}/{pairs}" if pairs else "–",
-                     f"{100 * _of(part, OURS)['final_test_acc'].mean():.1f} %"])
-        ids.append(_ids(part))
-    return _table("real", rows, results.provenance(runs), ids)
+    return None if runs.empty else _per_group("real", runs, SETTING_KEYS, row, results)
 
 
 def _real_findings(results: PaperResults) -> list[dict[str, str]]:
@@ -892,22 +836,20 @@ def _real_findings(results: PaperResults) -> list[dict[str, str]]:
     runs = _real_runs(results)
     if runs.empty:
         return []
-    noise, limit = o1_noise_norm(runs), 3 * run_chi(runs)
-    ratio = noise / limit
+    ratio = runs["noise"] / runs["limit"]
     same, pairs = np.sum([identical_pairs(part) for _, part in runs.groupby(SETTING_KEYS)],
                          axis=0)
     fired = numeric(runs, "diag_triggers").sum() + numeric(runs, "diag_escape_injections").sum()
-    found = [{"kind": TEXT["findings.real.kind"],
-              "what": _say("findings.real.what", names=", ".join(
-                  sorted({_data_name(str(p)) for p in runs["problem"]}))),
-              "numbers": _say("findings.real.numbers", noise_min=noise.min(),
-                              noise_max=noise.max(), limit=limit.max(),
-                              ratio_min=ratio.min(), ratio_max=ratio.max(), runs=len(runs),
-                              ours=_fired_of(runs, OURS), base=_fired_of(runs, BASELINE),
-                              same=same, pairs=pairs, reading=TEXT[
-                                  "findings.real." + ("silent" if fired == 0 else "fired")])}]
-    return found + stand_in_findings((c for c in CLAIMS if c.id in ("E3", "E6")), results,
-                                     lambda r: ~is_real(r), TEXT["findings.real.stand_in"])
+    names = ", ".join(sorted({_data_name(str(p)) for p in runs["problem"]}))
+    return [{"kind": TEXT["findings.real.kind"], "what": _say("findings.real.what", names=names),
+             "numbers": _say("findings.real.numbers", noise_min=runs["noise"].min(),
+                             noise_max=runs["noise"].max(), limit=runs["limit"].max(),
+                             ratio_min=ratio.min(), ratio_max=ratio.max(), runs=len(runs),
+                             ours=_fired_of(runs, OURS), base=_fired_of(runs, BASELINE),
+                             same=same, pairs=pairs, reading=TEXT[
+                                 "findings.real." + ("silent" if fired == 0 else "fired")])},
+            *stand_in_findings((c for c in CLAIMS if c.id in ("E3", "E6")), results,
+                               lambda r: ~is_real(r), TEXT["findings.real.stand_in"])]
 
 
 def _gap(part: pd.DataFrame, results: PaperResults) -> str:
@@ -941,22 +883,20 @@ def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
     """E1's comparison at the declared horizon (Figures) and at the longer one (horizon):
     each cell's mean final accuracies, the gap with its 95 % interval, and how many
     Gauss-PSGD runs stopped at the SOSP exit."""
-    runs = _horizon_cells(results)
-    if runs.empty:
-        return None
     tuned = {FIGURES: tuned_lr(results), HORIZON: tuned_lr(results, HORIZON_TUNING)}
-    rows, ids = [], []
-    for (eps, m, passes, role), part in runs.groupby(["epsilon", "p_prob_clients",
-                                                       "p_alg_epochs", "judged"]):
-        ours, baseline = _of(part, OURS), _of(part, BASELINE)
+
+    def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+        (eps, m, passes, role), ours = cell, _of(part, OURS)
         choice = tuned[str(role)].get(OURS)
-        rows.append([f"{eps:g}", f"{m:g}", f"{passes:g}", f"{ours['p_alg_lr'].iloc[0]:g}"
-                     + (f" (tuned {choice[0]:g})" if choice else " (not tuned)"),
-                     f"{100 * ours['final_test_acc'].mean():.1f} %",
-                     f"{100 * baseline['final_test_acc'].mean():.1f} %",
-                     _gap(part, results), f"{_stopped(ours)}/{len(ours)}"])
-        ids.append(_ids(part))
-    return _table("horizon", rows, results.provenance(runs), ids)
+        return [f"{eps:g}", f"{m:g}", f"{passes:g}", f"{ours['p_alg_lr'].iloc[0]:g}"
+                + (f" (tuned {choice[0]:g})" if choice else " (not tuned)"),
+                f"{100 * ours['final_test_acc'].mean():.1f} %",
+                f"{100 * _of(part, BASELINE)['final_test_acc'].mean():.1f} %",
+                _gap(part, results), f"{_stopped(ours)}/{len(ours)}"]
+
+    runs = _horizon_cells(results)
+    return None if runs.empty else _per_group(
+        "horizon", runs, ["epsilon", "p_prob_clients", "p_alg_epochs", "judged"], row, results)
 
 
 def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
@@ -970,9 +910,8 @@ def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
     for (eps, m), part in long.groupby(["epsilon", "p_prob_clients"]):
         ours = _of(part, OURS)
         stops = _stopped(ours)
-        cells.append(f"ε = {eps:g}, m = {m:g}: {_gap(part, results)} pp"
-                     + (f" (Gauss-PSGD stopped at the SOSP exit in {stops}/{len(ours)})"
-                        if stops else ""))
+        cells.append(f"ε = {eps:g}, m = {m:g}: {_gap(part, results)} pp" + (
+            f" (Gauss-PSGD stopped at the SOSP exit in {stops}/{len(ours)})" if stops else ""))
     passes = ", ".join(f"{p:g}" for p in sorted(long["p_alg_epochs"].unique()))
     return [{"kind": TEXT["findings.horizon.kind"],
              "what": _say("findings.horizon.what", passes=passes),
@@ -980,59 +919,56 @@ def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
 
 
 def _escape_table(results: PaperResults) -> dict[str, Any] | None:
+    """Gauss-PSGD's escape statistics per (suite, label, ε, calibration), means per run."""
+    def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+        mean = {c: part[f"diag_{c}"].mean() for c in ("triggers", "escape_rounds", "escapes",
+                                                      "refreshes", "differences",
+                                                      "noise_norm_o1")}
+        share = part["diag_escape_steps"] / (part["diag_refreshes"] + part["diag_differences"])
+        return [cell[0], str(cell[1]), f"{cell[2]:g}", cell[3], f"{mean['triggers']:.2f}",
+                f"{mean['escape_rounds']:.2f}", f"{mean['escapes']:.2f}",
+                f"{100 * share.mean():.1f}%",
+                f"{mean['refreshes']:.1f} / {mean['differences']:.1f}",
+                f"{mean['noise_norm_o1']:.3g}", f"{part['diag_trigger_threshold'].iloc[0]:.3g}",
+                ", ".join(f"{k}: {v}" for k, v in part["diag_termination"].value_counts().items())]
+
     runs = results.runs
     if runs.empty or "diag_triggers" not in runs:
         return None
     ours = runs[(runs["algorithm"] == OURS) & (runs["status"] == "done")]
-    rows, ids = [], []
-    for (suite, label, eps, cal), part in ours.groupby(["suite", "label", "epsilon",
-                                                          "calibration"]):
-        mean = {c: part[f"diag_{c}"].mean() for c in ("triggers", "escape_rounds", "escapes",
-                                                      "refreshes", "differences",
-                                                      "noise_norm_o1")}
-        share = (part["diag_escape_steps"] / (part["diag_refreshes"] + part["diag_differences"]))
-        rows.append([suite, str(label), f"{eps:g}", cal, f"{mean['triggers']:.2f}",
-                     f"{mean['escape_rounds']:.2f}", f"{mean['escapes']:.2f}",
-                     f"{100 * share.mean():.1f}%",
-                     f"{mean['refreshes']:.1f} / {mean['differences']:.1f}",
-                     f"{mean['noise_norm_o1']:.3g}",
-                     f"{part['diag_trigger_threshold'].iloc[0]:.3g}",
-                     ", ".join(f"{k}: {v}" for k, v in part["diag_termination"]
-                               .value_counts().items())])
-        ids.append(_ids(part))
-    return _table("escape", rows, results.provenance(ours), ids)
+    return _per_group("escape", ours, ["suite", "label", "epsilon", "calibration"], row, results)
 
 
 def _chi_table(results: PaperResults) -> dict[str, Any] | None:
-    runs = _done(results.role_runs(CHI_SWEEP, CHI_SELECT))
-    if runs.empty or "diag_trigger_tests" not in runs:
-        return None
-    runs = runs.assign(chi_used=run_chi(runs))
-    rows, ids = [], []
-    for (suite, label, scale), part in runs.groupby(["suite", "label", "p_alg_chi_scale"],
-                                                    dropna=False):
-        ours = part["algorithm"].eq(OURS).all()
+    """The χ sweep: how often each method's escape test fires, per (suite, label, χ)."""
+    def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+        (suite, label, scale), ours = cell, part["algorithm"].eq(OURS).all()
         fixed = part["p_alg_chi"].notna().all() if "p_alg_chi" in part else False
         acted = numeric(part, "diag_escapes" if ours else "diag_escape_injections")
         ends = part["diag_termination"].dropna().value_counts() \
             if "diag_termination" in part else pd.Series(dtype=int)
-        rows.append([str(suite).removeprefix("tao2025_quick_"), str(label),
-                     "paper χ = 0.01" if fixed else f"χ = {scale:g}·ψ̂",
-                     f"{part['chi_used'].median():.3g}",
-                     f"{numeric(part, 'diag_noise_norm_o1').median():.3g}",
-                     _fired(part, OURS if ours else BASELINE)[1],
-                     f"{acted.mean():.1f} {'escapes' if ours else 'injections'}",
-                     ", ".join(f"{k}: {v}" for k, v in ends.items()) or "–",
-                     f"{100 * part['final_test_acc'].mean():.1f} %"])
-        ids.append(_ids(part))
-    return _table("chi", rows, results.provenance(runs), ids)
+        return [str(suite).removeprefix("tao2025_quick_"), str(label),
+                "paper χ = 0.01" if fixed else f"χ = {scale:g}·ψ̂",
+                f"{part['chi_used'].median():.3g}",
+                f"{numeric(part, 'diag_noise_norm_o1').median():.3g}",
+                _fired(part, OURS if ours else BASELINE)[1],
+                f"{acted.mean():.1f} {'escapes' if ours else 'injections'}",
+                ", ".join(f"{k}: {v}" for k, v in ends.items()) or "–",
+                f"{100 * part['final_test_acc'].mean():.1f} %"]
+
+    runs = _done(results.role_runs(CHI_SWEEP, CHI_SELECT))
+    if runs.empty or "diag_trigger_tests" not in runs:
+        return None
+    return _per_group("chi", runs.assign(chi_used=run_chi(runs)),
+                      ["suite", "label", "p_alg_chi_scale"], row, results, dropna=False)
 
 
 def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
+    """Every method's outputs from the strict saddle, judged at Gauss-PSGD's α = 4χ."""
     runs = _done(results.role_runs(SADDLE))
     if runs.empty or "final_lambda_min" not in runs:
         return None
-    alpha = float(theorem_alpha(_of(runs, OURS)).median())
+    alpha = float(4 * run_chi(_of(runs, OURS)).median())
     runs = runs.assign(sosp=is_sosp(runs, alpha), violation=violation(runs))
     rows = [[label, str(len(part)), f"{int(part['sosp'].sum())}/{len(part)}",
              f"{part['final_grad_norm'].mean():.3g}", f"{part['final_lambda_min'].mean():.3g}",
@@ -1065,5 +1001,7 @@ PAPER = Paper(
     key="tao2025", title=TEXT["title"], source=TEXT["source"],
     url="https://arxiv.org/abs/2505.15647", claims=CLAIMS,
     roles={role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")},
-    sections=sections, resolutions=RESOLUTIONS, studies={TRIGGER_STUDY: trigger_study},
-    regime=REGIME, text=TEXT)
+    sections=sections, resolutions=tuple(
+        tuple(TEXT[f"resolutions.{key}.{part}"] for part in ("where", "paper", "ours"))
+        for key in TEXT.section("resolutions")),
+    studies={TRIGGER_STUDY: trigger_study}, regime=REGIME, text=TEXT)
