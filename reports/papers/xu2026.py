@@ -44,6 +44,7 @@ from reports.claims import (
     at_most,
     finished,
     flag,
+    numeric,
     paired_or_welch,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
@@ -180,9 +181,7 @@ def _noise_ratio(runs: pd.DataFrame) -> pd.Series:
 
 def _param(runs: pd.DataFrame, name: str) -> pd.Series:
     """DP-RGDA's parameter ``name`` per run (its default where the run does not set it)."""
-    default, column = getattr(DPRGDA.Params(), name), f"p_alg_{name}"
-    return runs[column].astype(float).fillna(default) if column in runs else \
-        pd.Series(float(default), index=runs.index)
+    return numeric(runs, f"p_alg_{name}", getattr(DPRGDA.Params(), name))
 
 
 def _early(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
@@ -193,10 +192,11 @@ def _early(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 
 # -- statistics -----------------------------------------------------------------------------
 
-def _versus(name: str, column: str, progress: bool = False) -> Statistic:
+def _versus(metric: str, progress: bool = False) -> Statistic:
     """DP-RGDA's ``column`` at x_T (``progress``: its 1 − Φ(x_T)/Φ(x₀)) minus the baseline's
     (÷ ``SLIGHTLY`` for progress), paired by seed (one x₀ per seed) else Welch. Diverged runs
     of either side are dropped: a diverged baseline is reported, never scored."""
+    column = f"last_{metric}"
 
     def value(runs: pd.DataFrame, divide: float = 1.0) -> pd.Series:
         values = 1 - runs["last_loss"] / runs["phi0"] if progress else runs[column]
@@ -209,7 +209,9 @@ def _versus(name: str, column: str, progress: bool = False) -> Statistic:
             return Sample.of([])
         return paired_or_welch(value(ours), value(base, SLIGHTLY if progress else 1.0))
 
-    return Statistic(name, compute)
+    return Statistic(f"progress 1 − Φ(x_T)/Φ(x₀), DP-RGDA − PrivateDiff/{SLIGHTLY:g} (paired "
+                     "by seed)" if progress else f"{metric.replace('_', ' ')} at x_T, DP-RGDA − "
+                     "the baseline (paired by seed)", compute)
 
 
 LEFT = Statistic("Φ(x_T)/Φ(x₀) per run (diverged runs dropped)",
@@ -501,17 +503,15 @@ CLAIMS = (
                AtLeast(DATA_SHARE, "mean data share"), kind="paper", headline=True,
                setting=MATRIX_SENSING),
     TEXT.claim("C1", "Table 2", _table2_runs(*SPIDERS),
-               _versus("loss at x_T, DP-RGDA − the baseline (paired by seed)", "last_loss"),
+               _versus("loss"),
                AtMost(0.0, "mean paired difference of Φ(x_T)"), COMPARISON_PREMISES,
                headline=True, **TABLE2),
     TEXT.claim("C2", "Table 2", _table2_runs(PRIVATE_DIFF),
-               _versus(f"progress 1 − Φ(x_T)/Φ(x₀), DP-RGDA − PrivateDiff/{SLIGHTLY:g} (paired "
-                       "by seed)", "last_loss", progress=True),
+               _versus("loss", progress=True),
                AtLeast(0.0, f"mean paired difference of progress (DP-RGDA − PrivateDiff/"
                             f"{SLIGHTLY:g})"), COMPARISON_PREMISES, **TABLE2),
     TEXT.claim("C3", "Table 2", _table2_runs(*SPIDERS),
-               _versus("lambda min at x_T, DP-RGDA − the baseline (paired by seed)",
-                       "last_lambda_min"),
+               _versus("lambda_min"),
                AtLeast(0.0, "mean paired difference of λ_min"), COMPARISON_PREMISES, **TABLE2),
     TEXT.claim("P1", "Figure 1",
                Runs(("table2",), {"label": OURS, "calibration": list(CALIBRATIONS)},
