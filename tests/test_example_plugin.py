@@ -177,6 +177,16 @@ def test_its_paper_is_registered_and_passes_the_common_checks(
     assert f"paper {KEY}" in out and "FAIL" not in out
 
 
+def test_list_shows_its_paper_as_declared() -> None:
+    from reports.papers import get_paper, paper_info
+
+    paper = get_paper(KEY)
+    assert paper_info(KEY) == (KEY, paper.title, paper.source, paper.url, ("compare",))
+    listed = saddlebench("list")
+    assert listed.returncode == 0, listed.stderr
+    assert KEY in listed.stdout and "the saddlebench example plugin" in listed.stdout
+
+
 def test_its_paper_reproduces_and_its_page_gives_every_verdict(tmp_path: Path) -> None:
     from reports.papers import get_paper
 
