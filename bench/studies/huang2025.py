@@ -1,17 +1,20 @@
 """huang2025's studies (no stored runs): Theorem 3 where its condition (18) holds, and
 Lemma D.2's clipping-bias inequality (40) on random vector sets. ``saddlebench reproduce
 huang2025`` runs them through ``reports.papers.huang2025.PAPER.studies`` and stores their
-frames (one row per setting or trial); the page only reads them."""
+frames (one row per setting or trial); the page only reads them. Beside them, the paper's
+calibration at settings no run reaches (Corollary 1's σ̂ at Table 1's CNN setting,
+DPSGD-GC's noise at Figure 1's grid corner) and group privacy, which the page shows."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from algorithms import PrivacyTarget
-from algorithms.prisma import PriSMA, PriSMAParams
+from algorithms.prisma import DPSGDGC, DPSGDGCParams, PriSMA, PriSMAParams
 from algorithms.privacy.accounting import epsilon
 from problems import DataSize
 
@@ -74,6 +77,43 @@ def lemma_d2_study(scale: str, trials: int = LEMMA_TRIALS) -> pd.DataFrame:
                      "printed_ok": lhs <= rhs * (1 + 1e-9),
                      "squared_ok": lhs**2 <= rhs * (1 + 1e-9)})
     return pd.DataFrame(rows)
+
+
+
+# -- the paper's calibration at settings not run ---------------------------------------------
+
+TABLE1_SETTING: dict[str, Any] = {"clients": 10, "n": 5000, "batch_size": 512, "steps": 1000,
+                                  "delta": 1e-5, "d": 550570}
+
+
+def corollary_sigma(eps: float) -> float:
+    """Corollary 1's σ̂ at Table 1's CNN setting (:data:`TABLE1_SETTING`)."""
+    s = TABLE1_SETTING
+    alg = PriSMA(PriSMAParams(steps=s["steps"], batch_size=s["batch_size"]))
+    data = DataSize(n=s["clients"] * s["n"], clients=[np.arange(s["n"])] * s["clients"])
+    return float(alg.paper_sigma(data, PrivacyTarget(eps, s["delta"], "paper")))
+
+
+def paper_noise(eps: float) -> float:
+    """√d·σ̂·2/(b·√M) of Table 1's CNN setting at ``eps`` (Corollary 1's σ̂)."""
+    s = TABLE1_SETTING
+    return math.sqrt(s["d"]) * corollary_sigma(eps) * 2 / (s["batch_size"]
+                                                           * math.sqrt(s["clients"]))
+
+
+def figure1_corner_noise(n: int, start_grad_norm: float) -> float:
+    """DPSGD-GC's per-step noise-to-signal √d·σ̂·2C₁/(b·√M·‖∇F(x⁰)‖) at the least noisy
+    corner of Figure 1's grid (T = 2,000, C₁ = 5, b = 0.1N; M = d = 10, ε = 1, δ = 1e-4)."""
+    alg = DPSGDGC(DPSGDGCParams(steps=2000, batch_fraction=0.1, clip1=5.0))
+    data = DataSize(n=10 * n, clients=[np.arange(n)] * 10)
+    sigma = alg.paper_sigma(data, PrivacyTarget(1.0, 1e-4, "paper"))
+    return math.sqrt(10) * sigma * 2 * 5.0 / (0.1 * n * math.sqrt(10) * start_grad_norm)
+
+
+def group_privacy(copies: float, eps: float, delta: float) -> tuple[float, float]:
+    """(kε, k·e^{(k−1)ε}·δ): what (ε, δ)-DP per record gives a person whose record appears
+    k times (group privacy, Dwork & Roth 2014 §2.3 and Vadhan 2017 Lemma 2.2)."""
+    return copies * eps, copies * math.exp((copies - 1) * eps) * delta
 
 
 STUDIES = {"theorem3": theorem3_study, "lemma_d2": lemma_d2_study}

@@ -1,24 +1,15 @@
 """huang2025, PriSMA: Figure 1 (least squares against N), Table 1 (CNN over ε), and the
-algorithm's step bound and privacy, declared as claims with rules and premises; the texts are
-in huang2025.yaml, the studies (Theorem 3 where (18) holds, Lemma D.2's inequality (40)) in
-bench/studies/huang2025.py.
-
-Roles (``role:`` in the experiment files): ``fig1`` (final ‖∇F‖ of PriSMA and DPSGD-GC
-against the clients' sample count N), ``table1`` (test accuracy and loss against ε),
-``reference`` (non-private SGD beside Table 1), ``pilot`` (Table 1's fixed constants) and
-``ablation`` (PriSMA without its server clip C₂, without the C₃ clip, without momentum).
+algorithm's step bound and privacy, declared as claims with rules and premises. The texts are
+in huang2025.yaml; the studies (Theorem 3 where (18) holds, Lemma D.2's inequality (40)) and
+the paper's calibration at settings no run reaches in bench/studies/huang2025.py.
 
 Table 1's claims 1, 2 and 4 are judged on real images (Fashion-MNIST) wherever such runs
 exist, in the paper's per-step noise-to-signal regime (premise); the embedded digits are then
-a stand-in reported beside them, not counted.
-
-Comparisons of PriSMA with DPSGD-GC are decided per setting on the difference of the two
-methods' final metrics, paired by seed (both methods run the same seeds, which fix the
-sampling and noise streams; Welch's test where the seeds differ), one-sided as the paper's
-statements are, with Holm's correction over the settings (ε, or N). Table 1's accuracy
-claim is split where the paper's own numbers split it: "exceeds" at ε = 4 (claim 1, the
-paper's z = 1.9) and non-inferiority within a declared 1 pp at ε ≥ 8 (claim 1n, the paper's
-z ≤ 1.06); the paper's effect and z stand beside ours in each setting's evidence.
+a stand-in reported beside them, not counted. PriSMA against DPSGD-GC is decided per setting
+(ε, or N) on the difference of final metrics, paired by seed (Welch where the seeds differ),
+one-sided, Holm over the settings; accuracy "exceeds" at ε = 4 (claim 1, the paper's z = 1.9)
+and non-inferiority within 1 pp at ε ≥ 8 (claim 1n, the paper's z ≤ 1.06), the paper's own
+effect and z beside ours.
 """
 
 from __future__ import annotations
@@ -26,16 +17,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from algorithms import PrivacyTarget, get_algorithm
-from bench.studies.huang2025 import STUDIES
-from problems import DataSize
+from bench.studies.huang2025 import (
+    STUDIES,
+    TABLE1_SETTING,
+    corollary_sigma,
+    figure1_corner_noise,
+    group_privacy,
+    paper_noise,
+)
 from reports.claims import (
     Control,
     Paper,
@@ -47,6 +43,7 @@ from reports.claims import (
     along,
     difference,
     finished,
+    flag,
     numeric,
     paired_or_welch,
     stand_in_findings,
@@ -98,12 +95,12 @@ GRAD_TOLERANCE_LOG10 = 0.02
 # Theorems 3–4 analyse Algorithm 1; the C₃ variant that ran is Algorithm 1 only while its
 # C₃ clip never binds (notes §2.2): at most 1 % of the per-sample differences clipped
 CLIP3_ACTIVE_MAX = 0.01
+CLIPPED_C3 = "prem_clipped_fraction_c3"
 
 COROLLARY_SIGMA = {4: 11.135, 8: 5.965, 16: 3.345, 32: 1.986}  # notes §7 item 10
 CHANCE = 0.1  # 10 classes (digits and CIFAR-10)
+TABLE1_METRICS = (("test_acc", 100), ("test_loss", 1))  # (metric, scale): accuracy in %
 PAPER_STRICTEST = 4.0  # Table 1's strictest ε
-TABLE1_SETTING: dict[str, Any] = {"clients": 10, "n": 5000, "batch_size": 512, "steps": 1000,
-                                  "delta": 1e-5, "d": 550570}
 # Table 1's networks: problem -> (data set as the page names it, input features of the
 # one-hidden-layer MLP, real 28×28 images or not); d = (features + 1)·h + (h + 1)·10
 TABLE1_DATA = {"digits_mlp": ("digits (8×8, stand-in)", 64, False),
@@ -231,14 +228,6 @@ def inside_grid(also: Callable[[pd.DataFrame, PaperResults], pd.DataFrame] | Non
 
 # -- statistics ---------------------------------------------------------------------------
 
-def _by_seed(runs: pd.DataFrame, label: str, column: str) -> pd.Series:
-    """seed → ``column`` of ``label``'s runs."""
-    part = runs[runs["label"] == label]
-    if column not in part or part.empty:
-        return pd.Series(dtype=float)
-    return pd.Series(part[column].to_numpy(float), index=part["seed"].to_numpy())
-
-
 def gap(metric: str, scale: float = 1.0, unit: str = "",
         labels: tuple[str, str] = METHODS) -> Statistic:
     """``labels[0]`` − ``labels[1]`` final ``metric`` (× ``scale``): the shared
@@ -259,7 +248,11 @@ def _strictest(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
 
 def _gains(runs: pd.DataFrame) -> pd.Series:
     """seed → PriSMA − DPSGD-GC test accuracy (pp) over the seeds both ran."""
-    a, b = (_by_seed(runs, m, "final_test_acc") * 100 for m in METHODS)
+    if "final_test_acc" not in runs:
+        return pd.Series(dtype=float)
+    a, b = (pd.Series(part["final_test_acc"].to_numpy(float) * 100,
+                      index=part["seed"].to_numpy())
+            for part in (runs[runs["label"] == m] for m in METHODS))
     if not (a.index.is_unique and b.index.is_unique):
         return pd.Series(dtype=float)
     common = sorted(set(a.index) & set(b.index))
@@ -560,23 +553,11 @@ def _figure1_instance(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None,
         f"M = 10, d = 10, λ = 1, noise variance 2, N = {n.min():g}–{n.max():g} per client")
 
 
-def clip_column(runs: pd.DataFrame, which: str) -> str | None:
-    """The recorded fraction of per-sample vectors clipped at C_``which``."""
-    names = [f"prem_clipped_fraction_clip{which}", f"prem_clipped_fraction_c{which}",
-             f"prem_clipped_fraction_{which}"]
-    found = [c for c in names if c in runs and runs[c].notna().any()]
-    if not found:
-        found = [str(c) for c in runs if str(c).startswith("prem_clipped_fraction")
-                 and str(c).endswith(which) and runs[c].notna().any()]
-    return found[0] if found else None
-
-
 def _clip3_inactive(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     prisma = runs[runs["label"] == "prisma"] if "label" in runs else runs
-    column = clip_column(prisma, "3")
-    if column is None or prisma.empty:
+    if CLIPPED_C3 not in prisma or prisma[CLIPPED_C3].isna().all() or prisma.empty:
         return None, "fraction clipped at C₃ not recorded"
-    frac = prisma[column].astype(float)
+    frac = prisma[CLIPPED_C3].astype(float)
     over = int((frac > CLIP3_ACTIVE_MAX).sum())
     return over == 0, (f"fraction of per-sample differences clipped at C₃: median "
                        f"{float(frac.median()):.3g}, max {float(frac.max()):.3g} vs ≤ "
@@ -624,22 +605,6 @@ def noise_to_signal(runs: pd.DataFrame) -> pd.Series:
     """Per-step noise norm of the averaged message over the clip, √d·σ̂·2/(b·√M)."""
     return (np.sqrt(table1_dims(runs)) * numeric(runs, "sigma") * 2
             / (numeric(runs, "batch_size") * np.sqrt(numeric(runs, "p_prob_clients"))))
-
-
-def corollary_sigma(eps: float) -> float:
-    """Corollary 1's σ̂ at the CNN setting (computed, not run)."""
-    s = TABLE1_SETTING
-    cls = get_algorithm("prisma")
-    alg = cls(cls.Params(steps=s["steps"], batch_size=s["batch_size"]))
-    data = DataSize(n=s["clients"] * s["n"], clients=[np.arange(s["n"])] * s["clients"])
-    return float(alg.paper_sigma(data, PrivacyTarget(eps, s["delta"], "paper")))
-
-
-def paper_noise(eps: float) -> float:
-    """√d·σ̂·2/(b·√M) of Table 1's CNN setting at ``eps`` (Corollary 1's σ̂)."""
-    s = TABLE1_SETTING
-    return math.sqrt(s["d"]) * corollary_sigma(eps) * 2 / (s["batch_size"]
-                                                           * math.sqrt(s["clients"]))
 
 
 def _noise_regime(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -736,10 +701,10 @@ CLAIMS = (
     TEXT.claim("16", "Theorem 3", Runs(study="theorem3", by=("epsilon",)), WITHIN_TARGET,
                Always("certified ε ≤ ε target"), premises=(CONDITION_18,), kind="paper"),
     TEXT.claim("18", "Lemma D.2", Runs(study="lemma_d2"),
-               per_run("(40) as printed", lambda r: r["printed_ok"].astype(bool)),
+               flag("printed_ok", "(40) as printed"),
                Always("(40) as printed holds"), kind="paper"),
     TEXT.claim("18s", "Lemma D.2", Runs(study="lemma_d2"),
-               per_run("(40) squared", lambda r: r["squared_ok"].astype(bool)),
+               flag("squared_ok", "(40) squared"),
                Always("(40) squared holds"), kind="paper"),
     TEXT.claim("A1", "Algorithm 1", Runs(roles=("ablation",), by=("p_prob_base_n",)),
                gap("grad_norm", labels=("prisma", "prisma_gamma1")),
@@ -747,149 +712,7 @@ CLAIMS = (
 )
 
 
-# -- sections -----------------------------------------------------------------------------
-
-def _figure1(results: PaperResults, out: Path) -> list[Figure]:
-    figures = []
-    colour = colours(list(METHODS))
-    for suite in results.role_suites("fig1"):
-        runs = results.suite_runs(suite)
-        frame = runs.assign(N=per_client_n(runs))
-        stats = {str(label): t for label, part in frame.groupby("label")
-                 if len(t := final_stats(part, "grad_norm", by="N"))}
-        if not stats:
-            continue
-        panel = Panel([Series(NAMES.get(label, label), t["N"], t["mean"], t["se"],
-                              colour.get(label)) for label, t in stats.items()],
-                      "N (samples per client)", "‖∇F(x_T)‖",
-                      "non-convex regularised least squares, ε = 1", yscale="log",
-                      xticks=sorted({n for t in stats.values() for n in t["N"]}))
-        dup = _dup_factor(runs)
-        copies = "" if dup is None else (
-            text("figures.fig1.duplicated", SHOWN=_copies(dup), MAX=float(dup.max()))
-            if float(dup.max()) > 1 else TEXT["figures.fig1.fresh"])
-        figures.append(Figure(draw(Plot([panel]), out, f"fig1_{suite}"),
-                              " ".join(t for t in (TEXT["figures.fig1.caption"], copies) if t),
-                              results.provenance(runs)))
-    return figures
-
-
-def _reference(results: PaperResults, problem: str) -> tuple[float, float, int]:
-    """Non-private SGD's final test accuracy (mean, s.e., runs) on ``problem``."""
-    ref = finished(results.role_runs("reference"))
-    ref = ref[ref["problem"] == problem] if not ref.empty else ref
-    if ref.empty or "final_test_acc" not in ref:
-        return math.nan, math.nan, 0
-    return (*mean_se(ref["final_test_acc"].astype(float)), len(ref))
-
-
-def _table1_figure(results: PaperResults, out: Path) -> list[Figure]:
-    """Test accuracy against ε for both methods, with non-private SGD and chance marked."""
-    figures = []
-    colour = colours([*METHODS, "sgd"])
-    for suite in results.role_suites("table1"):
-        runs = finished(results.suite_runs(suite))
-        if runs.empty or "final_test_acc" not in runs:
-            continue
-        series = []
-        for label in METHODS:
-            t = final_stats(runs[runs["label"] == label], "test_acc")
-            series.append(Series(NAMES[label], t["epsilon"], 100 * t["mean"], 100 * t["se"],
-                                 colour.get(label)))
-        mean, se, count = _reference(results, str(runs["problem"].iloc[0]))
-        lines = [Line(100 * mean, NAMES["sgd"], colour.get("sgd"), "-", half_band=100 * se)
-                 ] if count else []
-        panel = Panel(series, "ε", "test accuracy (%)", xscale="log2",
-                      lines=[*lines, Line(100 * CHANCE, "chance")])
-        figures.append(Figure(draw(Plot([panel]), out, f"table1_{suite}"),
-                              TEXT["figures.table1.caption"], results.provenance(runs)))
-    return figures
-
-
-def _table1_row(runs: pd.DataFrame, eps: float, results: PaperResults) -> list[str]:
-    row = [f"{eps:g}"]
-    at = runs[np.isclose(runs["epsilon"].astype(float), eps)]
-    for m in METHODS:
-        for metric, scale in (("test_acc", 100), ("test_loss", 1)):
-            s = final_stats(at[at["label"] == m], metric)
-            row.append(format_mean_se(scale * float(s["mean"].iloc[0]),
-                                      scale * float(s["se"].iloc[0])) if len(s) else "–")
-    for metric, scale in (("test_acc", 100), ("test_loss", 1)):
-        sample = difference(metric, *METHODS, scale=scale).compute(finished(at), results)
-        diff = mean_difference(sample.values, sample.reference)[0]
-        row.append("–" if math.isnan(diff) else f"{diff:+.3g}")
-    return row
-
-
-def _table1(results: PaperResults) -> list[dict[str, Any]]:
-    tables = []
-    for suite in results.role_suites("table1"):
-        runs = results.suite_runs(suite)
-        if runs.empty:
-            continue
-        mean, se, count = _reference(results, str(runs["problem"].iloc[0]))
-        reference = (f"{format_mean_se(100 * mean, 100 * se)} % test accuracy ({count} runs)"
-                     if count else "– (not run)")
-        rows = [_table1_row(runs, float(e), results) for e in sorted(set(runs["epsilon"]))]
-        tables.append(table("table1", rows, results.provenance(runs), SUITE=suite,
-                            PROBLEM=runs["problem"].iloc[0], REFERENCE=reference))
-    return tables
-
-
-def _sigma_table(scale: str) -> dict[str, Any]:
-    return table("sigma", [[f"{e:g}", f"{corollary_sigma(e):.4f}", f"{v:.3f}"]
-                           for e, v in COROLLARY_SIGMA.items()],
-                 Provenance(scale, computed="computed by prisma.paper_sigma"))
-
-
-def _sigma_ratio(r: pd.Series) -> str:
-    """PriSMA's σ₁ over DPSGD-GC's σ at the same (ε, δ, T, b, N, C₁): γ + (1−γ)C₃/C₁."""
-    if r.get("algorithm") != "prisma" or pd.isna(r.get("plan_sigma_later")):
-        return "–"
-    other = r["sigma"] * 2 * r["p_alg_clip1"] / r["batch_size"]
-    return f"{r['plan_sigma_later'] / other:.3g}"
-
-
-def _condition(r: pd.Series) -> str:
-    if pd.isna(r.get("plan_condition_18_rhs")):
-        return "–"
-    holds = "holds" if r["plan_condition_18_rhs"] >= r["plan_condition_18_alpha"] else "fails"
-    return f"{holds}: {r['plan_condition_18_rhs']:.3g} vs α = {r['plan_condition_18_alpha']:.3g}"
-
-
-def group_privacy(copies: float, eps: float, delta: float) -> tuple[float, float]:
-    """(kε, k·e^{(k−1)ε}·δ): what (ε, δ)-DP per record gives a person whose record appears
-    k times (group privacy, Dwork & Roth 2014 §2.3 and Vadhan 2017 Lemma 2.2)."""
-    return copies * eps, copies * math.exp((copies - 1) * eps) * delta
-
-
-def _show_group(copies: float, eps: float, delta: float) -> str:
-    group_eps, group_delta = group_privacy(copies, eps, delta)
-    return f"{group_eps:g} (δ = {group_delta:.2g})"
-
-
-def _figure1_table(results: PaperResults) -> list[dict[str, Any]]:
-    """Figure 1's numbers per N, with the per-record ε and a person's group-privacy ε, for
-    our runs and for the paper's duplication scheme (2,000 records copied N/2,000 times)."""
-    tables = []
-    for suite in results.role_suites("fig1"):
-        runs = finished(results.suite_runs(suite)).assign(
-            N=lambda r: per_client_n(r), copies=lambda r: _dup_factor(r))
-        if runs.empty:
-            continue
-        rows = []
-        for key, part in runs.groupby("N"):
-            n = as_float(key)
-            eps, delta = float(part["epsilon"].iloc[0]), float(part["delta"].iloc[0])
-            copies = float(part["copies"].max())
-            stats = [final_stats(part[part["label"] == m], "grad_norm", by="N") for m in METHODS]
-            rows.append([f"{n:g}", f"{eps:g}", f"{copies:g}", _show_group(copies, eps, delta),
-                         f"{n / 2000:g}", _show_group(n / 2000, eps, delta),
-                         *(format_mean_se(float(t["mean"].iloc[0]), float(t["se"].iloc[0]))
-                           if len(t) else "–" for t in stats)])
-        tables.append(table("figure1", rows, results.provenance(runs), SUITE=suite))
-    return tables
-
+# -- the paper's setting beside ours ----------------------------------------------------
 
 def _passes(runs: pd.DataFrame) -> pd.Series:
     return runs["steps"].astype(float) * runs["batch_size"].astype(float) / per_client(runs)
@@ -907,15 +730,8 @@ def _paper_ls_noise(results: PaperResults) -> str:
     """DPSGD-GC's per-step noise-to-signal at the least noisy corner of the paper's grid
     (T = 2,000, C₁ = 5), N = 2,000 and 12,000, with ‖∇F(x⁰)‖ of our instance."""
     g0 = float(_start_grad_norm(results, _fig1_gc(results)).median())
-    cls = get_algorithm("dpsgd_gc")
-    values = []
-    for n in (2000, 12000):
-        alg = cls(cls.Params(steps=2000, batch_fraction=0.1, clip1=5.0))
-        data = DataSize(n=10 * n, clients=[np.arange(n)] * 10)
-        sigma = alg.paper_sigma(data, PrivacyTarget(1.0, 1e-4, "paper"))
-        values.append(math.sqrt(10) * sigma * 2 * 5.0 / (0.1 * n * math.sqrt(10) * g0))
-    return (f"≥ {values[0]:.3g} at N = 2,000, ≥ {values[1]:.3g} at N = 12,000 (T ≥ 2,000, "
-            "C₁ ≥ 5: the least noisy corner of its grid; ‖∇F(x⁰)‖ of our instance)")
+    return text("regime.f1_noise.paper", LOW=figure1_corner_noise(2000, g0),
+                HIGH=figure1_corner_noise(12000, g0))
 
 
 def _fig1(results: PaperResults) -> pd.DataFrame:
@@ -988,44 +804,156 @@ REGIME = (
 )
 
 
-def _ablation_table(results: PaperResults) -> list[dict[str, Any]]:
-    tables = []
-    for suite in results.role_suites("ablation"):
-        runs = finished(results.suite_runs(suite))
-        if runs.empty:
-            continue
-        rows = []
-        for label in [lab for lab in ABLATIONS if lab in set(runs["label"])]:
-            part = runs[runs["label"] == label]
-            ratio = part["diag_max_step"].astype(float) / part["diag_step_bound"].astype(float)
-            rows.append([NAMES[label], format_mean_se(*mean_se(part["final_grad_norm"])),
-                         span(part["plan_sensitivity"].astype(float)),
-                         span(part["plan_sigma_later"].astype(float)), span(ratio),
-                         f"{len(part)}"])
-        tables.append(table("ablation", rows, results.provenance(runs), SUITE=suite))
-    return tables
+# -- sections -----------------------------------------------------------------------------
+
+Build = Callable[[PaperResults, str, pd.DataFrame], Any]
+
+
+def per_suite(results: PaperResults, role: str, build: Build, done: bool = True) -> list[Any]:
+    """``build(results, suite, runs)`` for each suite of ``role`` with runs (its finished
+    runs where ``done``), leaving out what comes back None."""
+    out = []
+    for suite in results.role_suites(role):
+        runs = finished(results.suite_runs(suite)) if done else results.suite_runs(suite)
+        if not runs.empty and (item := build(results, suite, runs)) is not None:
+            out.append(item)
+    return out
+
+
+def _cell(runs: pd.DataFrame, metric: str, scale: float = 1.0, by: str = "epsilon") -> str:
+    """'mean ± s.e.' of the final ``metric`` (× ``scale``) over ``runs`` ('–' without)."""
+    s = final_stats(runs, metric, by)
+    return format_mean_se(scale * float(s["mean"].iloc[0]),
+                          scale * float(s["se"].iloc[0])) if len(s) else "–"
+
+
+def _figure1(results: PaperResults, suite: str, runs: pd.DataFrame, out: Path) -> Figure | None:
+    frame, colour = runs.assign(N=per_client_n(runs)), colours(list(METHODS))
+    stats = {str(label): t for label, part in frame.groupby("label")
+             if len(t := final_stats(part, "grad_norm", by="N"))}
+    if not stats:
+        return None
+    panel = Panel([Series(NAMES.get(label, label), t["N"], t["mean"], t["se"], colour.get(label))
+                   for label, t in stats.items()], "N (samples per client)", "‖∇F(x_T)‖",
+                  "non-convex regularised least squares, ε = 1", yscale="log",
+                  xticks=sorted({n for t in stats.values() for n in t["N"]}))
+    dup = _dup_factor(runs)
+    copies = "" if dup is None else (
+        text("figures.fig1.duplicated", SHOWN=_copies(dup), MAX=float(dup.max()))
+        if float(dup.max()) > 1 else TEXT["figures.fig1.fresh"])
+    return Figure(draw(Plot([panel]), out, f"fig1_{suite}"),
+                  " ".join(t for t in (TEXT["figures.fig1.caption"], copies) if t),
+                  results.provenance(runs))
+
+
+def _reference(results: PaperResults, problem: str) -> tuple[float, float, int]:
+    """Non-private SGD's final test accuracy (mean, s.e., runs) on ``problem``."""
+    ref = finished(results.role_runs("reference"))
+    ref = ref[ref["problem"] == problem] if not ref.empty else ref
+    if ref.empty or "final_test_acc" not in ref:
+        return math.nan, math.nan, 0
+    return (*mean_se(ref["final_test_acc"].astype(float)), len(ref))
+
+
+def _table1_figure(results: PaperResults, suite: str, runs: pd.DataFrame, out: Path
+                   ) -> Figure | None:
+    """Test accuracy against ε for both methods, with non-private SGD and chance marked."""
+    if "final_test_acc" not in runs:
+        return None
+    colour = colours([*METHODS, "sgd"])
+    stats = {label: final_stats(runs[runs["label"] == label], "test_acc") for label in METHODS}
+    mean, se, count = _reference(results, str(runs["problem"].iloc[0]))
+    sgd = [Line(100 * mean, NAMES["sgd"], colour.get("sgd"), "-", half_band=100 * se)]
+    panel = Panel([Series(NAMES[label], t["epsilon"], 100 * t["mean"], 100 * t["se"],
+                          colour.get(label)) for label, t in stats.items()],
+                  "ε", "test accuracy (%)", xscale="log2",
+                  lines=[*(sgd if count else []), Line(100 * CHANCE, "chance")])
+    return Figure(draw(Plot([panel]), out, f"table1_{suite}"), TEXT["figures.table1.caption"],
+                  results.provenance(runs))
+
+
+def _table1(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+    rows = []
+    for eps in sorted(set(runs["epsilon"])):
+        at = runs[np.isclose(runs["epsilon"].astype(float), float(eps))]
+        row = [f"{float(eps):g}", *(_cell(at[at["label"] == m], metric, scale)
+                                    for m in METHODS for metric, scale in TABLE1_METRICS)]
+        for metric, scale in TABLE1_METRICS:
+            sample = difference(metric, *METHODS, scale=scale).compute(finished(at), results)
+            diff = mean_difference(sample.values, sample.reference)[0]
+            row.append("–" if math.isnan(diff) else f"{diff:+.3g}")
+        rows.append(row)
+    mean, se, count = _reference(results, str(runs["problem"].iloc[0]))
+    reference = (f"{format_mean_se(100 * mean, 100 * se)} % test accuracy ({count} runs)"
+                 if count else "– (not run)")
+    return table("table1", rows, results.provenance(runs), SUITE=suite,
+                 PROBLEM=runs["problem"].iloc[0], REFERENCE=reference)
+
+
+def _show_group(copies: float, eps: float, delta: float) -> str:
+    group_eps, group_delta = group_privacy(copies, eps, delta)
+    return f"{group_eps:g} (δ = {group_delta:.2g})"
+
+
+def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+    """Figure 1's numbers per N, with the per-record ε and a person's group-privacy ε, for
+    our runs and for the paper's duplication scheme (2,000 records copied N/2,000 times)."""
+    runs = runs.assign(N=per_client_n(runs), copies=_dup_factor(runs))
+    rows = []
+    for key, part in runs.groupby("N"):
+        n = as_float(key)
+        eps, delta = float(part["epsilon"].iloc[0]), float(part["delta"].iloc[0])
+        copies = float(part["copies"].max())
+        rows.append([f"{n:g}", f"{eps:g}", f"{copies:g}", _show_group(copies, eps, delta),
+                     f"{n / 2000:g}", _show_group(n / 2000, eps, delta),
+                     *(_cell(part[part["label"] == m], "grad_norm", by="N") for m in METHODS)])
+    return table("figure1", rows, results.provenance(runs), SUITE=suite)
+
+
+def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+    rows = []
+    for label in [lab for lab in ABLATIONS if lab in set(runs["label"])]:
+        part = runs[runs["label"] == label]
+        ratio = part["diag_max_step"].astype(float) / part["diag_step_bound"].astype(float)
+        rows.append([NAMES[label], format_mean_se(*mean_se(part["final_grad_norm"])),
+                     span(part["plan_sensitivity"].astype(float)),
+                     span(part["plan_sigma_later"].astype(float)), span(ratio), f"{len(part)}"])
+    return table("ablation", rows, results.provenance(runs), SUITE=suite)
 
 
 def _study_tables(results: PaperResults) -> list[dict[str, Any]]:
     tables = []
-    theorem = results.study("theorem3")
+    theorem, lemma = results.study("theorem3"), results.study("lemma_d2")
     if not theorem.empty:
         tables.append(table("theorem3", [
             [f"{r.epsilon:g}", f"{r.delta:g}", f"{r.n}", f"{r.batch_size}", f"{r.steps}",
              f"{r.sigma:.4g}", f"{r.plan_condition_18_rhs:.3g} vs "
              f"{r.plan_condition_18_alpha:.3g}", f"{r.eps_pld:.4g}", f"{r.eps_rdp:.4g}"]
-            for r in theorem.itertuples()],
-            Provenance(results.scale, computed="study theorem3")))
-    lemma = results.study("lemma_d2")
+            for r in theorem.itertuples()], Provenance(results.scale, computed="study theorem3")))
     if not lemma.empty:
-        worst = lemma.assign(r1=lemma["lhs"] / lemma["rhs"], r2=lemma["lhs"] ** 2 / lemma["rhs"])
-        tables.append(table("lemma_d2", [
-            ["as printed: ‖·‖ ≤ rhs", f"{int(lemma['printed_ok'].sum())}/{len(lemma)}",
-             f"{float(worst['r1'].max()):.3g}"],
-            ["squared: ‖·‖² ≤ rhs", f"{int(lemma['squared_ok'].sum())}/{len(lemma)}",
-             f"{float(worst['r2'].max()):.3g}"]],
-            Provenance(results.scale, computed="study lemma_d2"), COUNT=len(lemma)))
+        rows = [[form, f"{int(lemma[ok].sum())}/{len(lemma)}",
+                 f"{float((lemma['lhs'] ** power / lemma['rhs']).max()):.3g}"]
+                for form, ok, power in (("as printed: ‖·‖ ≤ rhs", "printed_ok", 1),
+                                        ("squared: ‖·‖² ≤ rhs", "squared_ok", 2))]
+        tables.append(table("lemma_d2", rows,
+                            Provenance(results.scale, computed="study lemma_d2"),
+                            COUNT=len(lemma)))
     return tables
+
+
+def _sigma_ratio(r: pd.Series) -> str:
+    """PriSMA's σ₁ over DPSGD-GC's σ at the same (ε, δ, T, b, N, C₁): γ + (1−γ)C₃/C₁."""
+    if r.get("algorithm") != "prisma" or pd.isna(r.get("plan_sigma_later")):
+        return "–"
+    other = r["sigma"] * 2 * r["p_alg_clip1"] / r["batch_size"]
+    return f"{r['plan_sigma_later'] / other:.3g}"
+
+
+def _condition(r: pd.Series) -> str:
+    if pd.isna(r.get("plan_condition_18_rhs")):
+        return "–"
+    holds = "holds" if r["plan_condition_18_rhs"] >= r["plan_condition_18_alpha"] else "fails"
+    return f"{holds}: {r['plan_condition_18_rhs']:.3g} vs α = {r['plan_condition_18_alpha']:.3g}"
 
 
 def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
@@ -1041,17 +969,20 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
     page = PaperSections(settings=settings(results) if len(results.runs) else [])
     if len(results.runs):
         page.findings += _stand_in_findings(results)
-        page.figures = _figure1(results, out) + _table1_figure(results, out)
-        page.tables += (_figure1_table(results) + _table1(results) + _pilot_table(results)
-                        + _ablation_table(results))
+        page.figures = (per_suite(results, "fig1", partial(_figure1, out=out), done=False)
+                        + per_suite(results, "table1", partial(_table1_figure, out=out)))
+        page.tables += (per_suite(results, "fig1", _figure1_table)
+                        + per_suite(results, "table1", _table1, done=False)
+                        + _pilot_table(results) + per_suite(results, "ablation", _ablation_table))
     page.tables.append(_evidence_table(results.scale))
     page.tables += _study_tables(results)
-    page.tables.append(_sigma_table(results.scale))
+    page.tables.append(table("sigma", [[f"{e:g}", f"{corollary_sigma(e):.4f}", f"{v:.3f}"]
+                                       for e, v in COROLLARY_SIGMA.items()],
+                             Provenance(results.scale, computed="computed by prisma.paper_sigma")))
     calibration = calibration_table(results, TEXT["tables.calibration.note"],
                                     extra=[("condition (18)", _condition),
                                            ("σ₁ / σ DPSGD-GC", _sigma_ratio)])
-    if calibration:
-        page.tables.append(calibration)
+    page.tables += [calibration] if calibration else []
     page.deviations = deviations([("prisma / dpsgd_gc", "algorithms.prisma", "Deviations")])
     return page
 
