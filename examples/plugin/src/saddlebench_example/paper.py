@@ -44,7 +44,7 @@ from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import final_stats, format_mean_se, mean_se, settings
 from reports.prose import Prose
 from reports.results import Figure, PaperResults, PaperSections
-from reports.rules import Always, NonInferior, Sample, Trend
+from reports.rules import Always, NonInferior, Sample, Trend, as_float
 from reports.tables import epsilon_label
 
 KEY = "example2026"
@@ -109,7 +109,7 @@ def _loss_table(results: PaperResults) -> dict[str, Any] | None:
     rows = []
     for (label, eps), part in runs.groupby(["label", "epsilon"]):
         first = part.iloc[0]
-        rows.append([str(label), epsilon_label(float(eps)), f"{first['p_alg_lr']:g}",
+        rows.append([str(label), epsilon_label(as_float(eps)), f"{first['p_alg_lr']:g}",
                      f"{first['sigma']:.3g}", format_mean_se(*mean_se(part["final_loss"])),
                      str(len(part))])
     return {"title": TEXT["tables.loss.title"], "note": TEXT["tables.loss.note"],
