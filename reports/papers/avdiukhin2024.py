@@ -29,7 +29,6 @@ from reports.claims import (
     Control,
     Paper,
     PaperSetting,
-    Premise,
     Regime,
     Runs,
     Statistic,
@@ -49,6 +48,7 @@ from reports.paper import (
     deviations,
     settings,
 )
+from reports.prose import Prose
 from reports.results import Figure
 from reports.rules import Always, AtMost, Fraction, Monotone, NonInferior, Sample, as_float
 
@@ -72,85 +72,28 @@ PAPER_LR = 0.1  # §4 / App. A: lr 0.1, "the largest value which still achieves 
 ACCURACY_ROLES = ("fig1", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b")
 EMPIRICAL_ROLES = ("fig1", "fig1b", "fig2a", "fig2b")
 
-ROLES = {
-    "fig1": "Figure 1(a): test accuracy of noisy SGD (Algorithm 2) over the paper's ε grid "
-            "beside non-private SGD and clipped DP-SGD (Algorithm 1, tight noise), empirical C "
-            "(claims P1, P3, T1, T1p; P2 on clipped DP-SGD beside SGD; the test-accuracy and "
-            "per-sample-norm figures)",
-    "fig1b": "Figure 1(b): as Figure 1(a) with ResNet-18 on CIFAR-10 (claims P1b, P3, T1)",
-    "fig2a": "Figure 2(a): as Figure 1(a) with a pretrained ResNet-18 on CIFAR-100 (claims P1c, "
-             "P3, T1)",
-    "fig2b": "Figure 2(b): as Figure 1(a) with pretrained BERT on CoLA (claims P1d, P3, T1)",
-    "fig3a": "Figure 3(a): training accuracy over the ε grid (claim P5, T1; the "
-             "training-accuracy figure)",
-    "fig3b": "Figure 3(b): C from Lemma 3.2 instead of the empirical C (claims P4, T1; the "
-             "test-accuracy figure; Lemma 3.2's preconditions table)",
-    "saddle": "the synthetic check of Theorems 3.3–3.4 and §3.4 on strict_saddle started at "
-              "its saddle (claims T1, T2, T4, T5, T8; the λ_min figure)",
-    "lr_sweep": "Appendix A's choice of lr 0.1 as the largest that converges: a learning-rate "
-                "sweep of noisy SGD and SGD (claim P6; the learning-rate figure)",
-}
+PAPER_SETTING: dict[str, Any] = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01,
+                                 "d": 2_274_880}
+EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+PAPER_STEPS = PAPER_SETTING["epochs"] * (PAPER_SETTING["n"] // PAPER_SETTING["batch_size"])
 
-RESOLUTIONS = (
-    ("Thm 3.3 / App. A", "c₂ (and the c in C) unspecified, yet Δ is 'computed per Thm 3.3'",
-     "two calibrations: `paper` (Δ = c₂C√(T ln(1/δ))/(nε), c₂ = 1) and `pld` (tight "
-     "accountant); both run and both ε shown"),
-    ("Thm 3.1", "validity condition ε < c₁TB²/n² with unnamed c₁",
-     "c₁ = 1 by default; each plan records the largest ε the condition admits"),
-    ("Thm 3.3 proof", "(ε, 2δ): the failure of Lemma 3.2's event is charged once, as δ",
-     "our reading of the coupling gives (ε, (2 + e^ε)δ) (derivation in the table 'Theorem "
-     "3.3's δ'); both are shown, the paper's statement is what the claims test"),
-    ("Def. 2.1 / Alg. 2", "neighbouring relation and sampling (fixed-size vs Poisson) not fixed",
-     "Poisson sampling with q = B/n and add/remove adjacency (what Abadi's theorem assumes); "
-     "`sampling: fixed` gives the literal fixed-size batch with replace-one sensitivity 2C"),
-    ("App. A", "C = 2.5 'verified in Fig. 3(a)', which shows training accuracy",
-     "every run measures all per-sample gradient norms against C and records the largest of "
-     "each batch (the per-sample-norm figure)"),
-    ("App. A", "C = 2.5 is read off the (private) training data, an unaccounted use of it",
-     "the quick empirical C = 13 is read off the same way (a near non-private run on the "
-     "training data), as the claims P1–P3 are about the paper's procedure: disclosed, not "
-     "charged. The Lemma 3.2 C of Figure 3(b) no longer uses private data: L, f_max, σ are "
-     "measured at x₀ on the held-out split (`lemma_data: held_out`)"),
-    ("Lemma 3.2", "needs η ≤ min(1/L, 1/(σ√T)); the experiments use η = 0.1",
-     "each Lemma-3.2 run records the limit and whether η meets it (table 'Lemma 3.2's "
-     "preconditions'); the quick runs keep the paper's η = 0.1, far above it"),
-    ("§5.1", "B, epochs, momentum, weight decay, schedule not stated",
-     "plain SGD, constant lr 0.1; paper scale uses the FFCV defaults B = 512, 24 epochs; "
-     "quick scale B = 64, 24 passes, the network sized so that the noise-to-bound ratio "
-     "√d·Δ/C matches the paper scale's (table 'Regime')"),
-    ("§4 / App. A", "BatchNorm in the CNN and ResNet-18 makes per-sample gradients ill-defined",
-     "GroupNorm instead (same affine parameter count). For the pretrained ResNet-18 only the "
-     "weights are reused (BN affine → GN affine, running statistics dropped): it is not the "
-     "pretrained function"),
-    ("Quick scale", "CIFAR/CoLA cannot run on 2 CPU cores in minutes",
-     "the embedded digits (real data, n = 1,347) with a one-hidden-layer MLP of d = 7,510 in "
-     "place of the Appendix-A CNN: at B = 64 and 24 passes its noise-to-bound ratio equals "
-     "the CIFAR-10 CNN's at every ε; a narrowed CNN of that d costs ~5× more per step. C "
-     "measured as the paper measured it (largest per-sample norm of a near non-private run)"),
-    ("P1-P3 on real images", "CIFAR-10 is not on the machine; the digits stand-in is not "
-     "the paper's network",
-     "Fashion-MNIST (Debian's dataset-fashion-mnist) with the Appendix-A CNN for 28×28×1 at "
-     "the paper's C = 2.5: width 1/16 (d = 9,148), 1,000 training and 1,000 test images, "
-     "B = 32, T = 228, lr 0.1, so that √d·Δ/C = 3.10/ε as the CIFAR-10 CNN's 3.12/ε (regime "
-     "table); P1-P3 read these runs wherever they ran, the digits stand-in's verdicts are "
-     "listed as findings, not counted. At x₀ the full-width CNN's per-sample norms (13.6-18, "
-     "64 images) exceed the width-1/16 network's (4.5-14): the narrowing understates them"),
-    ("§3.4", "AboveThreshold without thresholds, constants or candidate count",
-     "the notes' rigorous variant (threshold 3/2, Lap(2Δ/ε_s) and Lap(4Δ/ε_s), m candidates); "
-     "total ε + ε_s by basic composition"),
-    ("§3.4", "eigenvalue sensitivity L/n needs per-sample smoothness", "assumed and stated"),
-    ("§4", "CoLA 'testing accuracy': test labels are not public",
-     "accuracy on the in-domain dev set"),
-    ("Thm 3.3", "the guarantee is (ε, 2δ) with δ = 0.01", "δ = 0.01 as the paper; ε reported at δ"),
-    ("Output", "theory outputs a selected iterate, experiments the final model",
-     "final iterate in the figures; the private selection is run in the synthetic check"),
-    ("Figures", "the figures exist only as images: the paper prints no accuracy numbers",
-     "no published numbers are compared; the claims test the shapes the text states"),
-    ("§4 / Figs. 1–3", "'monotone in ε', 'close to SGD' and 'w.h.p.' are not quantified",
-     f"declared rules: monotone up to {MONOTONE_TOL_PP:g} pp, no worse than SGD by more than "
-     f"{GAP_PP:g} pp (non-inferiority, paired by seed) "
-     f"(notes §7), 'w.h.p.' tested as P > {WHP:g}; each decided over seeds, Holm over settings"),
-)
+
+def _noise_to_bound(epsilon: float) -> float:
+    """√d·Δ/C = √d·σ/B = √d·c₂√(T ln(1/δ))/(nε) of the paper's CIFAR-10 CNN setting."""
+    s = PAPER_SETTING
+    return math.sqrt(s["d"]) * math.sqrt(PAPER_STEPS * math.log(1 / s["delta"])) / (
+        s["n"] * epsilon)
+
+
+TEXT = Prose.load(
+    __file__, GAP_PP=GAP_PP, MONOTONE_TOL_PP=MONOTONE_TOL_PP, WHP=WHP, BOUND_PROB=BOUND_PROB,
+    PAPER_LR=PAPER_LR, ESCAPE_PROB=ESCAPE_PROB, EXCESS=OVERSPEND - 1, S=PAPER_SETTING,
+    PAPER_STEPS=PAPER_STEPS, NOISE_TO_BOUND=_noise_to_bound(4.0),
+    PER_PASS=PAPER_SETTING["n"] / PAPER_SETTING["batch_size"],
+    PASSES=PAPER_STEPS * PAPER_SETTING["batch_size"] / PAPER_SETTING["n"])
+ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
+RESOLUTIONS = tuple(tuple(text.format_map(TEXT.values) for text in row)
+                    for row in TEXT.texts["resolutions"])
 
 
 # -- run columns ---------------------------------------------------------------------------
@@ -189,10 +132,7 @@ def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
                    f"in {len(over)}/{len(seen)} runs")
 
 
-WITHIN_BOUND = Premise(
-    "the DP guarantee holds: no per-sample norm exceeded C (Lemma 3.2's event)", _bound_check,
-    "take C above the largest per-sample norm noisy SGD itself reaches (not a non-private "
-    "run's), or clip at C (Algorithm 1)")
+WITHIN_BOUND = TEXT.premise("within_bound", _bound_check)
 
 
 # -- accuracy claims (P1–P6) ---------------------------------------------------------------
@@ -246,8 +186,7 @@ def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str
     return bool(same), f"Algorithm 1 clips at {_span(clip)}, noisy SGD's C = {_span(bounds)}"
 
 
-SAME_C = Premise("Algorithm 1 clips at the empirical C of noisy SGD", _same_c,
-                 "give dp_sgd clip = the noisy SGD runs' bound")
+SAME_C = TEXT.premise("same_c", _same_c)
 
 
 def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
@@ -314,113 +253,71 @@ def _paper_model(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
 
 
 PAPER_MODEL_NAME = "cifar10_cnn"
-PAPER_MODEL = Premise(
-    "the paper's model and data (the largest stable lr depends on their curvature)",
-    _paper_model, "run the lr sweep at paper scale (CIFAR-10 CNN); the stand-in's sweep is "
-    "shown as what it is")
+PAPER_MODEL = TEXT.premise("paper_model", _paper_model)
 
 
-CIFAR10_CNN = PaperSetting("CIFAR-10 (50,000 training images), the Appendix-A CNN (FFCV's "
-                           "ResNet-9-style network, d = 2,274,880), C = 2.5, 10 runs",
-                           ("cifar10_cnn",))
-MONOTONE_WHERE = ("§4: 'Our results show monotone dependence on ε, matching our prediction in "
-                  "Theorem 3.5 that for greater value of ε we find a better solution'")
+CIFAR10_CNN = PaperSetting(TEXT["settings.cifar10_cnn"], ("cifar10_cnn",))
 
 
 def _monotone(claim_id: str, role: str, figure: str, setting: PaperSetting,
-              metric: str = "test_acc", where: str = "",
-              keep: Any = None) -> Claim:
+              metric: str = "test_acc", keep: Any = None) -> Claim:
     """Final accuracy of noisy SGD (empirical C) weakly increasing in ε, for one figure."""
-    what = "test" if metric == "test_acc" else "training"
-    return Claim(
-        claim_id, f"Final {what} accuracy of noisy SGD is (weakly) monotone increasing in ε, "
-        f"up to a fall of {MONOTONE_TOL_PP:g} pp between adjacent ε (our tolerance: the paper "
-        "reads it off mean curves)", figure,
-        Runs((role,), EMPIRICAL_C, by=("problem", "calibration"), keep=keep),
+    return TEXT.claim(
+        claim_id, figure, Runs((role,), EMPIRICAL_C, by=("problem", "calibration"), keep=keep),
         along(metric, "epsilon", 100, "%"), Monotone(MONOTONE_TOL_PP, axis="ε"),
-        kind="paper", where=where or f"{figure} (§4); {MONOTONE_WHERE}", setting=setting)
+        kind="paper", setting=setting)
 
 
-PAPER_MODELS = PaperSetting(
-    "the paper's models and data: CIFAR-10 with the Appendix-A CNN (C = 2.5) and ResNet-18, "
-    "CIFAR-100 with a pretrained ResNet-18, CoLA with pretrained BERT-base",
-    ("cifar10_cnn", "cifar10_resnet18", "cifar100_resnet18", "cola_bert"))
+PAPER_MODELS = PaperSetting(TEXT["settings.paper_models"], (
+    "cifar10_cnn", "cifar10_resnet18", "cifar100_resnet18", "cola_bert"))
+
+
+def _statistic(claim_id: str, compute: Any) -> Statistic:
+    return Statistic(TEXT[f"claims.{claim_id}.statistic"], compute)
+
+
+def _setting(problem: str) -> PaperSetting:
+    return PaperSetting(TEXT[f"settings.{problem}"], (problem,))
 
 
 def _accuracy_claims() -> tuple[Claim, ...]:
-    p3 = Claim(
-        "P3", "Per-sample gradient norms stay ≤ the empirical C throughout training, so "
-        "clipping would never happen and the DP guarantee holds (tested as P(no norm > C) > "
-        f"1 − δ = {BOUND_PROB:g}, Lemma 3.2's failure probability)", "Figure 3(a)",
+    p3 = TEXT.claim(
+        "P3", "Figure 3(a)",
         Runs(EMPIRICAL_ROLES, EMPIRICAL_C, by=("problem", "calibration", "epsilon"),
              keep=judged_data),
-        Statistic("runs whose per-sample norms all stayed ≤ C (with the §3.4 selection: "
-                  "at every candidate too)", _within_bound),
+        _statistic("P3", _within_bound),
         Fraction(BOUND_PROB, event="every per-sample norm ≤ C"), kind="paper",
-        where="Appendix A: 'we choose C to be the upper bound on the gradient norm, which, for "
-              "training a convolutional neural network on CIFAR-10 dataset, equals 2.5 (as we "
-              "verify in Figure 3(a))'", setting=PAPER_MODELS)
-    p2 = Claim(
-        "P2", "At ε ∈ {4, 8}, private training is close to non-private SGD: its final test "
-        f"accuracy is no worse than SGD's by more than {GAP_PP:g} pp (non-inferiority, paired "
-        "by seed; 'close' is not quantified, 5 pp is the notes' a-priori gap). Decided on the "
-        "runs that have the (ε, δ) guarantee the paper claims: Algorithm 1, clipped at the "
-        "same C, with the tight (PLD) noise. Algorithm 2 is that algorithm wherever no "
-        "per-sample norm exceeds C (T2), but its own guarantee is void where one does (P3) "
-        "and Theorem 3.3's σ overspends ε (T1p)", "Figure 1(a)",
+        setting=PAPER_MODELS)
+    p2 = TEXT.claim(
+        "P2", "Figure 1(a)",
         Runs(("fig1",), {"algorithm": "dp_sgd", "epsilon": [4.0, 8.0],
                          "calibration": lambda c: c.ne("paper")},
              by=("problem", "calibration", "epsilon"), keep=judged_data),
-        Statistic("final test accuracy, Algorithm 1 (clipped at C, tight noise) − SGD (pp)",
-                  _private_minus_sgd),
+        _statistic("P2", _private_minus_sgd),
         NonInferior(GAP_PP, "notes §7: 'close' is not quantified, a gap ≤ 5 pp (GAP_PP, "
                     "declared before the runs)", what="accuracy difference"),
-        premises=(SAME_C,), kind="paper",
-        where="§4 (Figure 1(a)): 'for ε ∈ {4, 8}, the testing accuracy is close to that of "
-              "the non-differentially private SGD, which means that we obtain strong privacy "
-              "guarantees without sacrificing the quality of the model'; §5: 'on a standard "
-              "CIFAR-10 dataset our performance is comparable to the non-private classical SGD'",
-        headline=True, setting=CIFAR10_CNN)
-    p4 = Claim(
-        "P4", "C from Lemma 3.2 (pessimistic, larger) gives lower final test accuracy than "
-        "the empirical C at each ε (one-sided: lemma − empirical < 0)", "Figure 3(b)",
+        premises=(SAME_C,), kind="paper", headline=True, setting=CIFAR10_CNN)
+    p4 = TEXT.claim(
+        "P4", "Figure 3(b)",
         Runs(("fig3b",), {**NOISY, "p_alg_bound_rule": "lemma_3_2"},
              by=("problem", "calibration", "epsilon")),
-        Statistic("test accuracy, Lemma-3.2 C − empirical C (pp)", _lemma_minus_empirical),
-        AtMost(0.0, what="accuracy difference"), kind="paper",
-        where="Appendix A (Figure 3(b)): 'The figure shows the trend similar to Figure 2(a), "
-              "with lower accuracies due to using a pessimistic value of C'",
-        setting=CIFAR10_CNN)
-    p6 = Claim(
-        "P6", f"lr {PAPER_LR:g} is the largest learning rate that converges under DP noise: "
-        f"runs at a larger lr fail to converge (diverge, or end above their initial loss) "
-        f"with probability > {WHP:g}", "Appendix A",
+        _statistic("P4", _lemma_minus_empirical),
+        AtMost(0.0, what="accuracy difference"), kind="paper", setting=CIFAR10_CNN)
+    p6 = TEXT.claim(
+        "P6", "Appendix A",
         Runs(("lr_sweep",), {**NOISY, "p_alg_lr": lambda c: c > PAPER_LR},
              by=("problem", "epsilon")),
-        Statistic("runs at an lr of the grid above 0.1 that failed to converge (all such lr "
-                  "pooled; the learning-rate figure shows each)", _failed_to_converge),
+        _statistic("P6", _failed_to_converge),
         Fraction(WHP, event="no convergence"), include_diverged=True,
-        premises=(PAPER_MODEL,), kind="paper",
-        where="Appendix A: 'We select the learning rate to be 0.1, which is the largest value "
-              "which still achieves convergence'", setting=CIFAR10_CNN)
+        premises=(PAPER_MODEL,), kind="paper", setting=CIFAR10_CNN)
     return (p3,
             _monotone("P1", "fig1", "Figure 1(a)", CIFAR10_CNN,
                       keep=lambda r: judged_data(r) & _trained(r)),
-            _monotone("P1b", "fig1b", "Figure 1(b)", PaperSetting(
-                "CIFAR-10, ResNet-18 trained from scratch, C not stated, 10 runs",
-                ("cifar10_resnet18",))),
-            _monotone("P1c", "fig2a", "Figure 2(a)", PaperSetting(
-                "CIFAR-100, pretrained ResNet-18, C not stated, 10 runs",
-                ("cifar100_resnet18",))),
-            _monotone("P1d", "fig2b", "Figure 2(b)", PaperSetting(
-                "CoLA (accuracy), pretrained uncased BERT-base (d ≈ 1.1·10⁸), C not stated, "
-                "10 runs", ("cola_bert",))),
+            _monotone("P1b", "fig1b", "Figure 1(b)", _setting("cifar10_resnet18")),
+            _monotone("P1c", "fig2a", "Figure 2(a)", _setting("cifar100_resnet18")),
+            _monotone("P1d", "fig2b", "Figure 2(b)", _setting("cola_bert")),
             p2, p4,
-            _monotone("P5", "fig3a", "Figure 3(a)", CIFAR10_CNN, "train_acc",
-                      where="Figure 3(a) (Appendix A: training accuracy over the ε grid, 10 "
-                            "runs); the text gives no trend for it: §4's 'monotone dependence "
-                            "on ε … for greater value of ε we find a better solution' (Theorem "
-                            "3.5) read on the training objective"),
+            _monotone("P5", "fig3a", "Figure 3(a)", CIFAR10_CNN, "train_acc"),
             p6)
 
 
@@ -616,97 +513,63 @@ def _identical(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 SADDLE_NOISY = {"algorithm": "noisy_sgd"}
 NOISE_FREE_SGD = {"algorithm": "sgd", "p_prob_sigma1": 0.0, "p_prob_sigma2": 0.0}
-AT_SADDLE = Premise("x₀ is a strict saddle, not an α-SOSP (‖∇F(x₀)‖ < α, λ_min(x₀) ≤ −√(ρα))",
-                    _at_saddle, "start at the saddle (init_scale: 0)")
+AT_SADDLE = TEXT.premise("at_saddle", _at_saddle)
 
 
 def _theorem_claims() -> tuple[Claim, ...]:
-    t1 = Claim(
-        "T1", "Theorem 3.3's calibration Δ = c₂C√(T ln(1/δ))/(nε): each paper-calibrated run's "
-        "σ·(ε − ε_s) equals c₂B√(T ln(1/δ))/n recomputed from its own n, B, T, δ (so σ·ε is "
-        "constant across ε), and its realised ledger spends the planned ε", "Theorem 3.3",
+    t1 = TEXT.claim(
+        "T1", "Theorem 3.3",
         Runs((*ACCURACY_ROLES, "saddle"),
              {"algorithm": "noisy_sgd", "calibration": "paper"}, by=("problem",)),
-        Statistic("runs whose σ·ε and ledger match Theorem 3.3", _calibrated),
+        _statistic("T1", _calibrated),
         Always("σ·(ε − ε_s) = c₂B√(T ln(1/δ))/n and ε spent = ε planned"),
-        kind="implementation",
-        where="Theorem 3.3's noise Δ > c₂C√(T log(1/δ))/(nε) with c₂ = 1, as Appendix A "
-              "computes Δ ('per Theorem 3.3 based on C')")
-    t1p = Claim(
-        "T1p", "Theorem 3.3's noise gives the privacy it states: Algorithm 1 with Δ = "
-        "c₂C√(T ln(1/δ))/(nε) is (ε, δ)-DP (Theorem 3.1, on which Theorem 3.3's (ε, 2δ) "
-        "rests) at the ε the paper runs, with c₂ = 1 (the paper names no c₂ yet computes Δ "
-        "'per Theorem 3.3'): the ε it spends, by the PLD accountant at δ (Poisson q = B/n, T "
-        f"steps), is at most the target ε (up to {OVERSPEND - 1:.0%}; underspending is "
-        "consistent)", "Theorem 3.3",
+        kind="implementation")
+    t1p = TEXT.claim(
+        "T1p", "Theorem 3.3",
         Runs((*ACCURACY_ROLES, "saddle"),
              {"algorithm": "noisy_sgd", "calibration": "paper"},
              by=("problem", "batch_size", "steps", "epsilon")),
-        Statistic("runs whose ε spent (PLD) is at most the target ε", _spent),
+        _statistic("T1p", _spent),
         Always(f"ε spent ≤ {OVERSPEND:g} × ε target"), include_diverged=True, kind="paper",
-        where="Theorem 3.3 (§3.1), via Theorem 3.1 (Abadi et al.'s Algorithm 1 is (ε, δ)-DP "
-              "for this Δ); Appendix A: 'Δ² is computed per Theorem 3.3 based on C'; §4: at "
-              "ε ∈ {4, 8} 'we obtain strong privacy guarantees'", headline=True)
-    t2 = Claim(
-        "T2", "Algorithm 2 (no clipping) and Algorithm 1 (clip at the same C, same seeds) give "
-        "identical outputs whenever no per-sample gradient exceeds C", "Theorem 3.3",
+        headline=True)
+    t2 = TEXT.claim(
+        "T2", "Theorem 3.3",
         Runs(("saddle",), {**SADDLE_NOISY, "p_alg_select": lambda c: c.astype(object).ne(True)},
              by=("p_prob_sigma1", "epsilon")),
-        Statistic("pairs with bitwise-equal final loss, ‖∇F‖ and λ_min", _identical),
+        _statistic("T2", _identical),
         Always("bitwise-equal outputs"),
-        premises=(WITHIN_BOUND, Premise(
-            "Algorithm 1 clips at the same C and never clips", _same_clip,
-            "give dp_sgd clip = C of this instance (its G)")), kind="paper",
-        where="§3.1 and the proof of Theorem 3.3: 'clipping is unlikely to happen and thus the "
-              "two algorithms behave identically'; conditioned on all gradient norms < C, "
-              "Algorithm 2 is Algorithm 1")
+        premises=(WITHIN_BOUND, TEXT.premise("same_clip", _same_clip)), kind="paper")
     return t1, t1p, t2, *_saddle_claims()
 
 
+def _control(key: str, compute: Any, rule: Always) -> Control:
+    return Control(TEXT[f"controls.{key}.name"], Runs(("saddle",), NOISE_FREE_SGD),
+                   TEXT[f"controls.{key}.expect"],
+                   Statistic(TEXT[f"controls.{key}.statistic"], compute), rule)
+
+
 def _saddle_claims() -> tuple[Claim, ...]:
-    escape_control = Control(
-        "noise-free SGD at the exact saddle", Runs(("saddle",), NOISE_FREE_SGD),
-        "does not escape: every per-sample gradient vanishes at x₀, so x_t = x₀",
-        Statistic("runs whose output stayed at the saddle", _stayed),
-        Always("output λ_min ≤ −√(ρα)"))
-    t4 = Claim(
-        "T4", "Started exactly at the strict saddle (∇F(x₀) = 0, λ_min < −√(ρα)), noisy SGD's "
-        f"output escapes it (λ_min > −√(ρα)) with probability > {ESCAPE_PROB:.2g} (Lemma "
-        "B.11's per-escape probability); noise-free SGD cannot", "Theorem 3.4",
+    t4 = TEXT.claim(
+        "T4", "Theorem 3.4",
         Runs(("saddle",), SADDLE_NOISY, by=("label", "p_prob_sigma1", "epsilon")),
-        Statistic("runs whose output escaped", _escape),
+        _statistic("T4", _escape),
         Fraction(ESCAPE_PROB, event="escape"), premises=(AT_SADDLE,),
-        controls=(escape_control,), kind="paper",
-        where="Theorem 3.4's proof, Lemma B.11 (Appendix B): from a strict saddle the function "
-              "drops by 𝓕 within 𝓘 steps with probability ≥ 1/3 − 𝓘δ̃ (noise reflected along "
-              "v₁, Definition B.6)")
-    sosp_control = Control(
-        "noise-free SGD at the exact saddle", Runs(("saddle",), NOISE_FREE_SGD),
-        "no iterate is an α-SOSP (it stays at the saddle)",
-        Statistic("runs without an α-SOSP iterate", _no_sosp), Always("no α-SOSP iterate"))
-    t5 = Claim(
-        "T5", "At least half of the iterates are α-SOSPs (Theorem 3.4) with high probability "
-        f"(tested as P > {WHP:g}), when T ≥ T_thm = 64 f_max/(ηα²)", "Theorem 3.4",
+        controls=(_control("escape", _stayed, Always("output λ_min ≤ −√(ρα)")),),
+        kind="paper")
+    t5 = TEXT.claim(
+        "T5", "Theorem 3.4",
         Runs(("saddle",), SADDLE_NOISY, by=("label", "p_prob_sigma1", "epsilon")),
-        Statistic("runs where ≥ half the evaluated iterates are α-SOSPs", _half_sosp),
+        _statistic("T5", _half_sosp),
         Fraction(WHP, event="≥ half the iterates are α-SOSPs"),
-        premises=(Premise("T ≥ T_thm = 64 f_max/(ηα²) (Theorem 3.4)", _horizon,
-                          "run T ≥ 64 f_max/(ηα²) steps, or a larger α"), AT_SADDLE),
-        controls=(sosp_control,), kind="paper",
-        where="Theorem 3.4 (§3.2): 'w.h.p. at least half of visited iterates of Algorithm 2 "
-              "are α-SOSP' for T = 64 f_max/(ηα²); Theorem 3.5 and Theorem 1.1 (the main "
-              "result)", headline=True)
-    t8 = Claim(
-        "T8", "The private SOSP selection (AboveThreshold, §3.4) returns a 4α-SOSP with high "
-        f"probability (tested as P > {WHP:g}; a run whose selection returns nothing fails)",
-        "§3.4 (private SOSP selection)",
+        premises=(TEXT.premise("horizon", _horizon), AT_SADDLE),
+        controls=(_control("sosp", _no_sosp, Always("no α-SOSP iterate")),), kind="paper",
+        headline=True)
+    t8 = TEXT.claim(
+        "T8", "§3.4 (private SOSP selection)",
         Runs(("saddle",), {**SADDLE_NOISY, "p_alg_select": True},
              by=("p_prob_sigma1", "epsilon")),
-        Statistic("runs whose selection returned a 4α-SOSP", _selected_sosp),
-        Fraction(WHP, event="selected a 4α-SOSP"), premises=(WITHIN_BOUND,), kind="paper",
-        where="§3.4: sample iterates and test each with AboveThreshold on ‖∇f‖ + Lap(C/(nε)) "
-              "and λ_min + Lap(L/(nε)), accurate to ±α/2 and ±√(ρα)/2 for large n "
-              "(thresholds and candidate count reconstructed, notes §2.3)")
+        _statistic("T8", _selected_sosp),
+        Fraction(WHP, event="selected a 4α-SOSP"), premises=(WITHIN_BOUND,), kind="paper")
     return t4, t5, t8
 
 
@@ -816,10 +679,8 @@ def _norm_figure(results: PaperResults, out: Path) -> Figure | None:
         return None
     _plot(panels, "norm", "largest per-sample ‖∇f_i(x_t)‖", out, "per_sample_norms",
           xlabel="step", logy=True)
-    return Figure("per_sample_norms.png", "Claim P3: the largest per-sample gradient norm noisy "
-                  "SGD meets in each block of steps, for each ε (mean over runs, shaded "
-                  "± one s.e.), against the bound C its noise is scaled to (red). Above C the run "
-                  "has no DP guarantee (Algorithm 2 does not clip).", _drawn(results, panels))
+    return Figure("per_sample_norms.png", TEXT["figures.per_sample_norms"],
+                  _drawn(results, panels))
 
 
 def _accuracy_panels(results: PaperResults, metric: str, roles: tuple[str, ...]
@@ -851,10 +712,7 @@ def _accuracy_figure(results: PaperResults, out: Path, metric: str, name: str,
     stem = f"{metric}_curves"
     _plot([(t, r.assign(**{metric: r[metric] * 100}), b) for t, r, b in panels], metric,
           f"{name} (%)", out, stem)
-    return Figure(f"{stem}.png", f"{name} of noisy SGD (Algorithm 2) for each ε beside "
-                  "non-private SGD (black) and clipped DP-SGD (Algorithm 1, dashed, where run): "
-                  "mean over runs, shaded ± one s.e. over seeds.",
-                  _drawn(results, panels))
+    return Figure(f"{stem}.png", TEXT[f"figures.{metric}"], _drawn(results, panels))
 
 
 def _lr_figure(results: PaperResults, out: Path) -> Figure | None:
@@ -868,9 +726,7 @@ def _lr_figure(results: PaperResults, out: Path) -> Figure | None:
         return None
     _plot(panels, "acc", "final test accuracy (%)", out, "lr_sweep", xlabel="learning rate",
           logx=True)
-    return Figure("lr_sweep.png", "Claim P6: final test accuracy of noisy SGD and non-private "
-                  "SGD over the learning-rate grid (mean over runs, shaded ± one s.e.); the paper "
-                  f"uses lr {PAPER_LR:g} as the largest that converges.", _drawn(results, panels))
+    return Figure("lr_sweep.png", TEXT["figures.lr_sweep"], _drawn(results, panels))
 
 
 def _saddle_figure(results: PaperResults, out: Path) -> Figure | None:
@@ -884,9 +740,8 @@ def _saddle_figure(results: PaperResults, out: Path) -> Figure | None:
         return None
     curves_with_band(panels, "lambda_min", "λ_min(∇²F(x_t))", out, "saddle_lambda_min",
                      xlabel="step")
-    return Figure("saddle_lambda_min.png", "Synthetic check on strict_saddle, started exactly "
-                  "at the saddle (λ_min = −λ, ∇F = 0): λ_min of the iterates, mean "
-                  "± one s.e. over seeds.", _drawn(results, [(t, r, None) for t, r in panels]))
+    return Figure("saddle_lambda_min.png", TEXT["figures.saddle_lambda_min"],
+                  _drawn(results, [(t, r, None) for t, r in panels]))
 
 
 def _figures(results: PaperResults, out: Path) -> list[Figure]:
@@ -899,6 +754,15 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
 
 
 # -- tables --------------------------------------------------------------------------------
+
+def _table(key: str, rows: list[list[str]], provenance: Provenance,
+           row_runs: list[list[str]] | None = None) -> dict[str, Any]:
+    """Table ``key`` of the sidecar (title, note, columns) with its rows."""
+    table = {"title": TEXT[f"tables.{key}.title"], "note": TEXT[f"tables.{key}.note"],
+             "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
+    return {**table, **({"row_runs": row_runs} if row_runs is not None else {}),
+            "provenance": provenance}
+
 
 def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float) -> float:
     """ε (PLD) that noisy SGD's ledger spends at noise multiplier σ (Poisson, q = B/n)."""
@@ -931,18 +795,7 @@ def _holding_table(results: PaperResults) -> dict[str, Any] | None:
                      f"{int(seen['over'].sum())}/{len(seen)}", f"{holding:.3g}",
                      f"{first['eps_pld']:.3g}", "∞" if math.isinf(spent) else f"{spent:.3g}"])
         ids.append(sorted(str(i) for i in part["run_id"]))
-    return {"title": "C chosen so that the guarantee holds, and the ε it then costs",
-            "note": "Algorithm 2 never clips, so its trajectory depends on the noise Δ = σC/B "
-                    "only: the same runs are certified by a larger C at a smaller σ = ΔB/C. "
-                    "'C that holds' is the largest per-sample norm the setting's runs met "
-                    "(never below C); 'ε (PLD) with it' is what the same Δ then "
-                    "certifies (Poisson q = B/n, T steps, δ as the run). Like the paper's own "
-                    "C, a C read off the runs is a function of the private data (disclosed, not "
-                    "charged).",
-            "columns": ["problem", "calibration", "ε target", "C", "largest norm seen",
-                        "runs over C", "C that holds", "ε (PLD) at C", "ε (PLD) with C that "
-                        "holds"], "rows": rows, "row_runs": ids,
-            "provenance": results.provenance(runs)}
+    return _table("holding", rows, results.provenance(runs), ids)
 
 
 def _coupling_table() -> dict[str, Any]:
@@ -950,19 +803,7 @@ def _coupling_table() -> dict[str, Any]:
     rows = [[f"{e:g}", f"{2 * PAPER_DELTA:.3g}", f"{(2 + math.exp(e)) * PAPER_DELTA:.3g}"
              + (" (vacuous: ≥ 1)" if (2 + math.exp(e)) * PAPER_DELTA >= 1 else "")]
             for e in EPSILONS]
-    return {"title": "Theorem 3.3's δ: the paper's (ε, 2δ) beside our reading (ε, (2+e^ε)δ)",
-            "note": "Our reading of the proof (the derivation is ours, not the paper's). Let E "
-                    "(E′) be Lemma 3.2's event on D (D′), P(¬E) ≤ δ, on which Algorithm 2 "
-                    "equals Algorithm 1 (A₁ is (ε, δ)-DP). For any set S: P[A₂(D) ∈ S] ≤ "
-                    "P[A₁(D) ∈ S] + δ ≤ e^ε P[A₁(D′) ∈ S] + 2δ ≤ e^ε (P[A₂(D′) ∈ S] + δ) + 2δ, "
-                    "so A₂ is (ε, (2 + e^ε)δ)-DP; the paper states (ε, 2δ), which drops the "
-                    "e^ε δ of the last coupling. At the paper's δ = 0.01 the difference "
-                    "decides whether ε ∈ {4, 8} means anything. The claims test the paper's "
-                    "statement; the accountants' ε is at δ.",
-            "columns": ["ε", "δ total, paper (2δ)", "δ total, our reading ((2+e^ε)δ)"],
-            "rows": rows,
-            "provenance": Provenance("", computed="computed from Theorem 3.3's statement and "
-                                                  "our reading of its proof, no runs")}
+    return _table("coupling", rows, Provenance("", computed=TEXT["tables.coupling.computed"]))
 
 
 def _lemma_table(results: PaperResults) -> dict[str, Any] | None:
@@ -983,35 +824,14 @@ def _lemma_table(results: PaperResults) -> dict[str, Any] | None:
                      _span(numeric(part, "p_alg_lr")), _span(limit),
                      f"{int(ok.sum())}/{len(part)}"])
         ids.append(sorted(str(i) for i in part["run_id"]))
-    return {"title": "Lemma 3.2's preconditions and bound in the Figure 3(b) runs",
-            "note": "L (largest |eigenvalue| of ∇²F), σ (per-sample gradient spread) and f_max "
-                    "= F(x₀) measured at each run's x₀ on the data named; C = 2√(L f_max) + "
-                    "c(L√log(T/δ) + σ√log(nT) + √(σ log(1/δ))), c = 1. Lemma 3.2 bounds every "
-                    "per-sample norm by C w.p. ≥ 1 − δ only when η ≤ min(1/L, 1/(σ√T)); a run "
-                    "whose η exceeds that limit is outside the lemma, so a norm above its C "
-                    "there is no contradiction of it. The Figure 1 runs share each seed's x₀, T "
-                    "and η, hence the same limit.",
-            "columns": ["problem", "ε target", "measured on", "L", "σ", "f_max", "C (Lemma 3.2)",
-                        "largest norm seen", "runs over C", "η", "η limit min(1/L, 1/(σ√T))",
-                        "runs with η ≤ limit"], "rows": rows, "row_runs": ids,
-            "provenance": results.provenance(runs)}
+    return _table("lemma", rows, results.provenance(runs), ids)
 
 
 def _calibration_table(results: PaperResults) -> dict[str, Any] | None:
     return calibration_table(
-        results,
-        "σ_paper from Theorem 3.3 with c₂ = 1; σ_tight is what the PLD accountant needs for "
-        "the same (ε, δ). A ratio above 1 means the paper's formula under-noises, and ε_pld is "
-        "what the paper's σ really spends. The last column is Theorem 3.1's condition "
-        "ε < c₁TB²/n² with c₁ = 1.",
+        results, TEXT["tables.calibration.note"],
         extra=[("ε < c₁q²T", lambda r: "yes" if r["epsilon"] < r.get(
             "plan_abadi_max_epsilon", math.inf) else "no")])
-
-
-PAPER_SETTING: dict[str, Any] = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01,
-                                 "d": 2_274_880}
-EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-PAPER_STEPS = PAPER_SETTING["epochs"] * (PAPER_SETTING["n"] // PAPER_SETTING["batch_size"])
 
 
 def _paper_scale_calibration() -> dict[str, Any]:
@@ -1033,16 +853,8 @@ def _paper_scale_calibration() -> dict[str, Any]:
                      f"{tight.ratio:.3g}",
                      f"{plan.eps.pld:.4g}" if plan.eps.pld is not None else "–",
                      f"{plan.eps.rdp:.4g}" if plan.eps.rdp is not None else "–"])
-    return {"title": "Theorem 3.3 at the paper's scale (computed, no training)",
-            "note": f"CIFAR-10: n = {s['n']}, B = {s['batch_size']}, {s['epochs']} epochs "
-                    f"(T = {PAPER_STEPS}; B and epochs assumed from FFCV's defaults), δ = "
-                    f"{s['delta']}, c₂ = 1. Notes §3 estimate σ_RDP/σ_literal ≈ 2.7 at ε = 4 and "
-                    "4.3 at ε = 8; here the PLD accountant's ratio.",
-            "columns": ["ε target", "σ paper (Thm 3.3)", "σ tight (PLD)", "σ tight / σ paper",
-                        "ε PLD spent by σ paper", "ε RDP spent by σ paper"],
-            "rows": rows,
-            "provenance": Provenance("paper", computed="computed from Theorem 3.3 and the "
-                                                       "accountants, no training")}
+    return _table("paper_scale", rows,
+                  Provenance("paper", computed=TEXT["tables.paper_scale.computed"]))
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
@@ -1069,19 +881,10 @@ def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
         return []
     return stand_in_findings(
         (PAPER.claim(i) for i in ("P1", "P2", "P3")), results,
-        lambda r: ~is_real(r) & _trained(r),
-        "{id} on the digits stand-in, which real images (Fashion-MNIST) replace as its "
-        "judged data")
+        lambda r: ~is_real(r) & _trained(r), TEXT["stand_in"])
 
 
 # -- regime: the paper's setting beside ours ------------------------------------------------
-
-def _noise_to_bound(epsilon: float) -> float:
-    """√d·Δ/C = √d·σ/B = √d·c₂√(T ln(1/δ))/(nε) of the paper's CIFAR-10 CNN setting."""
-    s = PAPER_SETTING
-    return math.sqrt(s["d"]) * math.sqrt(PAPER_STEPS * math.log(1 / s["delta"])) / (
-        s["n"] * epsilon)
-
 
 def _fig1_runs(results: PaperResults) -> pd.DataFrame:
     runs = results.role_runs("fig1")
@@ -1128,31 +931,25 @@ def _ours_horizon(results: PaperResults) -> str:
     return f"{_span((numeric(runs, 'steps') / needed).dropna())} (α = {SADDLE_ALPHA:g})"
 
 
-REGIME = (
-    Regime("noise-to-bound √d·Δ/C = √d·σ/B at ε = 4 (paper calibration; the noise norm per "
-           "step over the per-sample bound)",
-           f"{_noise_to_bound(4.0):.3g} (CIFAR-10 CNN: d = 2,274,880, n = 50,000, B = 512, "
-           f"T = {PAPER_STEPS}, δ = 0.01; B and epochs assumed from FFCV); ∝ 1/ε",
-           _ours_noise_to_bound, "matched by the digits MLP's d and by the Fashion-MNIST "
-           "CNN's width 1/16 on 1,000 images (P1-P3 are judged there); the ratio scales as "
-           "1/ε in all",
-           lead=True),
-    Regime("steps per pass n/B", f"{PAPER_SETTING['n'] / PAPER_SETTING['batch_size']:.3g}",
-           _ours_per_pass, "fewer, larger steps: q = B/n 0.048 vs 0.010", lead=True),
-    Regime("passes T·B/n", f"{PAPER_STEPS * PAPER_SETTING['batch_size'] / PAPER_SETTING['n']:.3g}"
-           " (24 epochs, assumed)", _ours_passes),
-    Regime("T / T_thm of Theorem 3.4 (synthetic check)", "1 (the theorem's T = 64 f_max/(ηα²))",
-           _ours_horizon, "strict_saddle with known f_max = 2λ"),
-)
+def _regime(key: str, ours: Any, lead: bool = False) -> Regime:
+    return Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
+                  TEXT.get(f"regime.{key}.note"), lead=lead)
+
+
+REGIME = (_regime("noise_to_bound", _ours_noise_to_bound, lead=True),
+          _regime("per_pass", _ours_per_pass, lead=True),
+          _regime("passes", _ours_passes),
+          _regime("horizon", _ours_horizon))
 
 
 PAPER = Paper(
     key=KEY,
-    title="Noise is All You Need: Private Second-Order Convergence of Noisy SGD",
-    source="Avdiukhin, Dinitz, Fan, Yaroslavtsev, 2024",
+    title=TEXT["title"],
+    source=TEXT["source"],
     claims=(*_accuracy_claims(), *_theorem_claims()),
     roles=ROLES,
     sections=sections,
     resolutions=RESOLUTIONS,
     regime=REGIME,
+    text=TEXT,
 )
