@@ -176,7 +176,8 @@ def _noise_ratio(runs: pd.DataFrame) -> pd.Series:
     d_x = (runs["p_prob_p"].fillna(20) + runs["p_prob_q"].fillna(20)) * \
         runs["p_prob_rank"].fillna(3) if "p_prob_p" in runs else pd.Series(120.0, runs.index)
     clip = runs["p_alg_clip"].astype(float) if "p_alg_clip" in runs else CLIP
-    return np.sqrt(d_x.astype(float)) * runs["plan_std_refresh"].astype(float) / clip
+    root_d = pd.Series(np.sqrt(d_x.astype(float)), index=runs.index)
+    return root_d * runs["plan_std_refresh"].astype(float) / clip
 
 
 def _param(runs: pd.DataFrame, name: str) -> pd.Series:
@@ -326,12 +327,14 @@ def _reference(runs: pd.DataFrame, results: PaperResults, label: str
         for name, value in candidate["params"].items():
             low, high = tuned.get(name, (value, value))
             tuned[name] = (min(low, value), max(high, value))
-    differences = {i: constant_differences(_constants(judged.iloc[0]), _constants(r), tuned)
-                   for i, r in refs.iterrows()}
+    want = _constants(judged.iloc[0])
+    differences: dict[Any, list[str]] = {
+        i: constant_differences(want, _constants(r), tuned) for i, r in refs.iterrows()}
     if matched := [i for i, d in differences.items() if not d]:
         return refs.loc[matched], ""
+    nearest = min(differences.values(), key=len)
     return refs.iloc[0:0], (f"no σ → 0 {label} run at the judged constants (the nearest: "
-                            f"{', '.join(min(differences.values(), key=len))})")
+                            f"{', '.join(nearest)})")
 
 
 def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -592,7 +595,7 @@ def _calibration(results: PaperResults) -> dict[str, Any] | None:
                 if pd.notna(r.get(f"{kind}_refresh")) else "–")
 
     return _table("calibration", results.provenance(runs), [
-        [label, f"{r['epsilon']:g}", cal, f"{r['sigma']:.4g}", pair(r, "plan_std"),
+        [str(label), f"{r['epsilon']:g}", str(cal), f"{r['sigma']:.4g}", pair(r, "plan_std"),
          pair(r, "plan_std_alg3"), f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}"]
         for (label, _, cal), part in runs.groupby(["label", "epsilon", "calibration"])
         for r in [part.iloc[0]]])
@@ -621,9 +624,9 @@ def _data_table(results: PaperResults) -> dict[str, Any] | None:
             ["variant", "x_star_norm", "epsilon", "calibration", "label"], sort=False):
         share = part["influence"].astype(float)
         spread = f" ({share.min():.2g}–{share.max():.2g})" if len(part) > 1 else ""
-        rows.append([variant, label, f"{scale:g}", f"{eps:g} ({cal})", f"{part['steps'].max():g}",
-                     f"{len(part)}", f"{share.mean():.2g}{spread}", f"{part['ratio'].mean():.4g}",
-                     f"{part['ratio_zeros'].mean():.4g}",
+        rows.append([str(variant), str(label), f"{scale:g}", f"{eps:g} ({cal})",
+                     f"{part['steps'].max():g}", f"{len(part)}", f"{share.mean():.2g}{spread}",
+                     f"{part['ratio'].mean():.4g}", f"{part['ratio_zeros'].mean():.4g}",
                      "yes" if share.mean() >= DATA_SHARE else "NO"])
     return _table("data", Provenance(results.scale, computed=TEXT["tables.data.computed"]), rows)
 
@@ -710,7 +713,7 @@ def _figure1(results: PaperResults, out: Path) -> list[Figure]:
         for (scale, cal), part in curves.groupby(["p_prob_x_star_norm", "calibration"]):
             means = {str(label): grp.groupby("step")[[m for m, _ in METRICS]].mean()
                      for label, grp in part.groupby("label")}
-            panels = [Panel([Series(label, mean.index, mean[metric], marker="",
+            panels = [Panel([Series(label, mean.index.to_numpy(), mean[metric], marker="",
                                     colour=colour[label.removesuffix("_nonprivate")],
                                     line="--" if label.endswith("_nonprivate") else "-")
                              for label, mean in means.items()],
@@ -734,7 +737,7 @@ def _sigma_figure(results: PaperResults, out: Path) -> list[Figure]:
     for (label, part), colour in zip(study.groupby("label"), ("C0", "C1", "C2", "C3"),
                                      strict=False):
         mean = part.groupby("sigma")["ratio"].mean()
-        series.append(Series(str(label), mean.index, mean.to_numpy(), colour=colour))
+        series.append(Series(str(label), mean.index.to_numpy(), mean.to_numpy(), colour=colour))
         lines += [Line(float(part[f"sigma_{cal}"].iloc[0]), colour=colour, style=style,
                        vertical=True) for cal, style in (("advanced", "--"), ("pld", ":"))]
     plot = Plot([Panel(series, "noise multiplier σ", "Φ(x_T)/Φ(x₀)", xscale="log",
