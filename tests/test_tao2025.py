@@ -531,7 +531,7 @@ def test_e0_decides_whether_the_escape_test_can_fire_at_the_papers_settings() ->
 def test_the_trigger_study_draws_the_o1_noise_of_the_papers_plan() -> None:
     """The study's σ is Def. 8's at the paper's δ, its drawn noise norm matches 2σG√d/(b₁√m)
     within a percent, and d is the MLPs' (784 or 3072 inputs, 128 ReLU units, 10 classes)."""
-    from reports.papers.tao2025 import trigger_study
+    from bench.studies.tao2025 import trigger_study
 
     rows = trigger_study("quick")
     assert set(rows["d"]) == {101_770, 394_634} and len(rows) == 2 * 3 * 4 * 3

@@ -106,8 +106,7 @@ def _rho(runs: pd.DataFrame) -> pd.Series:
 
 
 def run_chi(runs: pd.DataFrame) -> pd.Series:
-    """Each run's χ: the one it used, else its parameter, else a third of its escape test's
-    threshold (the baseline's γ_small = 3χ). Theorem 1's accuracy is α = 4χ."""
+    """Each run's χ (Theorem 1's α = 4χ): used, else set, else a third of γ_small = 3χ."""
     return numeric(runs, "diag_chi").fillna(numeric(runs, "p_alg_chi")).fillna(
         numeric(runs, "diag_trigger_threshold") / 3)
 
@@ -128,15 +127,15 @@ def _clients(runs: pd.DataFrame) -> pd.Series:
     return numeric(runs, "p_prob_clients").fillna(1.0)
 
 
-def _above_threshold(runs: pd.DataFrame) -> pd.Series:
-    """d above Remark 4's threshold (√m n ε)^(6/13), n the records per client (T9's scope)."""
-    return numeric(runs, "p_prob_d") > remark4_threshold(runs)
-
-
 def remark4_threshold(runs: pd.DataFrame) -> pd.Series:
+    """(√m n ε)^(6/13), n the records per client: T9's scope is d above it."""
     m = _clients(runs)
     return (np.sqrt(m) * numeric(runs, "p_prob_n") / m * runs["epsilon"].astype(float)
             ) ** REMARK4_EXPONENT
+
+
+def _above_threshold(runs: pd.DataFrame) -> pd.Series:
+    return numeric(runs, "p_prob_d") > remark4_threshold(runs)
 
 
 def _calls(runs: pd.DataFrame) -> pd.Series:
@@ -149,8 +148,7 @@ def per_client(runs: pd.DataFrame) -> pd.Series:
 
 
 def dimension(runs: pd.DataFrame) -> pd.Series:
-    """d of each run: the problem's ``d`` where it is a parameter, else the one Gauss-PSGD
-    recorded, else that of the h-unit MLP on real images, (features + 1)·h + (h + 1)·10."""
+    """d: the problem's, else Gauss-PSGD's record, else the MLP's on real images."""
     features = runs["problem"].map(lambda p: REAL_DATA.get(p, ("", math.nan, 0.0))[1]) \
         if "problem" in runs else pd.Series(math.nan, index=runs.index)
     hidden = numeric(runs, "p_prob_hidden")
@@ -165,8 +163,7 @@ def o1_noise_to_signal(runs: pd.DataFrame) -> pd.Series:
 
 
 def o2_gain(runs: pd.DataFrame) -> pd.Series:
-    """O2 noise added per step over ‖ĝ‖ (‖Δx‖ = η‖ĝ‖): 2σMη√(d/m)/b₂. The recursion's noise
-    compounds step by step unless this is well below 1."""
+    """O2 noise added per recursion step over ‖ĝ‖ (‖Δx‖ = η‖ĝ‖): 2σMη√(d/m)/b₂."""
     return 2 * numeric(runs, "sigma") * numeric(runs, "p_alg_diff_clip") \
         * numeric(runs, "p_alg_lr") * np.sqrt(dimension(runs) / _clients(runs)) \
         / numeric(runs, "p_alg_batch_diff")
@@ -191,8 +188,7 @@ def _pairs(runs: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def identical_pairs(runs: pd.DataFrame) -> tuple[int, int]:
-    """Seed pairs (Gauss-PSGD, baseline) whose final test accuracy and loss are identical,
-    and all seed pairs."""
+    """Seed pairs whose final test accuracy and loss are identical, and all seed pairs."""
     acc, loss = _pairs(runs, "final_test_acc"), _pairs(runs, "final_test_loss")
     same = (acc["ours"] == acc["base"]) & (loss["ours"] == loss["base"])
     return int(same.sum()), len(same)
@@ -228,8 +224,8 @@ def tuned_lr(results: PaperResults, role: str = TUNING) -> dict[str, tuple[float
 # -- premises -----------------------------------------------------------------------------
 
 def _premise(key: str, check: Callable[[pd.DataFrame, PaperResults], Any]) -> Premise:
-    """Premise ``key``: ``check`` gives None where the runs do not record what it needs
-    (``premises.<key>.missing``), else (passed, the values ``premises.<key>.measured`` shows)."""
+    """Premise ``key``: ``check`` is None where not recorded (``premises.<key>.missing``),
+    else (passed, the values ``premises.<key>.measured`` shows)."""
     def checked(runs: pd.DataFrame, results: PaperResults) -> Verdict:
         found = check(runs, results)
         if found is None:
@@ -349,8 +345,7 @@ def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> Any:
 
 
 def _within(suffix: str) -> Callable[[pd.DataFrame, PaperResults], Any]:
-    """Per-sample norms within a clip's bound (the clip never acted): ``suffix`` "" for
-    O1's per-sample gradients against G, "_diff" for O2's differences ÷ ‖Δx‖ against M."""
+    """Per-sample norms within the clip (G: ``suffix`` "", M·‖Δx‖: "_diff")."""
     def check(runs: pd.DataFrame, _: PaperResults) -> Any:
         worst = numeric(runs, f"prem_max_per_sample_norm{suffix}")
         limit = numeric(runs, f"prem_clip_bound{suffix}")
@@ -368,7 +363,7 @@ def _o2_gain_small(runs: pd.DataFrame, _: PaperResults) -> Any:
 
 
 def _paper_run(runs: pd.DataFrame, _: PaperResults) -> Verdict:
-    """d, n per client, χ and lr against App. E's for the setting's network, both named."""
+    """d, n per client, χ and lr against App. E's for the setting's network."""
     features, lr = REAL_DATA[str(runs["problem"].iloc[0])][1:]
     paper = {"d": paper_d(features), "n per client": PAPER_N, "χ": PAPER_CHI, "lr": lr}
     found = {"d": dimension(runs), "n per client": per_client(runs), "χ": run_chi(runs),
@@ -408,8 +403,7 @@ def _lr_is_tuned(runs: pd.DataFrame, results: PaperResults) -> Verdict:
 
 
 def only_on(real: bool, premise: Premise) -> Premise:
-    """``premise`` on the settings of one kind of data (real images, or the synthetic
-    stand-in); vacuous, and said so, on the other (every setting is one problem)."""
+    """``premise`` on real images (or on the stand-in); vacuous, and said so, elsewhere."""
     scope = "real images" if real else "the stand-in"
 
     def check(runs: pd.DataFrame, results: PaperResults) -> Verdict:
@@ -449,8 +443,7 @@ FIGURES_REGIME = (LEARNS_P, only_on(True, PAPER_RUN_P), only_on(False, LR_TUNED_
 # -- statistics ---------------------------------------------------------------------------
 
 def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
-    """Per draw of the study: can the escape test fire on an O1 answer (‖ξ̄‖ − G ≤ 3χ)?
-    With the arithmetic at ε = 1, m = 1 on MNIST and the range over every draw."""
+    """Per draw of the study: can the escape test fire on an O1 answer (‖ξ̄‖ − G ≤ 3χ)?"""
     if "can_fire" not in rows or rows.empty:
         return Sample.of([])
     cell = rows[(rows["data"] == "MNIST") & np.isclose(rows["epsilon"], 1.0)
@@ -470,8 +463,7 @@ def _gap_at(runs: pd.DataFrame) -> np.ndarray:
 
 
 def _widening(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """The per-seed accuracy gap at this m against the gap at m = 1 (same problem, ε and
-    calibration)."""
+    """The per-seed accuracy gap at this m against the gap at m = 1 (same cell otherwise)."""
     every, first = results.role_runs(FIGURES), runs.iloc[0]
     ref = every[(every["p_prob_clients"] == 1) & (every["status"] == "done")
                 & (every["problem"] == first["problem"])
@@ -506,8 +498,7 @@ def _by_seed(runs: pd.DataFrame, label: str, values: pd.Series) -> pd.Series:
 
 
 def _first_pass_loss(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """Test loss at the first evaluation after one pass (a run that returned earlier: at
-    its output), Gauss-PSGD against the baseline, paired by seed where the runs pair."""
+    """Test loss after one pass (or at an earlier output), Gauss-PSGD − baseline."""
     traj = results.trajectories
     if traj.empty or "epoch" not in traj:
         return Sample.of([])
@@ -520,6 +511,7 @@ def _first_pass_loss(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 def output_is_sosp(label: str) -> Statistic:
     """Per run of ``label``: its output is an α-SOSP at Theorem 1's α = 4χ (its own χ)."""
+
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
         mine = _of(runs, label)
         return Sample.of(is_sosp(mine, 4 * run_chi(mine)).to_numpy(float))
@@ -538,8 +530,7 @@ def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
 
 
 def _extra_noise_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """α̂/α with [29]'s extra escape noise against α̂/α without (α = 4χ, each run's χ),
-    paired by seed (same start and batches up to the first extra draw)."""
+    """α̂/α (α = 4χ) with [29]'s extra escape noise against without, paired by seed."""
     cost = violation(runs) / (4 * run_chi(runs))
     return paired_or_welch(_by_seed(runs, EXTRA, cost), _by_seed(runs, OURS, cost), unit="α")
 
@@ -647,7 +638,7 @@ CLAIMS = (
 # -- the regime ---------------------------------------------------------------------------
 
 def _figure_runs(results: PaperResults) -> pd.DataFrame:
-    """The finished Gauss-PSGD runs of the Figures, on the stand-in and on real images."""
+    """The finished Gauss-PSGD runs of the Figures (the stand-in and real images)."""
     runs = _done(results.role_runs(FIGURES, FIGURES_REAL))
     if runs.empty or "diag_refreshes" not in runs:
         raise KeyError("no finished Figures runs")
@@ -655,7 +646,6 @@ def _figure_runs(results: PaperResults) -> pd.DataFrame:
 
 
 def _data_name(problem: str) -> str:
-    """The data set a Figures problem runs on, as the page names it."""
     return REAL_DATA[problem][0] if problem in REAL_DATA else f"{problem} (stand-in)"
 
 
@@ -706,8 +696,7 @@ REGIME = (
 # -- figures ------------------------------------------------------------------------------
 
 def _references(results: PaperResults, eps: float, problem: str) -> list[Line]:
-    """The mean final test accuracy of each reference (SGD; DP-SGD at ``eps``) on
-    ``problem``, and chance."""
+    """Final test accuracy of SGD and DP-SGD at ``eps`` on ``problem``, and chance."""
     runs = _done(results.role_runs(REFERENCES))
     if not runs.empty and "final_test_acc" in runs:
         runs = runs[(runs["problem"] == problem) & ((runs["algorithm"] == "sgd") | np.isclose(
@@ -723,8 +712,9 @@ def _curve_panel(rows: pd.DataFrame, metric: str, title: str, lines: list[Line],
                  legend: bool) -> Panel:
     """Mean ``metric`` per pass, one line per method (its colour) and m (its dash)."""
     ms, colour = sorted(rows["m"].unique()), colours([OURS, BASELINE])
-    return Panel([Series(f"{label}, m={m}", mean.index, mean, colour=colour.get(str(label)),
-                         marker="", line=("-", "--", ":", "-.")[ms.index(m) % 4])
+    return Panel([Series(f"{label}, m={m}", mean.index.to_numpy(), mean,
+                         colour=colour.get(str(label)), marker="",
+                         line=("-", "--", ":", "-.")[ms.index(m) % 4])
                   for (label, m), grp in rows.groupby(["label", "m"])
                   for mean in [grp.groupby("epoch")[metric].mean()]],
                  "pass over the data (epoch)", metric.replace("_", " "), title, lines=lines,
@@ -752,8 +742,7 @@ def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
 
 
 def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
-    """One figure over every selection suite (the contrast below Remark 4's threshold and
-    T9's in-regime dimension come from separate files with different run counts)."""
+    """α-SOSP outputs by d over every selection suite (T9 and its control)."""
     every = results.role_runs(SELECTION)
     runs = _done(every)
     if runs.empty or "p_prob_d" not in runs:
@@ -761,7 +750,7 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
     runs = runs.assign(sosp=is_sosp(runs, float(4 * run_chi(_of(runs, OURS)).median())))
     table = runs.groupby(["p_prob_d", "label"])["sosp"].mean().unstack()
     colour = colours(list(table.columns))
-    panel = Panel([Series(label, table.index, table[label], colour=colour[label])
+    panel = Panel([Series(label, table.index.to_numpy(), table[label], colour=colour[label])
                    for label in table.columns], "dimension d",
                   "fraction of outputs that are 4χ-SOSPs", xscale="log2",
                   lines=[Line(float(remark4_threshold(runs).iloc[0]), "(√m n ε)^(6/13)",
@@ -774,7 +763,7 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
 
 # -- tables and findings ------------------------------------------------------------------
 
-def _table(key: str, rows: list[list[str]], provenance: Provenance,
+def _table(key: str, rows: list[list[Any]], provenance: Provenance,
            ids: list[list[str]] | None = None, **values: Any) -> dict[str, Any]:
     """Table ``key`` of the sidecar (title, note filled with ``values``, columns)."""
     table = {"title": TEXT[f"tables.{key}.title"], "note": _say(f"tables.{key}.note", **values),
@@ -814,9 +803,7 @@ def _real_runs(results: PaperResults) -> pd.DataFrame:
 
 
 def _real_table(results: PaperResults) -> dict[str, Any] | None:
-    """The escape test on real images at the paper's settings, per (data, calibration, m, ε,
-    passes): the O1 noise norm 2σG√(d/m)/b₁ against 3χ, how often each method's test fired,
-    whether the methods' runs differ, and what Gauss-PSGD reached."""
+    """The escape test on real images at the paper's settings, per setting."""
     def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
         (problem, cal, m, eps, passes), (same, pairs) = cell, identical_pairs(part)
         return [_data_name(str(problem)), str(cal), f"{m:g}", f"{eps:g}", f"{passes:g}",
@@ -831,8 +818,7 @@ def _real_table(results: PaperResults) -> dict[str, Any] | None:
 
 
 def _real_findings(results: PaperResults) -> list[dict[str, str]]:
-    """What real images at the paper's settings show about the escape test (every run), and
-    the stand-in's E3 and E6 verdicts there, which no longer count."""
+    """The escape test on real images (every run), and the stand-in's E3 and E6 verdicts."""
     runs = _real_runs(results)
     if runs.empty:
         return []
@@ -853,8 +839,7 @@ def _real_findings(results: PaperResults) -> list[dict[str, str]]:
 
 
 def _gap(part: pd.DataFrame, results: PaperResults) -> str:
-    """Gauss-PSGD − baseline final test accuracy in pp over ``part``, with the 95 % interval
-    of E1's own statistic and rule (paired by seed)."""
+    """E1's gap (pp) over ``part`` with the 95 % interval of its own statistic and rule."""
     decision = E1_RULE.decide(E1_GAP.compute(part, results))
     low, high = decision.interval
     return f"{decision.estimate:+.1f}" + (f" [{low:+.1f}, {high:+.1f}]"
@@ -862,8 +847,7 @@ def _gap(part: pd.DataFrame, results: PaperResults) -> str:
 
 
 def _horizon_cells(results: PaperResults) -> pd.DataFrame:
-    """The judged Figures runs (``judged`` = figures) and the horizon check's (horizon) at
-    the client counts the check ran; empty without a horizon check."""
+    """The Figures and horizon runs (``judged``) at the m the horizon check ran."""
     long = results.role_runs(HORIZON)
     if long.empty or "final_test_acc" not in long:
         return long
@@ -880,9 +864,7 @@ def _stopped(ours: pd.DataFrame) -> int:
 
 
 def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
-    """E1's comparison at the declared horizon (Figures) and at the longer one (horizon):
-    each cell's mean final accuracies, the gap with its 95 % interval, and how many
-    Gauss-PSGD runs stopped at the SOSP exit."""
+    """E1's comparison at the judged horizon and at the longer one, per cell."""
     tuned = {FIGURES: tuned_lr(results), HORIZON: tuned_lr(results, HORIZON_TUNING)}
 
     def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
@@ -900,8 +882,7 @@ def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
 
 
 def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
-    """The horizon check as a finding beside E1's verdict: each checked cell's gap at the
-    longer horizon (with the SOSP exits), computed from the runs."""
+    """The horizon check beside E1's verdict: each cell's gap at the longer horizon."""
     runs = _horizon_cells(results)
     long = runs[runs["judged"] == HORIZON] if not runs.empty else runs
     if long.empty:
@@ -977,8 +958,7 @@ def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
-    """Figures 1-2, the selection-by-dimension figure, escape statistics, the saddle outputs,
-    ε as the paper computes it, and the deviations."""
+    """Figures 1-2 and selection by d; the escape test, χ, saddle and ε tables; findings."""
     found = PaperSections(settings=settings(results))
     trigger = _trigger_table(results)  # a study: no run needed
     found.tables += [trigger] if trigger else []
@@ -1002,6 +982,6 @@ PAPER = Paper(
     url="https://arxiv.org/abs/2505.15647", claims=CLAIMS,
     roles={role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")},
     sections=sections, resolutions=tuple(
-        tuple(TEXT[f"resolutions.{key}.{part}"] for part in ("where", "paper", "ours"))
-        for key in TEXT.section("resolutions")),
+        (TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.paper"],
+         TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions")),
     studies={TRIGGER_STUDY: trigger_study}, regime=REGIME, text=TEXT)
