@@ -38,8 +38,9 @@ class MlpKernels:
     """The book-keeping kernels (unjitted), on an (m, S) block of padded indices ``idx``
     with the real sizes ``sizes`` (m,):
 
-    * ``group_clipped_sums(x, x_prev, clip, sizes, idx, data) -> (sums (m, d), norms (m, S))``:
-      each group's Σ_i c_i G_i, G_i = ∇f_i(x) (− ∇f_i(x_prev) unless None);
+    * ``group_clipped_sums(x, x_prev, clip, sizes, idx, data, share) -> (sums (m, d),
+      norms (m, S))``: each group's share_j Σ_i c_i G_i, G_i = ∇f_i(x) (− ∇f_i(x_prev) unless
+      None) (share 1/|group|: the means, folded into the per-sample weights);
     * ``pair_stats(x, x_prev, sizes, idx, data) -> (points, (‖G‖², ‖G′‖², ⟨G, G′⟩))``: each
       point's layers and the per-sample statistics PriSMA's weights come from (m·S,);
     * ``combined_sums(points, alpha, beta, m) -> (m, d)``: each group's
@@ -106,7 +107,7 @@ def mlp_kernels(jax: Any, jnp: Any, losses: Callable[..., Any], shapes: Shapes,
         return (layers(x, batch, w), None if x_prev is None else layers(x_prev, batch, w), w)
 
     def group_clipped_sums(x: Any, x_prev: Any, clip: Any, sizes: Any, idx: Any,
-                           data: tuple[Any, ...]) -> tuple[Any, Any]:
+                           data: tuple[Any, ...], share: Any) -> tuple[Any, Any]:
         first, second, w = block(x, x_prev, sizes, idx, data)
         if second is None:
             sq = inner(first, first)
@@ -114,8 +115,8 @@ def mlp_kernels(jax: Any, jnp: Any, losses: Callable[..., Any], shapes: Shapes,
             second = scaled(second, -jnp.ones_like(w))
             sq = inner(first, first) + inner(second, second) + 2 * inner(first, second)
         norms = jnp.sqrt(jnp.maximum(sq, 0.0))
-        c = w * clip_factors(jnp, norms, clip)
         m = idx.shape[0]
+        c = w * jnp.repeat(share, idx.shape[1]) * clip_factors(jnp, norms, clip)
         return (sums(scaled(first, c), None if second is None else scaled(second, c), m),
                 jnp.reshape(norms, (m, -1)))
 

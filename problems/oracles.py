@@ -319,9 +319,11 @@ def _group_width(b: int) -> int:
 class _JaxKernels:
     """The jitted kernels of one per-sample loss: each a function of (x, …, padded indices,
     real size b, data), so one trace serves every data set of the same shapes; the group
-    kernel takes (m,) sizes and (m, S) indices and gives each group's mean. ``pair_stats``
-    and ``combined_sums``: an MLP's book-keeping (:class:`problems.ghost_jax.MlpKernels`),
-    else None."""
+    kernel takes (m,) sizes and (m, S) indices and gives each group's mean. ``real``:
+    arrays of a padded block at its real entries (flat positions), ``spread``: per-sample
+    weights of the real entries, times ``share``, put at them in a block of zeros (a jitted
+    gather is a fraction of an eager one). ``pair_stats`` and ``combined_sums``: an MLP's
+    book-keeping (:class:`problems.ghost_jax.MlpKernels`), else None."""
 
     rows: Any
     clipped_sum: Any
@@ -329,6 +331,8 @@ class _JaxKernels:
     loss_sum: Any
     grad_sum: Any
     hvp_sum: Any
+    real: Any
+    spread: Any
     pair_stats: Any = None
     combined_sums: Any = None
 
@@ -363,26 +367,29 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int,
     def masked_sum(x: Any, b: Any, idx: Any, data: tuple[Any, ...]) -> Any:
         return jnp.sum(weights(idx, b, x.dtype) * losses(x, *gathered(idx, data)))
 
-    def means(group_sums: Any) -> Any:
-        """A group kernel's sums as each group's mean (its real size)."""
-        def mean(x: Any, x_prev: Any, clip: Any, sizes: Any, *args: Any) -> tuple[Any, Any]:
-            total, norms = group_sums(x, x_prev, clip, sizes, *args)
-            return total / sizes[:, None].astype(total.dtype), norms
+    sums = jax.vmap(clipped_sum, in_axes=(None,) * 3 + (0, 0, None))
 
-        return mean
+    def group_means(x: Any, x_prev: Any, clip: Any, sizes: Any, *args: Any) -> tuple[Any, Any]:
+        """Each group's clipped mean (its sum over its real size) and the norms."""
+        total, norms = sums(x, x_prev, clip, sizes, *args)
+        return total / sizes[:, None].astype(total.dtype), norms
 
     extra: dict[str, Any] = {}
-    group_sums = jax.vmap(clipped_sum, in_axes=(None,) * 3 + (0, 0, None))
     if mlp_shapes is not None:
         from problems.ghost_jax import mlp_kernels
 
         mlp = mlp_kernels(jax, jnp, losses, mlp_shapes, gathered)
-        group_sums = mlp.group_clipped_sums
 
         def clipped_sum(x: Any, x_prev: Any, clip: Any, b: Any, idx: Any,
                         data: tuple[Any, ...]) -> tuple[Any, Any]:
-            total, norms = group_sums(x, x_prev, clip, jnp.reshape(b, (1,)), idx[None], data)
+            total, norms = mlp.group_clipped_sums(x, x_prev, clip, jnp.reshape(b, (1,)),
+                                                  idx[None], data, jnp.ones(1, x.dtype))
             return total[0], norms[0]
+
+        def group_means(x: Any, x_prev: Any, clip: Any, sizes: Any, *args: Any
+                        ) -> tuple[Any, Any]:
+            return mlp.group_clipped_sums(x, x_prev, clip, sizes, *args,
+                                          1 / sizes.astype(x.dtype))
 
         extra = {"pair_stats": jax.jit(mlp.pair_stats),
                  "combined_sums": jax.jit(mlp.combined_sums, static_argnums=3)}
@@ -390,11 +397,15 @@ def _build_jax_kernels(jax: Any, jnp: Any, losses: BatchLoss, n_data: int,
     return _JaxKernels(
         rows=jax.jit(rows),
         clipped_sum=jax.jit(clipped_sum),
-        group_clipped_means=jax.jit(means(group_sums)),
+        group_clipped_means=jax.jit(group_means),
         loss_sum=jax.jit(masked_sum),
         grad_sum=jax.jit(jax.grad(masked_sum)),
         hvp_sum=jax.jit(lambda x, v, *args: jax.jvp(
             lambda y: jax.grad(masked_sum)(y, *args), (x,), (v,))[1]),
+        real=jax.jit(lambda values, at: tuple(jnp.reshape(v, (-1,))[at] for v in values)),
+        spread=jax.jit(lambda weights, share, at, size: tuple(
+            jnp.zeros(size, dtype=share.dtype).at[at].set(w * share) for w in weights),
+            static_argnums=3),
         **extra,
     )
 
@@ -436,6 +447,8 @@ class JaxOracle(_AutodiffOracle):
         self._rows = kernels.rows
         self._clipped_sum = kernels.clipped_sum
         self._group_clipped_means = kernels.group_clipped_means
+        self._real = kernels.real
+        self._spread = kernels.spread
         self._pair_stats = kernels.pair_stats
         self._combined_sums = kernels.combined_sums
         self._loss_sum_j = kernels.loss_sum
@@ -499,7 +512,7 @@ class JaxOracle(_AutodiffOracle):
                             clip: float) -> tuple[Any, Any]:
         sizes, padded, real = self._block(groups)
         means, norms = self._group_clipped_means(x, x_prev, clip, sizes, padded, self.data)
-        return means, self.xp.reshape(norms, (-1,))[real]
+        return means, self._real((norms,), real)[0]
 
     def combined_group_means(self, x: Any, x_prev: Any, groups: Sequence[np.ndarray],
                              combine: Combine) -> Any:
@@ -511,10 +524,9 @@ class JaxOracle(_AutodiffOracle):
             return super().combined_group_means(x, x_prev, groups, combine)
         sizes, padded, real = self._block(groups)
         points, stats = self._pair_stats(x, x_prev, sizes, padded, self.data)
-        weights = combine(*(s[real] for s in stats))
+        weights = combine(*self._real(stats, real))
         share = self.backend.asarray(1.0 / np.repeat(sizes, sizes))  # each sample's 1/|group|
-        alpha, beta = (self.xp.zeros(padded.size, dtype=x.dtype).at[real].set(w * share)
-                       for w in weights)
+        alpha, beta = self._spread(weights, share, real, padded.size)
         return self._combined_sums(points, alpha, beta, len(groups))
 
     def _loss_sum(self, x: Any, idx: np.ndarray) -> Any:
