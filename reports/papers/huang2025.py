@@ -125,7 +125,7 @@ def text(key: str, **values: Any) -> str:
     return replace(TEXT, values={**TEXT.values, **values})[key]
 
 
-def table(key: str, rows: list[list[str]], provenance: Provenance, columns: list[str] | None
+def table(key: str, rows: list[list[Any]], provenance: Provenance, columns: list[str] | None
           = None, **values: Any) -> dict[str, Any]:
     """A page table: title, note and columns from ``tables.<key>`` (``values`` fill them)."""
     return {"title": text(f"tables.{key}.title", **values),
@@ -356,7 +356,8 @@ def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
 
 def slope_gap() -> Statistic:
     def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        return paired_or_welch(*(_slopes(runs, m) for m in METHODS))
+        ours, baseline = (_slopes(runs, m) for m in METHODS)
+        return paired_or_welch(ours, baseline)
 
     return Statistic(TEXT["statistics.slope_gap"], compute)
 
