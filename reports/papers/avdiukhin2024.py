@@ -39,7 +39,7 @@ from reports.claims import (
     stand_in_findings,
     truthy,
 )
-from reports.figures import curves_with_band, epsilon_colours, save_figure, style
+from reports.figures import Line, Panel, Plot, Series, draw, epsilon_colours
 from reports.paper import (
     PaperResults,
     PaperSections,
@@ -590,56 +590,41 @@ def _curves(results: PaperResults, runs: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(x=rows["step"] * rows["batch_size"] / rows["n"])
 
 
-Panel = tuple[str, pd.DataFrame, float | None]  # (title, rows, bound C drawn or None)
+Drawn = tuple[str, pd.DataFrame, float | None]  # (title, rows, bound C drawn or None)
 
 
-def _drawn(results: PaperResults, panels: Sequence[Panel]) -> Provenance:
-    """The provenance of exactly the runs drawn in ``panels``."""
+def _series(rows: pd.DataFrame, metric: str, marker: str) -> list[Series]:
+    """The mean over runs, banded ± one s.e., of each (algorithm, ε) against ``x``: noisy
+    SGD coloured by ε (:func:`~reports.figures.epsilon_colours`), SGD black, clipped DP-SGD
+    dashed in its ε's colour."""
+    colours = epsilon_colours(rows["epsilon"].unique())
+    series = []
+    for (algorithm, key), part in rows.groupby(["algorithm", "epsilon"], sort=True):
+        eps, clipped = as_float(key), algorithm == "dp_sgd"
+        line = part.groupby("x")[metric].agg(["mean", "sem"]).fillna({"sem": 0.0})
+        label = "SGD" if np.isinf(eps) else f"{'clipped DP-SGD ε' if clipped else 'ε'} = {eps:g}"
+        series.append(Series(label, line.index.tolist(), line["mean"].tolist(),
+                             line["sem"].tolist(), colours[eps], marker,
+                             "--" if clipped else "-", band=True))
+    return series
+
+
+def _figure(results: PaperResults, out: Path, stem: str, panels: Sequence[Drawn],
+            metric: str, ylabel: str, xlabel: str = "epoch", xscale: str = "linear",
+            yscale: str = "linear") -> Figure | None:
+    """The paper's figure style, one panel per (title, rows, bound C in red), captioned by
+    ``figures.<stem>``; None when nothing was drawn."""
+    if not panels:
+        return None
+    marker = "o" if xscale == "log" else ""
+    draw(Plot([Panel(_series(rows, metric, marker), xlabel, ylabel, title, xscale, yscale,
+                     lines=[Line(bound, f"C = {bound:.3g}", "red")]
+                     if bound is not None and math.isfinite(bound) else [])
+               for title, rows, bound in panels], columns=3, panel_inches=(4.6, 3.5)),
+         out, stem)
     ids = {str(i) for _, rows, _ in panels for i in rows["run_id"].unique()}
-    return results.provenance(results.runs[results.runs["run_id"].astype(str).isin(ids)])
-
-
-def _plot(panels: Sequence[Panel], metric: str, ylabel: str,
-          out: Path, stem: str, xlabel: str = "epoch", logx: bool = False,
-          logy: bool = False) -> None:
-    """The paper's figure style: per panel (title, rows, bound), the mean over runs with a
-    band of :data:`~reports.figures.INTERVAL` of each (algorithm, ε) against ``x``; noisy SGD
-    coloured by ε (:func:`~reports.figures.epsilon_colours`), SGD black, clipped DP-SGD dashed
-    in its ε's colour; ``bound`` (C) as a red dashed line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    style()
-    cols = min(len(panels), 3)
-    fig, axes = plt.subplots(-(-len(panels) // cols), cols, figsize=(4.6 * cols,
-                             3.5 * -(-len(panels) // cols)), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    for ax, (title, rows, bound) in zip(axes.flat, panels, strict=False):
-        colours = epsilon_colours(rows["epsilon"].unique())
-        for (algorithm, key), part in rows.groupby(["algorithm", "epsilon"], sort=True):
-            eps = as_float(key)
-            line = part.groupby("x")[metric].agg(["mean", "sem"]).fillna({"sem": 0.0})
-            colour = colours[eps]
-            dashed = algorithm == "dp_sgd"
-            label = ("SGD" if np.isinf(eps) else
-                     f"{'clipped DP-SGD' if dashed else 'ε'}{' ε' if dashed else ''} = {eps:g}")
-            ax.plot(line.index, line["mean"], color=colour, lw=1.4, ls="--" if dashed else "-",
-                    label=label, marker="o" if logx else None, ms=3)
-            ax.fill_between(line.index, line["mean"] - line["sem"], line["mean"] + line["sem"],
-                            color=colour, alpha=0.15, lw=0)
-        if bound is not None and math.isfinite(bound):
-            ax.axhline(bound, color="red", ls=":", lw=1.2, label=f"C = {bound:.3g}")
-        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-        ax.title.set_fontsize(9)
-        if logx:
-            ax.set_xscale("log")
-        if logy:
-            ax.set_yscale("log")
-        ax.legend(ncol=2)
-    save_figure(fig, out, stem)
+    runs = results.runs[results.runs["run_id"].astype(str).isin(ids)]
+    return Figure(f"{stem}.png", TEXT[f"figures.{stem}"], results.provenance(runs))
 
 
 def _tag(rule: str) -> str:
@@ -650,7 +635,7 @@ def _rule(rows: pd.DataFrame) -> pd.Series:
     return rows.get("p_alg_bound_rule", pd.Series("given", index=rows.index)).fillna("given")
 
 
-def _norm_panels(results: PaperResults) -> list[Panel]:
+def _norm_panels(results: PaperResults) -> list[Drawn]:
     """One panel per (problem, C rule, calibration) of noisy SGD in the accuracy suites: the
     largest per-sample norm of each block of steps (``diag_max_norm_trace``), with C."""
     runs = finished(results.role_runs(*ACCURACY_ROLES), include_diverged=True)
@@ -673,20 +658,11 @@ def _norm_panels(results: PaperResults) -> list[Panel]:
             for (problem, rule, cal), part in groups]
 
 
-def _norm_figure(results: PaperResults, out: Path) -> Figure | None:
-    panels = _norm_panels(results)
-    if not panels:
-        return None
-    _plot(panels, "norm", "largest per-sample ‖∇f_i(x_t)‖", out, "per_sample_norms",
-          xlabel="step", logy=True)
-    return Figure("per_sample_norms.png", TEXT["figures.per_sample_norms"],
-                  _drawn(results, panels))
-
-
 def _accuracy_panels(results: PaperResults, metric: str, roles: tuple[str, ...]
-                     ) -> list[Panel]:
+                     ) -> list[Drawn]:
     """One panel per (suite, problem, C, calibration) of noisy SGD in ``roles``, each with
-    the non-private SGD and clipped DP-SGD curves of its problem (from the accuracy suites)."""
+    the non-private SGD and clipped DP-SGD curves of its problem (from the accuracy suites),
+    in %."""
     runs = results.role_runs(*roles)
     noisy = _curves(results, runs[runs["algorithm"] == "noisy_sgd"]) if len(runs) else runs
     accuracy = results.role_runs(*ACCURACY_ROLES)
@@ -695,61 +671,46 @@ def _accuracy_panels(results: PaperResults, metric: str, roles: tuple[str, ...]
     if noisy.empty or metric not in noisy:
         return []
     noisy = noisy.assign(rule=_rule(noisy))
-    panels: list[Panel] = []
+    panels: list[Drawn] = []
     for (_suite, problem, rule, cal), part in noisy.groupby(["suite", "problem", "rule",
                                                            "calibration"]):
         base = references[references["problem"] == problem] if len(references) else references
         rows = pd.concat([part, base]).dropna(subset=[metric])
-        panels.append((f"{problem}, {_tag(str(rule))}, calibration {cal}", rows, None))
+        panels.append((f"{problem}, {_tag(str(rule))}, calibration {cal}",
+                       rows.assign(**{metric: rows[metric] * 100}), None))
     return panels
 
 
-def _accuracy_figure(results: PaperResults, out: Path, metric: str, name: str,
-                     roles: tuple[str, ...]) -> Figure | None:
-    panels = _accuracy_panels(results, metric, roles)
-    if not panels:
-        return None
-    stem = f"{metric}_curves"
-    _plot([(t, r.assign(**{metric: r[metric] * 100}), b) for t, r, b in panels], metric,
-          f"{name} (%)", out, stem)
-    return Figure(f"{stem}.png", TEXT[f"figures.{metric}"], _drawn(results, panels))
-
-
-def _lr_figure(results: PaperResults, out: Path) -> Figure | None:
+def _lr_panels(results: PaperResults) -> list[Drawn]:
     runs = finished(results.role_runs("lr_sweep"), include_diverged=True)
     if runs.empty or "final_test_acc" not in runs:
-        return None
+        return []
     rows = runs.assign(x=numeric(runs, "p_alg_lr"), acc=numeric(runs, "final_test_acc") * 100)
-    panels: list[Panel] = [(f"{problem}: final test accuracy by learning rate", part, None)
-              for problem, part in rows.dropna(subset=["acc"]).groupby("problem")]
-    if not panels:
-        return None
-    _plot(panels, "acc", "final test accuracy (%)", out, "lr_sweep", xlabel="learning rate",
-          logx=True)
-    return Figure("lr_sweep.png", TEXT["figures.lr_sweep"], _drawn(results, panels))
+    return [(f"{problem}: final test accuracy by learning rate", part, None)
+            for problem, part in rows.dropna(subset=["acc"]).groupby("problem")]
 
 
-def _saddle_figure(results: PaperResults, out: Path) -> Figure | None:
+def _saddle_panels(results: PaperResults) -> list[Drawn]:
     rows = _curves(results, results.role_runs("saddle"))
     if rows.empty or "lambda_min" not in rows:
-        return None
+        return []
     rows = rows.dropna(subset=["lambda_min"]).assign(x=lambda r: r["step"])
-    panels = [(f"{label}, per-sample noise σ₁ = {s1:g}", part)
-              for (label, s1), part in rows.groupby(["label", "p_prob_sigma1"])]
-    if not panels:
-        return None
-    curves_with_band(panels, "lambda_min", "λ_min(∇²F(x_t))", out, "saddle_lambda_min",
-                     xlabel="step")
-    return Figure("saddle_lambda_min.png", TEXT["figures.saddle_lambda_min"],
-                  _drawn(results, [(t, r, None) for t, r in panels]))
+    return [(f"{label}, per-sample noise σ₁ = {s1:g}", part, None)
+            for (label, s1), part in rows.groupby(["label", "p_prob_sigma1"])]
 
 
 def _figures(results: PaperResults, out: Path) -> list[Figure]:
-    figures = [_norm_figure(results, out),
-               _accuracy_figure(results, out, "test_acc", "test accuracy",
-                                (*EMPIRICAL_ROLES, "fig3b")),
-               _accuracy_figure(results, out, "train_acc", "training accuracy", ("fig3a",)),
-               _lr_figure(results, out), _saddle_figure(results, out)]
+    figures = [
+        _figure(results, out, "per_sample_norms", _norm_panels(results), "norm",
+                "largest per-sample ‖∇f_i(x_t)‖", "step", yscale="log"),
+        *(_figure(results, out, f"{metric}_curves", _accuracy_panels(results, metric, roles),
+                  metric, f"{name} (%)")
+          for metric, name, roles in (("test_acc", "test accuracy", (*EMPIRICAL_ROLES, "fig3b")),
+                                      ("train_acc", "training accuracy", ("fig3a",)))),
+        _figure(results, out, "lr_sweep", _lr_panels(results), "acc",
+                "final test accuracy (%)", "learning rate", xscale="log"),
+        _figure(results, out, "saddle_lambda_min", _saddle_panels(results), "lambda_min",
+                "λ_min(∇²F(x_t))", "step")]
     return [f for f in figures if f is not None]
 
 
