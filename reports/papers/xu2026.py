@@ -92,6 +92,50 @@ def _tuning(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
             if ids & set(t.get("run_ids") or ())]
 
 
+def _tuned_ranges(runs: pd.DataFrame, results: PaperResults) -> dict[str, tuple[float, float]]:
+    """The params the tuning of ``runs`` varied, each with the range its grid searched."""
+    ranges: dict[str, tuple[float, float]] = {}
+    for candidate in (c for t in _tuning(runs, results) for c in t.get("candidates") or []):
+        for name, value in candidate["params"].items():
+            low, high = ranges.get(name, (value, value))
+            ranges[name] = (min(low, value), max(high, value))
+    return ranges
+
+
+def _constants(run: pd.Series) -> dict[str, Any]:
+    """A run's algorithm and problem constants (its ``p_alg_*`` and ``p_prob_*`` columns)."""
+    return {str(c): run[c] for c in run.index
+            if str(c).startswith(("p_alg_", "p_prob_")) and not pd.isna(run[c])}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, int | float | np.number) and isinstance(b, int | float | np.number):
+        return bool(np.isclose(float(a), float(b)))
+    return bool(a == b)
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
+                         tuned: dict[str, tuple[float, float]]) -> list[str]:
+    """Where a σ → 0 run's constants ``reference`` differ from the judged runs' ``judged``:
+    a constant they hold fixed with another value, or one their tuning varied (``tuned``:
+    name → searched range) outside the range searched ([] when they match)."""
+    out = []
+    for column, value in judged.items():
+        name = column.removeprefix("p_alg_").removeprefix("p_prob_")
+        ref = reference.get(column)
+        if column.startswith("p_alg_") and name in tuned:
+            low, high = tuned[name]
+            if ref is None or not low <= float(ref) <= high:
+                out.append(f"{name} {_show(ref)} outside the tuned {low:g}–{high:g}")
+        elif ref is None or not _same(value, ref):
+            out.append(f"{name} {_show(ref)} ≠ {_show(value)}")
+    return out
+
+
 def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     """``runs`` with their last iterate x_T (Table 2's x_399): ``last_{metric}``,
     ``last_step``, ``phi0`` (Φ(x₀)) and ``stopped_early`` (``last_step`` < the planned T)."""
@@ -194,7 +238,7 @@ def _early(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
 # -- statistics -----------------------------------------------------------------------------
 
 def _versus(metric: str, progress: bool = False) -> Statistic:
-    """DP-RGDA's ``column`` at x_T (``progress``: its 1 − Φ(x_T)/Φ(x₀)) minus the baseline's
+    """DP-RGDA's ``metric`` at x_T (``progress``: its 1 − Φ(x_T)/Φ(x₀)) minus the baseline's
     (÷ ``SLIGHTLY`` for progress), paired by seed (one x₀ per seed) else Welch. Diverged runs
     of either side are dropped: a diverged baseline is reported, never scored."""
     column = f"last_{metric}"
@@ -279,40 +323,6 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 # -- premises ------------------------------------------------------------------------------
 
-def _constants(run: pd.Series) -> dict[str, Any]:
-    """A run's algorithm and problem constants (its ``p_alg_*`` and ``p_prob_*`` columns)."""
-    return {str(c): run[c] for c in run.index
-            if str(c).startswith(("p_alg_", "p_prob_")) and not pd.isna(run[c])}
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, int | float | np.number) and isinstance(b, int | float | np.number):
-        return bool(np.isclose(float(a), float(b)))
-    return bool(a == b)
-
-
-def _show(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
-                         tuned: dict[str, tuple[float, float]]) -> list[str]:
-    """Where a σ → 0 run's constants ``reference`` differ from the judged runs' ``judged``:
-    a constant they hold fixed with another value, or one their tuning varied (``tuned``:
-    name → searched range) outside the range searched ([] when they match)."""
-    out = []
-    for column, value in judged.items():
-        name = column.removeprefix("p_alg_").removeprefix("p_prob_")
-        ref = reference.get(column)
-        if column.startswith("p_alg_") and name in tuned:
-            low, high = tuned[name]
-            if ref is None or not low <= float(ref) <= high:
-                out.append(f"{name} {_show(ref)} outside the tuned {low:g}–{high:g}")
-        elif ref is None or not _same(value, ref):
-            out.append(f"{name} {_show(ref)} ≠ {_show(value)}")
-    return out
-
-
 def _reference(runs: pd.DataFrame, results: PaperResults, label: str
                ) -> tuple[pd.DataFrame, str]:
     """The clean σ → 0 ``label`` runs at the constants of the setting's ``label`` runs (every
@@ -322,12 +332,7 @@ def _reference(runs: pd.DataFrame, results: PaperResults, label: str
     refs = finished(table2[table2["label"] == f"{label}_nonprivate"]) if len(table2) else table2
     if judged.empty or refs.empty:
         return refs.iloc[0:0], f"σ → 0 {label} reference not run"
-    tuned: dict[str, tuple[float, float]] = {}
-    for candidate in (c for t in _tuning(judged, results) for c in t.get("candidates") or []):
-        for name, value in candidate["params"].items():
-            low, high = tuned.get(name, (value, value))
-            tuned[name] = (min(low, value), max(high, value))
-    want = _constants(judged.iloc[0])
+    want, tuned = _constants(judged.iloc[0]), _tuned_ranges(judged, results)
     differences: dict[Any, list[str]] = {
         i: constant_differences(want, _constants(r), tuned) for i, r in refs.iterrows()}
     if matched := [i for i, d in differences.items() if not d]:
