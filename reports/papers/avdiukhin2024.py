@@ -1,6 +1,7 @@
 """avdiukhin2024, "Noise is All You Need": claims P1–P6 and T1p, T2, T4, T5, T8 (and the
 implementation check T1) declared as data, the figures as the paper draws them, and Theorem
-3.3's calibration.
+3.3's calibration; the prose (statements, remedies, captions, notes) is in
+``avdiukhin2024.yaml``.
 
 Experiment files say which part of the page they feed with ``role:`` (:data:`ROLES`):
 ``fig1`` / ``fig2`` (test accuracy of noisy SGD over the ε grid beside SGD), ``fig3a``
@@ -13,7 +14,7 @@ Thresholds of the paper's vague statements are module constants, each with its s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,16 +41,9 @@ from reports.claims import (
     truthy,
 )
 from reports.figures import Line, Panel, Plot, Series, draw, epsilon_colours
-from reports.paper import (
-    PaperResults,
-    PaperSections,
-    Provenance,
-    calibration_table,
-    deviations,
-    settings,
-)
+from reports.paper import calibration_table, deviations, settings
 from reports.prose import Prose
-from reports.results import Figure
+from reports.results import Figure, PaperResults, PaperSections, Provenance
 from reports.rules import Always, AtMost, Fraction, Monotone, NonInferior, Sample, as_float
 
 KEY = "avdiukhin2024"
@@ -71,11 +65,17 @@ OVERSPEND = 1.01  # T1p: ε spent > 1.01 × target overspends (the PLD accountan
 PAPER_LR = 0.1  # §4 / App. A: lr 0.1, "the largest value which still achieves convergence"
 ACCURACY_ROLES = ("fig1", "fig1b", "fig2a", "fig2b", "fig3a", "fig3b")
 EMPIRICAL_ROLES = ("fig1", "fig1b", "fig2a", "fig2b")
-
+# The paper's CIFAR-10 setting; B and epochs are not stated: FFCV's defaults, as notes §3
 PAPER_SETTING: dict[str, Any] = {"n": 50_000, "batch_size": 512, "epochs": 24, "delta": 0.01,
                                  "d": 2_274_880}
 EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 PAPER_STEPS = PAPER_SETTING["epochs"] * (PAPER_SETTING["n"] // PAPER_SETTING["batch_size"])
+STRICT = StrictSaddleParams()  # strict_saddle's defaults (λ, μ, σ₂ where a run omits them)
+# Real images: problem -> data set. Fashion-MNIST with the Appendix-A CNN for 28×28×1 (the
+# paper's normalised network, GroupNorm for BatchNorm); P1-P3 read these runs wherever they
+# ran, and the digits stand-in only where none did.
+REAL_DATA = {"fashion_mnist_cnn": "Fashion-MNIST"}
+PAPER_MODEL_NAME = "cifar10_cnn"
 
 
 def _noise_to_bound(epsilon: float) -> float:
@@ -94,6 +94,20 @@ TEXT = Prose.load(
 ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
 RESOLUTIONS = tuple(tuple(text.format_map(TEXT.values) for text in row)
                     for row in TEXT.texts["resolutions"])
+Check = Callable[[pd.DataFrame, PaperResults], Any]
+
+
+# -- candidates for the shared vocabulary -----------------------------------------------------
+
+def _span(values: pd.Series) -> str:
+    """'lo–hi' of ``values`` (one number when they agree to 0.1 %)."""
+    lo, hi = float(values.min()), float(values.max())
+    return f"{lo:.3g}" if math.isclose(lo, hi, rel_tol=1e-3) else f"{lo:.3g}–{hi:.3g}"
+
+
+def _rate(test: Check) -> Callable[[pd.DataFrame, PaperResults], Sample]:
+    """The statistic 'runs for which ``test`` holds': one 0/1 value per run."""
+    return lambda runs, results: Sample.of(np.asarray(test(runs, results), float))
 
 
 # -- run columns ---------------------------------------------------------------------------
@@ -114,14 +128,13 @@ def _norms(runs: pd.DataFrame) -> pd.DataFrame:
                          "measured": measured}, index=runs.index)
 
 
-def _span(values: pd.Series) -> str:
-    lo, hi = float(values.min()), float(values.max())
-    return f"{lo:.3g}" if math.isclose(lo, hi, rel_tol=1e-3) else f"{lo:.3g}–{hi:.3g}"
+def _seen(runs: pd.DataFrame) -> pd.DataFrame:
+    seen = _norms(runs)
+    return seen[seen["measured"]]
 
 
 def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    seen = _norms(runs)
-    seen = seen[seen["measured"]]
+    seen = _seen(runs)
     if seen.empty:
         return None, "per-sample norms not recorded"
     over = seen[seen["over"]]
@@ -132,94 +145,14 @@ def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
                    f"in {len(over)}/{len(seen)} runs")
 
 
-WITHIN_BOUND = TEXT.premise("within_bound", _bound_check)
+def _rule(rows: pd.DataFrame) -> pd.Series:
+    return rows.get("p_alg_bound_rule", pd.Series("given", index=rows.index)).fillna("given")
 
 
-# -- accuracy claims (P1–P6) ---------------------------------------------------------------
-
-def _reference(runs: pd.DataFrame, candidates: pd.DataFrame, keys: tuple[str, ...]
-               ) -> pd.DataFrame:
-    """The finished ``candidates`` alike ``runs`` in ``keys`` and every problem parameter."""
-    pool = finished(candidates)
-    if pool.empty or runs.empty:
-        return pool
-    mask = pd.Series(True, index=pool.index)
-    for key in (*keys, *(c for c in runs if str(c).startswith("p_prob_"))):
-        if key not in pool or key not in runs:
-            continue
-        values = runs[key].dropna().unique()
-        mask &= pool[key].isin(values) if len(values) else pool[key].isna()
-    return pool[mask]
-
-
-def _accuracy(runs: pd.DataFrame) -> np.ndarray:
-    return numeric(runs, "final_test_acc").to_numpy(float) * 100
-
-
-def _by_seed(runs: pd.DataFrame) -> pd.Series:
-    return pd.Series(_accuracy(runs), index=runs["seed"].to_numpy())
-
-
-def _private_minus_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """Final test accuracy of the private runs minus non-private SGD's (same problem, T, B
-    and lr), in pp, paired by seed (same data and initialisation); the note says how much
-    Algorithm 1 clipped."""
-    pool = results.role_runs("fig1")
-    sgd = _reference(runs, pool[pool["algorithm"] == "sgd"],
-                     ("problem", "steps", "batch_size", "p_alg_lr")) if len(pool) else pool
-    clipped = numeric(runs, "prem_clipped_fraction").dropna() * 100
-    note = f"Algorithm 1 clipped {_span(clipped)} % of per-sample gradients" \
-        if len(clipped) else ""
-    return paired_or_welch(_by_seed(runs), _by_seed(sgd), unit="pp", note=note)
-
-
-def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-    """Algorithm 1 clips at the empirical C of the noisy SGD runs of its problem."""
-    pool = results.role_runs("fig1")
-    noisy = pool[(pool["algorithm"] == "noisy_sgd") & ~_rule(pool).eq("lemma_3_2")] \
+def _empirical(pool: pd.DataFrame) -> pd.DataFrame:
+    """The noisy SGD runs of ``pool`` with the empirical C (not Lemma 3.2's)."""
+    return pool[(pool["algorithm"] == "noisy_sgd") & ~_rule(pool).eq("lemma_3_2")] \
         if len(pool) else pool
-    bounds = _norms(_reference(runs, noisy, ("problem",)))["bound"].dropna()
-    clip = numeric(runs, "p_alg_clip").dropna()
-    if bounds.empty or clip.empty:
-        return None, "no noisy SGD run with the empirical C on this problem"
-    same = np.isclose(clip.to_numpy()[:, None], bounds.to_numpy()[None, :]).all()
-    return bool(same), f"Algorithm 1 clips at {_span(clip)}, noisy SGD's C = {_span(bounds)}"
-
-
-SAME_C = TEXT.premise("same_c", _same_c)
-
-
-def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    """Test accuracy with C from Lemma 3.2 minus with the empirical C (same problem,
-    calibration, ε, T and batch), in pp."""
-    pool = results.role_runs(*EMPIRICAL_ROLES)
-    empirical = pool[(pool["algorithm"] == "noisy_sgd")
-                     & ~pool.get("p_alg_bound_rule", pd.Series("given", index=pool.index))
-                     .eq("lemma_3_2")] if len(pool) else pool
-    alike = _reference(runs, empirical, ("problem", "calibration", "epsilon", "steps",
-                                         "batch_size"))
-    return Sample.of(_accuracy(runs), reference=_accuracy(alike).tolist(), unit="pp")
-
-
-def _within_bound(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    seen = _norms(runs)
-    seen = seen[seen["measured"]]
-    note = (f"largest per-sample norm {seen['largest'].max():.3g} vs C = {_span(seen['bound'])}"
-            if len(seen) else "")
-    return Sample.of((~seen["over"]).to_numpy(float), note=note)
-
-
-def _failed_to_converge(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """Diverged, or the final training loss not below the initial one."""
-    grew = numeric(runs, "loss_growth") >= 1.0
-    return Sample.of((truthy(runs, "diverged") | grew).to_numpy(float))
-
-
-NOISY = {"algorithm": "noisy_sgd"}
-# Real images: problem -> data set. Fashion-MNIST with the Appendix-A CNN for 28×28×1 (the
-# paper's normalised network, GroupNorm for BatchNorm); P1-P3 read these runs wherever they
-# ran, and the digits stand-in only where none did.
-REAL_DATA = {"fashion_mnist_cnn": "Fashion-MNIST"}
 
 
 def is_real(runs: pd.DataFrame) -> pd.Series:
@@ -238,8 +171,66 @@ def judged_data(runs: pd.DataFrame) -> pd.Series:
 def _trained(runs: pd.DataFrame) -> pd.Series:
     """Runs whose output is the last iterate (no §3.4 selection): the figures' accuracy."""
     return ~truthy(runs, "p_alg_select")
-EMPIRICAL_C = {"algorithm": "noisy_sgd",
-               "p_alg_bound_rule": lambda c: c.fillna("given").ne("lemma_3_2")}
+
+
+# -- accuracy claims (P1–P6) ---------------------------------------------------------------
+
+def _reference(runs: pd.DataFrame, candidates: pd.DataFrame, keys: tuple[str, ...]
+               ) -> pd.DataFrame:
+    """The finished ``candidates`` alike ``runs`` in ``keys`` and every problem parameter."""
+    pool = finished(candidates)
+    if pool.empty or runs.empty:
+        return pool
+    mask = pd.Series(True, index=pool.index)
+    for key in (*keys, *(c for c in runs if str(c).startswith("p_prob_"))):
+        if key in pool and key in runs:
+            values = runs[key].dropna().unique()
+            mask &= pool[key].isin(values) if len(values) else pool[key].isna()
+    return pool[mask]
+
+
+def _accuracy(runs: pd.DataFrame) -> np.ndarray:
+    return numeric(runs, "final_test_acc").to_numpy(float) * 100
+
+
+def _private_minus_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """Final test accuracy of the private runs minus non-private SGD's (same problem, T, B
+    and lr), in pp, paired by seed (same data and initialisation); the note says how much
+    Algorithm 1 clipped."""
+    pool = results.role_runs("fig1")
+    sgd = _reference(runs, pool[pool["algorithm"] == "sgd"],
+                     ("problem", "steps", "batch_size", "p_alg_lr")) if len(pool) else pool
+    clipped = numeric(runs, "prem_clipped_fraction").dropna() * 100
+    note = f"Algorithm 1 clipped {_span(clipped)} % of per-sample gradients" \
+        if len(clipped) else ""
+    return paired_or_welch(*(pd.Series(_accuracy(r), index=r["seed"].to_numpy())
+                             for r in (runs, sgd)), unit="pp", note=note)
+
+
+def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+    """Algorithm 1 clips at the empirical C of the noisy SGD runs of its problem."""
+    noisy = _empirical(results.role_runs("fig1"))
+    bounds = _norms(_reference(runs, noisy, ("problem",)))["bound"].dropna()
+    clip = numeric(runs, "p_alg_clip").dropna()
+    if bounds.empty or clip.empty:
+        return None, "no noisy SGD run with the empirical C on this problem"
+    same = np.isclose(clip.to_numpy()[:, None], bounds.to_numpy()[None, :]).all()
+    return bool(same), f"Algorithm 1 clips at {_span(clip)}, noisy SGD's C = {_span(bounds)}"
+
+
+def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
+    """Test accuracy with C from Lemma 3.2 minus with the empirical C (same problem,
+    calibration, ε, T and batch), in pp."""
+    alike = _reference(runs, _empirical(results.role_runs(*EMPIRICAL_ROLES)),
+                       ("problem", "calibration", "epsilon", "steps", "batch_size"))
+    return Sample.of(_accuracy(runs), reference=_accuracy(alike).tolist(), unit="pp")
+
+
+def _within_bound(runs: pd.DataFrame, _: PaperResults) -> Sample:
+    seen = _seen(runs)
+    note = (f"largest per-sample norm {seen['largest'].max():.3g} vs C = {_span(seen['bound'])}"
+            if len(seen) else "")
+    return Sample.of((~seen["over"]).to_numpy(float), note=note)
 
 
 def _paper_model(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -252,94 +243,72 @@ def _paper_model(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
             f"{PAPER_MODEL_NAME} of Appendix A")
 
 
-PAPER_MODEL_NAME = "cifar10_cnn"
-PAPER_MODEL = TEXT.premise("paper_model", _paper_model)
+def _failed_to_converge(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
+    """Diverged, or the final training loss not below the initial one."""
+    return truthy(runs, "diverged") | (numeric(runs, "loss_growth") >= 1.0)
 
 
+NOISY = {"algorithm": "noisy_sgd"}
+EMPIRICAL_C = {**NOISY, "p_alg_bound_rule": lambda c: c.fillna("given").ne("lemma_3_2")}
+WITHIN_BOUND = TEXT.premise("within_bound", _bound_check)
 CIFAR10_CNN = PaperSetting(TEXT["settings.cifar10_cnn"], ("cifar10_cnn",))
+PAPER_MODELS = PaperSetting(TEXT["settings.paper_models"], (
+    "cifar10_cnn", "cifar10_resnet18", "cifar100_resnet18", "cola_bert"))
 
 
-def _monotone(claim_id: str, role: str, figure: str, setting: PaperSetting,
+def _statistic(claim_id: str, compute: Check) -> Statistic:
+    return Statistic(TEXT[f"claims.{claim_id}.statistic"], compute)
+
+
+def _monotone(claim_id: str, role: str, figure: str, setting: PaperSetting | str,
               metric: str = "test_acc", keep: Any = None) -> Claim:
-    """Final accuracy of noisy SGD (empirical C) weakly increasing in ε, for one figure."""
+    """Final accuracy of noisy SGD (empirical C) weakly increasing in ε, for one figure
+    (``setting``: one of the sidecar's ``settings``, or the setting itself)."""
+    if isinstance(setting, str):
+        setting = PaperSetting(TEXT[f"settings.{setting}"], (setting,))
     return TEXT.claim(
         claim_id, figure, Runs((role,), EMPIRICAL_C, by=("problem", "calibration"), keep=keep),
         along(metric, "epsilon", 100, "%"), Monotone(MONOTONE_TOL_PP, axis="ε"),
         kind="paper", setting=setting)
 
 
-PAPER_MODELS = PaperSetting(TEXT["settings.paper_models"], (
-    "cifar10_cnn", "cifar10_resnet18", "cifar100_resnet18", "cola_bert"))
-
-
-def _statistic(claim_id: str, compute: Any) -> Statistic:
-    return Statistic(TEXT[f"claims.{claim_id}.statistic"], compute)
-
-
-def _setting(problem: str) -> PaperSetting:
-    return PaperSetting(TEXT[f"settings.{problem}"], (problem,))
-
-
 def _accuracy_claims() -> tuple[Claim, ...]:
-    p3 = TEXT.claim(
-        "P3", "Figure 3(a)",
-        Runs(EMPIRICAL_ROLES, EMPIRICAL_C, by=("problem", "calibration", "epsilon"),
-             keep=judged_data),
-        _statistic("P3", _within_bound),
-        Fraction(BOUND_PROB, event="every per-sample norm ≤ C"), kind="paper",
-        setting=PAPER_MODELS)
-    p2 = TEXT.claim(
-        "P2", "Figure 1(a)",
-        Runs(("fig1",), {"algorithm": "dp_sgd", "epsilon": [4.0, 8.0],
-                         "calibration": lambda c: c.ne("paper")},
-             by=("problem", "calibration", "epsilon"), keep=judged_data),
-        _statistic("P2", _private_minus_sgd),
-        NonInferior(GAP_PP, "notes §7: 'close' is not quantified, a gap ≤ 5 pp (GAP_PP, "
-                    "declared before the runs)", what="accuracy difference"),
-        premises=(SAME_C,), kind="paper", headline=True, setting=CIFAR10_CNN)
-    p4 = TEXT.claim(
-        "P4", "Figure 3(b)",
-        Runs(("fig3b",), {**NOISY, "p_alg_bound_rule": "lemma_3_2"},
-             by=("problem", "calibration", "epsilon")),
-        _statistic("P4", _lemma_minus_empirical),
-        AtMost(0.0, what="accuracy difference"), kind="paper", setting=CIFAR10_CNN)
-    p6 = TEXT.claim(
-        "P6", "Appendix A",
-        Runs(("lr_sweep",), {**NOISY, "p_alg_lr": lambda c: c > PAPER_LR},
-             by=("problem", "epsilon")),
-        _statistic("P6", _failed_to_converge),
-        Fraction(WHP, event="no convergence"), include_diverged=True,
-        premises=(PAPER_MODEL,), kind="paper", setting=CIFAR10_CNN)
-    return (p3,
-            _monotone("P1", "fig1", "Figure 1(a)", CIFAR10_CNN,
-                      keep=lambda r: judged_data(r) & _trained(r)),
-            _monotone("P1b", "fig1b", "Figure 1(b)", _setting("cifar10_resnet18")),
-            _monotone("P1c", "fig2a", "Figure 2(a)", _setting("cifar100_resnet18")),
-            _monotone("P1d", "fig2b", "Figure 2(b)", _setting("cola_bert")),
-            p2, p4,
-            _monotone("P5", "fig3a", "Figure 3(a)", CIFAR10_CNN, "train_acc"),
-            p6)
+    by_epsilon = ("problem", "calibration", "epsilon")
+    return (
+        TEXT.claim("P3", "Figure 3(a)",
+                   Runs(EMPIRICAL_ROLES, EMPIRICAL_C, by=by_epsilon, keep=judged_data),
+                   _statistic("P3", _within_bound),
+                   Fraction(BOUND_PROB, event="every per-sample norm ≤ C"), kind="paper",
+                   setting=PAPER_MODELS),
+        _monotone("P1", "fig1", "Figure 1(a)", CIFAR10_CNN,
+                  keep=lambda r: judged_data(r) & _trained(r)),
+        _monotone("P1b", "fig1b", "Figure 1(b)", "cifar10_resnet18"),
+        _monotone("P1c", "fig2a", "Figure 2(a)", "cifar100_resnet18"),
+        _monotone("P1d", "fig2b", "Figure 2(b)", "cola_bert"),
+        TEXT.claim("P2", "Figure 1(a)",
+                   Runs(("fig1",), {"algorithm": "dp_sgd", "epsilon": [4.0, 8.0],
+                                    "calibration": lambda c: c.ne("paper")},
+                        by=by_epsilon, keep=judged_data),
+                   _statistic("P2", _private_minus_sgd),
+                   NonInferior(GAP_PP, "notes §7: 'close' is not quantified, a gap ≤ 5 pp "
+                               "(GAP_PP, declared before the runs)", what="accuracy difference"),
+                   premises=(TEXT.premise("same_c", _same_c),), kind="paper", headline=True,
+                   setting=CIFAR10_CNN),
+        TEXT.claim("P4", "Figure 3(b)",
+                   Runs(("fig3b",), {**NOISY, "p_alg_bound_rule": "lemma_3_2"}, by=by_epsilon),
+                   _statistic("P4", _lemma_minus_empirical),
+                   AtMost(0.0, what="accuracy difference"), kind="paper", setting=CIFAR10_CNN),
+        _monotone("P5", "fig3a", "Figure 3(a)", CIFAR10_CNN, "train_acc"),
+        TEXT.claim("P6", "Appendix A",
+                   Runs(("lr_sweep",), {**NOISY, "p_alg_lr": lambda c: c > PAPER_LR},
+                        by=("problem", "epsilon")),
+                   _statistic("P6", _rate(_failed_to_converge)),
+                   Fraction(WHP, event="no convergence"), include_diverged=True,
+                   premises=(TEXT.premise("paper_model", _paper_model),), kind="paper",
+                   setting=CIFAR10_CNN))
 
 
 # -- theorem claims (T1, T2, T4, T5, T8) ---------------------------------------------------
-
-def _theorem_3_3(runs: pd.DataFrame) -> pd.Series:
-    """c₂ B √(T ln(1/δ)) / n: σ·ε of the training part under Theorem 3.3."""
-    steps, delta = numeric(runs, "steps"), numeric(runs, "delta")
-    return (numeric(runs, "p_alg_c2", 1.0) * numeric(runs, "batch_size")
-            * np.sqrt(steps * np.log(1 / delta)) / numeric(runs, "n"))
-
-
-def _calibrated(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    """σ·(ε − ε_s) = Theorem 3.3's constant recomputed from the run's n, B, T, δ, c₂, and
-    the realised ledger spends the planned ε (PLD)."""
-    select_eps = numeric(runs, "p_alg_select_epsilon", 0.0).where(truthy(runs, "p_alg_select"), 0.0)
-    product = numeric(runs, "sigma") * (numeric(runs, "epsilon") - select_eps)
-    formula = np.isclose(product, _theorem_3_3(runs), rtol=T1_RTOL, atol=0)
-    planned, spent = numeric(runs, "eps_planned"), _ledger_epsilon(runs)
-    ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
-    return Sample.of(formula & ledger.to_numpy())
-
 
 def _ledger_epsilon(runs: pd.DataFrame) -> pd.Series:
     """ε spent by each run's ledger (PLD): a run that voided its guarantee records ε = ∞
@@ -349,6 +318,20 @@ def _ledger_epsilon(runs: pd.DataFrame) -> pd.Series:
     if "diag_guarantee_void" not in runs:
         return spent
     return spent.where(~runs["diag_guarantee_void"].eq(True), numeric(runs, "eps_planned"))
+
+
+def _calibrated(runs: pd.DataFrame, _: PaperResults) -> np.ndarray:
+    """σ·(ε − ε_s) = c₂ B √(T ln(1/δ)) / n (Theorem 3.3) recomputed from the run's n, B, T,
+    δ, c₂, and the realised ledger spends the planned ε (PLD)."""
+    select_eps = numeric(runs, "p_alg_select_epsilon", 0.0).where(truthy(runs, "p_alg_select"), 0.0)
+    product = numeric(runs, "sigma") * (numeric(runs, "epsilon") - select_eps)
+    theorem = (numeric(runs, "p_alg_c2", 1.0) * numeric(runs, "batch_size")
+               * np.sqrt(numeric(runs, "steps") * np.log(1 / numeric(runs, "delta")))
+               / numeric(runs, "n"))
+    formula = np.isclose(product, theorem, rtol=T1_RTOL, atol=0)
+    planned, spent = numeric(runs, "eps_planned"), _ledger_epsilon(runs)
+    ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
+    return formula & ledger.to_numpy()
 
 
 def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -369,30 +352,23 @@ def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
     return Sample.of((ratio <= OVERSPEND).to_numpy(float), note=note)
 
 
-def _strict_defaults() -> Any:
-
-    return StrictSaddleParams()
-
-
 def _rho(runs: pd.DataFrame) -> pd.Series:
     """ρ of strict_saddle: λ + 0.859μ + 0.770σ₂ (the problem's constant)."""
-    p = _strict_defaults()
-    formula = (numeric(runs, "p_prob_lam", p.lam) + 0.859 * numeric(runs, "p_prob_mu", p.mu)
-               + 0.770 * numeric(runs, "p_prob_sigma2", p.sigma2))
+    formula = (numeric(runs, "p_prob_lam", STRICT.lam)
+               + 0.859 * numeric(runs, "p_prob_mu", STRICT.mu)
+               + 0.770 * numeric(runs, "p_prob_sigma2", STRICT.sigma2))
     return numeric(runs, "plan_rho").combine_first(formula)
 
 
-def _escaped(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
+def _t_thm(runs: pd.DataFrame) -> pd.Series:
+    """T_thm = 64 f_max/(ηα²) of Theorem 3.4, f_max = F(x₀) − F* = 2λ at the saddle."""
+    return 64 * 2 * numeric(runs, "p_prob_lam", STRICT.lam) / (
+        numeric(runs, "p_alg_lr") * SADDLE_ALPHA**2)
+
+
+def _escaped(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
     """The output's λ_min > −√(ρα): it is not at the strict saddle any more."""
     return numeric(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * SADDLE_ALPHA)
-
-
-def _escape(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    return Sample.of(_escaped(runs, results).to_numpy(float))
-
-
-def _stayed(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    return Sample.of((~_escaped(runs, results)).to_numpy(float))
 
 
 def _iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
@@ -408,64 +384,49 @@ def _iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
 def _sosp_share(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
     """Per run, the share of its evaluated iterates after x₀ that are α-SOSPs
     (‖∇F‖ < α and λ_min > −√(ρα))."""
-    alpha = SADDLE_ALPHA
     rows = _iterates(runs, results)
     rows = rows[rows["step"] > 0]
-    sosp = (rows["grad_norm"] < alpha) & (rows["lambda_min"] > -np.sqrt(rows["rho"] * alpha))
-    share = sosp.groupby(rows["run_id"]).mean()
-    return runs["run_id"].map(share)
-
-
-def _half_sosp(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    share = _sosp_share(runs, results).dropna()
-    return Sample.of((share >= 0.5).to_numpy(float))
-
-
-def _no_sosp(runs: pd.DataFrame, results: PaperResults) -> Sample:
-    share = _sosp_share(runs, results).dropna()
-    return Sample.of((share == 0).to_numpy(float))
+    sosp = (rows["grad_norm"] < SADDLE_ALPHA) & (
+        rows["lambda_min"] > -np.sqrt(rows["rho"] * SADDLE_ALPHA))
+    return runs["run_id"].map(sosp.groupby(rows["run_id"]).mean()).dropna()
 
 
 def _at_saddle(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
     """x₀ is a strict saddle that is not an α-SOSP: ‖∇F(x₀)‖ < α, λ_min(x₀) ≤ −√(ρα)."""
-    alpha = SADDLE_ALPHA
     start = _iterates(runs, results)
     start = start[start["step"] == 0]
     if start.empty or start["lambda_min"].isna().all():
         return None, "λ_min(x₀) not recorded"
-    edge = -np.sqrt(start["rho"] * alpha)
-    ok = (start["grad_norm"] < alpha) & (start["lambda_min"] <= edge)
+    edge = -np.sqrt(start["rho"] * SADDLE_ALPHA)
+    ok = (start["grad_norm"] < SADDLE_ALPHA) & (start["lambda_min"] <= edge)
     return bool(ok.all()), (f"‖∇F(x₀)‖ ≤ {start['grad_norm'].max():.2g}, λ_min(x₀) ≤ "
                             f"{start['lambda_min'].max():.3g} vs −√(ρα) = {edge.max():.3g} "
-                            f"(α = {alpha:g}); a strict saddle in {int(ok.sum())}/{len(ok)} "
-                            "runs")
+                            f"(α = {SADDLE_ALPHA:g}); a strict saddle in "
+                            f"{int(ok.sum())}/{len(ok)} runs")
 
 
-def _horizon(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """T ≥ T_thm = 64 f_max/(ηα²) (Theorem 3.4), f_max = F(x₀) − F* = 2λ at the saddle."""
-    alpha = SADDLE_ALPHA
-    lam = numeric(runs, "p_prob_lam", _strict_defaults().lam)
-    lr = numeric(runs, "p_alg_lr")
-    needed = 64 * 2 * lam / (lr * alpha**2)
+    needed, lr = _t_thm(runs), numeric(runs, "p_alg_lr")
     steps = numeric(runs, "prem_steps_taken").combine_first(numeric(runs, "steps"))
     if needed.isna().all() or steps.isna().all():
         return None, "T or η not recorded"
     short = steps < needed
     recorded = numeric(runs, "prem_horizon").dropna()
     note = f"; the runs record T_thm = {_span(recorded)}" if len(recorded) else ""
-    sign = "<" if short.any() else "≥"
     return not bool(short.any()), (
-        f"T = {_span(steps)} {sign} T_thm = 64 f_max/(ηα²) = {needed.max():.3g} (η = "
-        f"{_span(lr)}, α = {alpha:g}, f_max = 2λ = {_span(2 * lam)}) in "
+        f"T = {_span(steps)} {'<' if short.any() else '≥'} T_thm = 64 f_max/(ηα²) = "
+        f"{needed.max():.3g} (η = {_span(lr)}, α = {SADDLE_ALPHA:g}, f_max = 2λ = "
+        f"{_span(2 * numeric(runs, 'p_prob_lam', STRICT.lam))}) in "
         f"{int(short.sum()) if short.any() else len(runs)}/{len(runs)} runs{note}")
 
 
-def _selected_sosp(runs: pd.DataFrame, _: PaperResults) -> Sample:
+def _selected_sosp(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
     """The selection passed and returned a 4α-SOSP: ‖∇F‖ < 4α, λ_min > −√(4ρα)."""
     alpha = numeric(runs, "p_alg_alpha", SADDLE_ALPHA)
     four = (numeric(runs, "final_grad_norm") < 4 * alpha) & (
         numeric(runs, "final_lambda_min") > -np.sqrt(_rho(runs) * 4 * alpha))
-    return Sample.of((truthy(runs, "diag_selection_passed") & four).to_numpy(float))
+    return truthy(runs, "diag_selection_passed") & four
 
 
 PAIR_KEYS = ("seed", "epsilon", "calibration", "steps", "batch_size", "p_alg_lr")
@@ -480,103 +441,89 @@ def _partners(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
         return pd.DataFrame()
     keys = [k for k in (*PAIR_KEYS, *(c for c in runs if str(c).startswith("p_prob_")))
             if k in clipped and k in runs]
-    left = runs.assign(C=_norms(runs)["bound"])
+    norms = _norms(clipped)
     right = clipped.assign(clip=numeric(clipped, "p_alg_clip"),
-                           clip_over=_norms(clipped)["over"] & _norms(clipped)["measured"])
-    return left.merge(right, on=keys, suffixes=("", "_clip"))
+                           clip_over=norms["over"] & norms["measured"])
+    return runs.assign(C=_norms(runs)["bound"]).merge(right, on=keys, suffixes=("", "_clip"))
 
 
 def _same_clip(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
     pairs = _partners(runs, results)
     if pairs.empty:
         return False, "no Algorithm-1 (dp_sgd) run with the same seed, ε and problem"
-    same = np.isclose(pairs["clip"], pairs["C"], rtol=1e-12, atol=0)
     clipped = pairs["clip_over"].astype(bool)
-    ok = same & ~clipped
+    ok = np.isclose(pairs["clip"], pairs["C"], rtol=1e-12, atol=0) & ~clipped
     return bool(ok.all()), (f"Algorithm 1 clips at {_span(pairs['clip'])} vs C = "
                             f"{_span(pairs['C'])}, clipping active in {int(clipped.sum())}; "
                             f"{int(ok.sum())}/{len(pairs)} pairs comparable")
 
 
-def _identical(runs: pd.DataFrame, results: PaperResults) -> Sample:
+def _identical(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
     """Per pair: the final loss, gradient norm and λ_min of both runs are bitwise equal."""
     pairs = _partners(runs, results)
-    if pairs.empty:
-        return Sample.of([])
     same = pd.Series(True, index=pairs.index)
     for metric in ("final_loss", "final_grad_norm", "final_lambda_min"):
         if metric in pairs and f"{metric}_clip" in pairs:
             a, b = pairs[metric], pairs[f"{metric}_clip"]
             same &= (a == b) | (a.isna() & b.isna())
-    return Sample.of(same.to_numpy(float))
+    return same
 
 
-SADDLE_NOISY = {"algorithm": "noisy_sgd"}
 NOISE_FREE_SGD = {"algorithm": "sgd", "p_prob_sigma1": 0.0, "p_prob_sigma2": 0.0}
 AT_SADDLE = TEXT.premise("at_saddle", _at_saddle)
+PAPER_CALIBRATED = {"algorithm": "noisy_sgd", "calibration": "paper"}
+
+
+def _control(key: str, test: Check, rule: str) -> Control:
+    """Noise-free SGD at the exact saddle, as ``controls.<key>`` expects."""
+    return Control(TEXT[f"controls.{key}.name"], Runs(("saddle",), NOISE_FREE_SGD),
+                   TEXT[f"controls.{key}.expect"],
+                   Statistic(TEXT[f"controls.{key}.statistic"], _rate(test)), Always(rule))
 
 
 def _theorem_claims() -> tuple[Claim, ...]:
-    t1 = TEXT.claim(
-        "T1", "Theorem 3.3",
-        Runs((*ACCURACY_ROLES, "saddle"),
-             {"algorithm": "noisy_sgd", "calibration": "paper"}, by=("problem",)),
-        _statistic("T1", _calibrated),
-        Always("σ·(ε − ε_s) = c₂B√(T ln(1/δ))/n and ε spent = ε planned"),
-        kind="implementation")
-    t1p = TEXT.claim(
-        "T1p", "Theorem 3.3",
-        Runs((*ACCURACY_ROLES, "saddle"),
-             {"algorithm": "noisy_sgd", "calibration": "paper"},
-             by=("problem", "batch_size", "steps", "epsilon")),
-        _statistic("T1p", _spent),
-        Always(f"ε spent ≤ {OVERSPEND:g} × ε target"), include_diverged=True, kind="paper",
-        headline=True)
-    t2 = TEXT.claim(
-        "T2", "Theorem 3.3",
-        Runs(("saddle",), {**SADDLE_NOISY, "p_alg_select": lambda c: c.astype(object).ne(True)},
-             by=("p_prob_sigma1", "epsilon")),
-        _statistic("T2", _identical),
-        Always("bitwise-equal outputs"),
-        premises=(WITHIN_BOUND, TEXT.premise("same_clip", _same_clip)), kind="paper")
-    return t1, t1p, t2, *_saddle_claims()
-
-
-def _control(key: str, compute: Any, rule: Always) -> Control:
-    return Control(TEXT[f"controls.{key}.name"], Runs(("saddle",), NOISE_FREE_SGD),
-                   TEXT[f"controls.{key}.expect"],
-                   Statistic(TEXT[f"controls.{key}.statistic"], compute), rule)
-
-
-def _saddle_claims() -> tuple[Claim, ...]:
-    t4 = TEXT.claim(
-        "T4", "Theorem 3.4",
-        Runs(("saddle",), SADDLE_NOISY, by=("label", "p_prob_sigma1", "epsilon")),
-        _statistic("T4", _escape),
-        Fraction(ESCAPE_PROB, event="escape"), premises=(AT_SADDLE,),
-        controls=(_control("escape", _stayed, Always("output λ_min ≤ −√(ρα)")),),
-        kind="paper")
-    t5 = TEXT.claim(
-        "T5", "Theorem 3.4",
-        Runs(("saddle",), SADDLE_NOISY, by=("label", "p_prob_sigma1", "epsilon")),
-        _statistic("T5", _half_sosp),
-        Fraction(WHP, event="≥ half the iterates are α-SOSPs"),
-        premises=(TEXT.premise("horizon", _horizon), AT_SADDLE),
-        controls=(_control("sosp", _no_sosp, Always("no α-SOSP iterate")),), kind="paper",
-        headline=True)
-    t8 = TEXT.claim(
-        "T8", "§3.4 (private SOSP selection)",
-        Runs(("saddle",), {**SADDLE_NOISY, "p_alg_select": True},
-             by=("p_prob_sigma1", "epsilon")),
-        _statistic("T8", _selected_sosp),
-        Fraction(WHP, event="selected a 4α-SOSP"), premises=(WITHIN_BOUND,), kind="paper")
-    return t4, t5, t8
+    saddle_by = ("label", "p_prob_sigma1", "epsilon")
+    return (
+        TEXT.claim("T1", "Theorem 3.3",
+                   Runs((*ACCURACY_ROLES, "saddle"), PAPER_CALIBRATED, by=("problem",)),
+                   _statistic("T1", _rate(_calibrated)),
+                   Always("σ·(ε − ε_s) = c₂B√(T ln(1/δ))/n and ε spent = ε planned"),
+                   kind="implementation"),
+        TEXT.claim("T1p", "Theorem 3.3",
+                   Runs((*ACCURACY_ROLES, "saddle"), PAPER_CALIBRATED,
+                        by=("problem", "batch_size", "steps", "epsilon")),
+                   _statistic("T1p", _spent), Always(f"ε spent ≤ {OVERSPEND:g} × ε target"),
+                   include_diverged=True, kind="paper", headline=True),
+        TEXT.claim("T2", "Theorem 3.3",
+                   Runs(("saddle",), {**NOISY, "p_alg_select": lambda c: c.astype(object).ne(True)},
+                        by=("p_prob_sigma1", "epsilon")),
+                   _statistic("T2", _rate(_identical)), Always("bitwise-equal outputs"),
+                   premises=(WITHIN_BOUND, TEXT.premise("same_clip", _same_clip)),
+                   kind="paper"),
+        TEXT.claim("T4", "Theorem 3.4", Runs(("saddle",), NOISY, by=saddle_by),
+                   _statistic("T4", _rate(_escaped)), Fraction(ESCAPE_PROB, event="escape"),
+                   premises=(AT_SADDLE,), kind="paper",
+                   controls=(_control("escape", lambda r, res: ~_escaped(r, res),
+                                      "output λ_min ≤ −√(ρα)"),)),
+        TEXT.claim("T5", "Theorem 3.4", Runs(("saddle",), NOISY, by=saddle_by),
+                   _statistic("T5", _rate(lambda r, res: _sosp_share(r, res) >= 0.5)),
+                   Fraction(WHP, event="≥ half the iterates are α-SOSPs"),
+                   premises=(TEXT.premise("horizon", _horizon), AT_SADDLE), kind="paper",
+                   controls=(_control("sosp", lambda r, res: _sosp_share(r, res) == 0,
+                                      "no α-SOSP iterate"),), headline=True),
+        TEXT.claim("T8", "§3.4 (private SOSP selection)",
+                   Runs(("saddle",), {**NOISY, "p_alg_select": True},
+                        by=("p_prob_sigma1", "epsilon")),
+                   _statistic("T8", _rate(_selected_sosp)),
+                   Fraction(WHP, event="selected a 4α-SOSP"), premises=(WITHIN_BOUND,),
+                   kind="paper"))
 
 
 # -- figures -------------------------------------------------------------------------------
 
 CURVE_COLUMNS = ("run_id", "suite", "problem", "algorithm", "label", "epsilon", "calibration",
                  "status", "diverged", "n", "batch_size", "p_alg_bound_rule", "p_prob_sigma1")
+Drawn = tuple[str, pd.DataFrame, float | None]  # (title, rows, bound C drawn or None)
 
 
 def _curves(results: PaperResults, runs: pd.DataFrame) -> pd.DataFrame:
@@ -588,9 +535,6 @@ def _curves(results: PaperResults, runs: pd.DataFrame) -> pd.DataFrame:
     rows = traj[(traj["point"] == "iterate") & traj["run_id"].isin(runs["run_id"])]
     rows = rows.merge(runs[[c for c in CURVE_COLUMNS if c in runs]], on="run_id")
     return rows.assign(x=rows["step"] * rows["batch_size"] / rows["n"])
-
-
-Drawn = tuple[str, pd.DataFrame, float | None]  # (title, rows, bound C drawn or None)
 
 
 def _series(rows: pd.DataFrame, metric: str, marker: str) -> list[Series]:
@@ -613,7 +557,7 @@ def _figure(results: PaperResults, out: Path, stem: str, panels: Sequence[Drawn]
             metric: str, ylabel: str, xlabel: str = "epoch", xscale: str = "linear",
             yscale: str = "linear") -> Figure | None:
     """The paper's figure style, one panel per (title, rows, bound C in red), captioned by
-    ``figures.<stem>``; None when nothing was drawn."""
+    ``figures.<stem>``, with the provenance of exactly the runs drawn; None when empty."""
     if not panels:
         return None
     marker = "o" if xscale == "log" else ""
@@ -631,10 +575,6 @@ def _tag(rule: str) -> str:
     return "C from Lemma 3.2" if rule == "lemma_3_2" else "empirical C"
 
 
-def _rule(rows: pd.DataFrame) -> pd.Series:
-    return rows.get("p_alg_bound_rule", pd.Series("given", index=rows.index)).fillna("given")
-
-
 def _norm_panels(results: PaperResults) -> list[Drawn]:
     """One panel per (problem, C rule, calibration) of noisy SGD in the accuracy suites: the
     largest per-sample norm of each block of steps (``diag_max_norm_trace``), with C."""
@@ -643,12 +583,12 @@ def _norm_panels(results: PaperResults) -> list[Drawn]:
         return []
     runs = runs[(runs["algorithm"] == "noisy_sgd") & runs["diag_max_norm_trace"].apply(
         lambda v: isinstance(v, list | np.ndarray) and len(v) > 0)]
-    bounds = _norms(runs)["bound"]
     rows = pd.DataFrame([{"run_id": r["run_id"], "x": t, "norm": m, "epsilon": r["epsilon"],
                           "algorithm": "noisy_sgd", "problem": r["problem"],
                           "rule": _tag(str(r.get("p_alg_bound_rule") or "given")),
                           "calibration": r["calibration"], "bound": bound}
-                         for (_, r), bound in zip(runs.iterrows(), bounds, strict=True)
+                         for (_, r), bound in zip(runs.iterrows(), _norms(runs)["bound"],
+                                                  strict=True)
                          for t, m in r["diag_max_norm_trace"]])
     if rows.empty:
         return []
@@ -670,10 +610,9 @@ def _accuracy_panels(results: PaperResults, metric: str, roles: tuple[str, ...]
         if len(accuracy) else accuracy
     if noisy.empty or metric not in noisy:
         return []
-    noisy = noisy.assign(rule=_rule(noisy))
     panels: list[Drawn] = []
-    for (_suite, problem, rule, cal), part in noisy.groupby(["suite", "problem", "rule",
-                                                           "calibration"]):
+    for (_, problem, rule, cal), part in noisy.assign(rule=_rule(noisy)).groupby(
+            ["suite", "problem", "rule", "calibration"]):
         base = references[references["problem"] == problem] if len(references) else references
         rows = pd.concat([part, base]).dropna(subset=[metric])
         panels.append((f"{problem}, {_tag(str(rule))}, calibration {cal}",
@@ -725,9 +664,16 @@ def _table(key: str, rows: list[list[str]], provenance: Provenance,
             "provenance": provenance}
 
 
+def _per_setting(key: str, results: PaperResults, runs: pd.DataFrame, by: list[str],
+                 row: Callable[[tuple[Any, ...], pd.DataFrame], list[str]]) -> dict[str, Any]:
+    """Table ``key``: one ``row(setting, runs)`` per setting of ``by``, with its run ids."""
+    groups = list(runs.groupby(by))
+    return _table(key, [row(s, part) for s, part in groups], results.provenance(runs),
+                  [sorted(str(i) for i in part["run_id"]) for _, part in groups])
+
+
 def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float) -> float:
     """ε (PLD) that noisy SGD's ledger spends at noise multiplier σ (Poisson, q = B/n)."""
-
     cls = get_algorithm("noisy_sgd")
     ledger = cls(cls.Params(steps=steps, batch_size=batch, bound=1.0)).planned_ledger(
         DataSize(n=n), sigma)
@@ -735,28 +681,44 @@ def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float)
     return math.inf if spent is None else float(spent)
 
 
+def _holding_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+    """C chosen so that the guarantee holds, and the ε the same noise Δ = σC/B certifies."""
+    problem, cal, eps = setting
+    seen, first = _norms(part), part.iloc[0]
+    largest, bound = float(seen["largest"].max()), float(seen["bound"].median())
+    holding = max(bound, largest)
+    spent = _planned_epsilon(int(first["n"]), int(first["steps"]), int(first["batch_size"]),
+                             float(first["sigma"]) * bound / holding, float(first["delta"]))
+    return [problem, cal, f"{eps:g}", f"{bound:.3g}", f"{largest:.3g}",
+            f"{int(seen['over'].sum())}/{len(seen)}", f"{holding:.3g}",
+            f"{first['eps_pld']:.3g}", "∞" if math.isinf(spent) else f"{spent:.3g}"]
+
+
 def _holding_table(results: PaperResults) -> dict[str, Any] | None:
-    """C chosen so that the guarantee holds, and the ε the same noise then certifies."""
-    runs = finished(results.role_runs(*EMPIRICAL_ROLES), include_diverged=True)
-    runs = runs[(runs["algorithm"] == "noisy_sgd") & ~_rule(runs).eq("lemma_3_2")] \
-        if len(runs) else runs
+    runs = _empirical(finished(results.role_runs(*EMPIRICAL_ROLES), include_diverged=True))
     if runs.empty or not {"sigma", "steps", "n", "batch_size", "eps_pld"} <= set(runs):
         return None
-    norms = _norms(runs)
-    rows, ids = [], []
-    for (problem, cal, eps), part in runs.groupby(["problem", "calibration", "epsilon"]):
-        seen = norms.loc[part.index]
-        largest, bound = float(seen["largest"].max()), float(seen["bound"].median())
-        first = part.iloc[0]
-        holding = max(bound, largest)
-        sigma = float(first["sigma"]) * bound / holding  # the same Δ = σC/B
-        spent = _planned_epsilon(int(first["n"]), int(first["steps"]),
-                                 int(first["batch_size"]), sigma, float(first["delta"]))
-        rows.append([problem, cal, f"{eps:g}", f"{bound:.3g}", f"{largest:.3g}",
-                     f"{int(seen['over'].sum())}/{len(seen)}", f"{holding:.3g}",
-                     f"{first['eps_pld']:.3g}", "∞" if math.isinf(spent) else f"{spent:.3g}"])
-        ids.append(sorted(str(i) for i in part["run_id"]))
-    return _table("holding", rows, results.provenance(runs), ids)
+    return _per_setting("holding", results, runs, ["problem", "calibration", "epsilon"],
+                        _holding_row)
+
+
+def _lemma_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
+    """Lemma 3.2's precondition η ≤ min(1/L, 1/(σ√T)) and its bound C."""
+    seen = _norms(part)
+    spans = [_span(numeric(part, c)) for c in ("diag_lemma_L", "diag_lemma_grad_std",
+                                               "diag_lemma_f_max")]
+    return [setting[0], f"{setting[1]:g}", str(part["diag_lemma_data"].iloc[0]), *spans,
+            _span(seen["bound"]), f"{seen['largest'].max():.3g}",
+            f"{int(seen['over'].sum())}/{len(part)}", _span(numeric(part, "p_alg_lr")),
+            _span(numeric(part, "diag_lemma_lr_max")),
+            f"{int(truthy(part, 'diag_lemma_lr_ok').sum())}/{len(part)}"]
+
+
+def _lemma_table(results: PaperResults) -> dict[str, Any] | None:
+    runs = finished(results.role_runs("fig3b"), include_diverged=True)
+    if runs.empty or "diag_lemma_lr_max" not in runs:
+        return None
+    return _per_setting("lemma", results, runs, ["problem", "epsilon"], _lemma_row)
 
 
 def _coupling_table() -> dict[str, Any]:
@@ -767,53 +729,19 @@ def _coupling_table() -> dict[str, Any]:
     return _table("coupling", rows, Provenance("", computed=TEXT["tables.coupling.computed"]))
 
 
-def _lemma_table(results: PaperResults) -> dict[str, Any] | None:
-    """Lemma 3.2's precondition η ≤ min(1/L, 1/(σ√T)) and its bound C, per ε."""
-    runs = finished(results.role_runs("fig3b"), include_diverged=True)
-    if runs.empty or "diag_lemma_lr_max" not in runs:
-        return None
-    rows, ids = [], []
-    for (problem, eps), part in runs.groupby(["problem", "epsilon"]):
-        seen = _norms(part)
-        limit = numeric(part, "diag_lemma_lr_max")
-        ok = truthy(part, "diag_lemma_lr_ok")
-        rows.append([problem, f"{eps:g}", str(part["diag_lemma_data"].iloc[0]),
-                     _span(numeric(part, "diag_lemma_L")),
-                     _span(numeric(part, "diag_lemma_grad_std")),
-                     _span(numeric(part, "diag_lemma_f_max")), _span(seen["bound"]),
-                     f"{seen['largest'].max():.3g}", f"{int(seen['over'].sum())}/{len(part)}",
-                     _span(numeric(part, "p_alg_lr")), _span(limit),
-                     f"{int(ok.sum())}/{len(part)}"])
-        ids.append(sorted(str(i) for i in part["run_id"]))
-    return _table("lemma", rows, results.provenance(runs), ids)
-
-
-def _calibration_table(results: PaperResults) -> dict[str, Any] | None:
-    return calibration_table(
-        results, TEXT["tables.calibration.note"],
-        extra=[("ε < c₁q²T", lambda r: "yes" if r["epsilon"] < r.get(
-            "plan_abadi_max_epsilon", math.inf) else "no")])
-
-
 def _paper_scale_calibration() -> dict[str, Any]:
-    """Theorem 3.3's σ against the accountant at the paper's own CIFAR-10 setting (no runs).
-
-    B and the number of epochs are not stated in the paper; FFCV's defaults (B = 512,
-    24 epochs) are assumed, as in notes §3. σ does not depend on C.
-    """
-
-    s = PAPER_SETTING
-    cls = get_algorithm("noisy_sgd")
+    """Theorem 3.3's σ against the accountant at the paper's own CIFAR-10 setting (no runs;
+    σ does not depend on C)."""
+    s, cls = PAPER_SETTING, get_algorithm("noisy_sgd")
     alg = cls(cls.Params(steps=PAPER_STEPS, batch_size=s["batch_size"], bound=2.5))
     rows = []
     for eps in EPSILONS:
         plan = alg.plan(DataSize(n=s["n"]), PrivacyTarget(eps, s["delta"], "paper"))
         tight = plan.tight
         assert tight is not None  # calibration: paper
-        rows.append([f"{eps:g}", f"{plan.sigma:.4g}", f"{tight.sigma:.4g}",
-                     f"{tight.ratio:.3g}",
-                     f"{plan.eps.pld:.4g}" if plan.eps.pld is not None else "–",
-                     f"{plan.eps.rdp:.4g}" if plan.eps.rdp is not None else "–"])
+        rows.append([f"{eps:g}", f"{plan.sigma:.4g}", f"{tight.sigma:.4g}", f"{tight.ratio:.3g}",
+                     *(f"{e:.4g}" if e is not None else "–" for e in (plan.eps.pld,
+                                                                       plan.eps.rdp))])
     return _table("paper_scale", rows,
                   Provenance("paper", computed=TEXT["tables.paper_scale.computed"]))
 
@@ -826,8 +754,11 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
         return page
     page.figures = _figures(results, out)
     page.findings += _stand_in_findings(results)
-    tables = (_holding_table(results), _coupling_table(), _lemma_table(results),
-              _calibration_table(results), _paper_scale_calibration())
+    calibration = calibration_table(results, TEXT["tables.calibration.note"], extra=[
+        ("ε < c₁q²T", lambda r: "yes" if r["epsilon"] < r.get(
+            "plan_abadi_max_epsilon", math.inf) else "no")])
+    tables = (_holding_table(results), _coupling_table(), _lemma_table(results), calibration,
+              _paper_scale_calibration())
     page.tables = [t for t in tables if t]
     page.deviations = deviations([
         ("noisy_sgd", "algorithms.noisy_sgd", "Deviations"),
@@ -840,77 +771,56 @@ def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
     """P1-P3 on the digits stand-in where real images also ran: reported, not counted."""
     if not is_real(results.role_runs("fig1")).any():
         return []
-    return stand_in_findings(
-        (PAPER.claim(i) for i in ("P1", "P2", "P3")), results,
-        lambda r: ~is_real(r) & _trained(r), TEXT["stand_in"])
+    return stand_in_findings((PAPER.claim(i) for i in ("P1", "P2", "P3")), results,
+                             lambda r: ~is_real(r) & _trained(r), TEXT["stand_in"])
 
 
 # -- regime: the paper's setting beside ours ------------------------------------------------
 
-def _fig1_runs(results: PaperResults) -> pd.DataFrame:
-    runs = results.role_runs("fig1")
-    if runs.empty:
-        raise ValueError("no Figure 1 runs")
-    return runs[runs["algorithm"] == "noisy_sgd"]
-
-
-def _data_name(problem: str) -> str:
-    return REAL_DATA.get(problem, f"{problem} (stand-in)")
-
-
-def _ours_noise_to_bound(results: PaperResults) -> str:
-    runs = _fig1_runs(results)
-    runs = runs[(runs["calibration"] == "paper") & np.isclose(runs["epsilon"], 4.0)]
-    parts = []
-    for problem, part in runs.groupby("problem"):
-        value = np.sqrt(numeric(part, "plan_d")) * numeric(part, "sigma") / numeric(
-            part, "batch_size")
-        parts.append(f"{_data_name(str(problem))}: {_span(value.dropna())} (d = "
-                     f"{_span(numeric(part, 'plan_d'))}, n = {_span(numeric(part, 'n'))})")
-    return "; ".join(parts) + " (fig1 runs at ε = 4)"
-
-
-def _per_problem(value: Any) -> Any:
-    """A regime row's measured side, one value per fig1 problem (real images, stand-in)."""
+def _per_problem(value: Callable[[pd.DataFrame], str], at: Any = None,
+                 tail: str = "") -> Callable[[PaperResults], str]:
+    """A regime row's measured side: ``value`` of the noisy SGD fig1 runs (those ``at``
+    keeps), one per problem (real images, stand-in), then ``tail``."""
     def measured(results: PaperResults) -> str:
-        return "; ".join(f"{_data_name(str(problem))}: {_span(value(part))}"
-                         for problem, part in _fig1_runs(results).groupby("problem"))
+        runs = results.role_runs("fig1")
+        if runs.empty:
+            raise ValueError("no Figure 1 runs")
+        runs = runs[runs["algorithm"] == "noisy_sgd"]
+        runs = runs[at(runs)] if at is not None else runs
+        return "; ".join(f"{REAL_DATA.get(str(p), f'{p} (stand-in)')}: {value(part)}"
+                         for p, part in runs.groupby("problem")) + tail
 
     return measured
 
 
-_ours_per_pass = _per_problem(lambda r: numeric(r, "n") / numeric(r, "batch_size"))
-_ours_passes = _per_problem(
-    lambda r: numeric(r, "steps") * numeric(r, "batch_size") / numeric(r, "n"))
+def _noise_per_bound(runs: pd.DataFrame) -> str:
+    d = numeric(runs, "plan_d")
+    value = np.sqrt(d) * numeric(runs, "sigma") / numeric(runs, "batch_size")
+    return f"{_span(value.dropna())} (d = {_span(d)}, n = {_span(numeric(runs, 'n'))})"
 
 
 def _ours_horizon(results: PaperResults) -> str:
     runs = results.role_runs("saddle")
     runs = runs[(runs["algorithm"] == "noisy_sgd") & ~truthy(runs, "p_alg_select")]
-    lam = numeric(runs, "p_prob_lam", _strict_defaults().lam)
-    needed = 64 * 2 * lam / (numeric(runs, "p_alg_lr") * SADDLE_ALPHA**2)
-    return f"{_span((numeric(runs, 'steps') / needed).dropna())} (α = {SADDLE_ALPHA:g})"
+    return f"{_span((numeric(runs, 'steps') / _t_thm(runs)).dropna())} (α = {SADDLE_ALPHA:g})"
 
 
-def _regime(key: str, ours: Any, lead: bool = False) -> Regime:
+def _regime(key: str, ours: Callable[[PaperResults], str], lead: bool = False) -> Regime:
     return Regime(TEXT[f"regime.{key}.quantity"], TEXT[f"regime.{key}.paper"], ours,
                   TEXT.get(f"regime.{key}.note"), lead=lead)
 
 
-REGIME = (_regime("noise_to_bound", _ours_noise_to_bound, lead=True),
-          _regime("per_pass", _ours_per_pass, lead=True),
-          _regime("passes", _ours_passes),
-          _regime("horizon", _ours_horizon))
+REGIME = (
+    _regime("noise_to_bound", _per_problem(
+        _noise_per_bound, lambda r: (r["calibration"] == "paper") & np.isclose(r["epsilon"], 4.0),
+        " (fig1 runs at ε = 4)"), lead=True),
+    _regime("per_pass", _per_problem(
+        lambda r: _span(numeric(r, "n") / numeric(r, "batch_size"))), lead=True),
+    _regime("passes", _per_problem(
+        lambda r: _span(numeric(r, "steps") * numeric(r, "batch_size") / numeric(r, "n")))),
+    _regime("horizon", _ours_horizon))
 
 
-PAPER = Paper(
-    key=KEY,
-    title=TEXT["title"],
-    source=TEXT["source"],
-    claims=(*_accuracy_claims(), *_theorem_claims()),
-    roles=ROLES,
-    sections=sections,
-    resolutions=RESOLUTIONS,
-    regime=REGIME,
-    text=TEXT,
-)
+PAPER = Paper(key=KEY, title=TEXT["title"], source=TEXT["source"],
+              claims=(*_accuracy_claims(), *_theorem_claims()), roles=ROLES, sections=sections,
+              resolutions=RESOLUTIONS, regime=REGIME, text=TEXT)
