@@ -593,6 +593,9 @@ class AlgorithmAudit:
     #: L0 with the difference canary in the subsampled setting (where differences are
     #: released); None where the algorithm assumes a bound instead of clipping
     exact_difference: ExactReport | None = None
+    #: L1 with the true add/remove pair (the slot removed: n − 1 records, an anti-canary
+    #: background) in the subsampled setting, where the claim is add/remove
+    canary_removal: AuditResult | None = None
     assumptions: list[AssumptionAudit] = field(default_factory=list)
     #: the one-run audit beside it (reported; its 95% confidence is not gated on), in the
     #: power setting and, where :data:`~bench.one_run_audit.TRAINING` has one, in real
@@ -615,9 +618,9 @@ class AlgorithmAudit:
     def passed(self) -> bool:
         """L0 and L1 in regime, and every assumption audit passed (in regime: L0 and L1; a
         broken assumption: flagged)."""
-        return self.exact_passed and self.canary.passed and (
-            self.canary_subsampled is None or self.canary_subsampled.passed) and all(
-            a.passed for a in self.assumptions)
+        return self.exact_passed and self.canary.passed and all(
+            c.passed for c in (self.canary_subsampled, self.canary_removal)
+            if c is not None) and all(a.passed for a in self.assumptions)
 
     def to_dict(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "paper": self.paper, "problem": self.problem,
@@ -631,6 +634,8 @@ class AlgorithmAudit:
                 "exact_passed": self.exact_passed, "canary": self.canary.to_dict(),
                 "canary_subsampled": None if self.canary_subsampled is None
                 else self.canary_subsampled.to_dict(),
+                "canary_removal": None if self.canary_removal is None
+                else self.canary_removal.to_dict(),
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "one_run": None if self.one_run is None else self.one_run.to_dict(),
                 "one_run_training": None if self.one_run_training is None
@@ -774,8 +779,12 @@ def _poisson(ledger: Ledger) -> bool:
 
 
 #: the independent parts of one algorithm's audit: L0 and L1 in its setting; L1 in the
-#: subsampled setting; the assumption audits; the one-run audit; in real training
-PARTS = ("main", "subsampled", "assumptions", "one_run", "training")
+#: subsampled setting; L1 there with the true add/remove pair; the assumption audits; the
+#: one-run audit; in real training
+PARTS = ("main", "subsampled", "removal", "assumptions", "one_run", "training")
+#: the true add/remove pair's L1 share of ``runs`` (the subsampled setting: fixed-size
+#: batches recorded as Poisson show there)
+REMOVAL_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -893,6 +902,22 @@ class AuditRequest:
                             max(4, int(self.runs * SUBSAMPLED_SHARE)), alpha=self.alpha,
                             seed=self.seed + 10**6)
 
+    def _removal(self) -> AuditResult | None:
+        """L1 with the true add/remove pair (:func:`~bench.canary.removal_oracle`) in the
+        subsampled setting, where the claim is add/remove (a Poisson round): L0's zero
+        record keeps n, so a fixed-size batch recorded as Poisson looks the same either way;
+        with the slot removed and an anti-canary background it shows (:data:`REMOVAL_SHARE`
+        of the runs). At q = 1 removing the slot and zeroing it release the same sums."""
+        if not self.subsampled:
+            return None
+        setup = self._setup(audit_problem(self.name, self.problem), power=False)
+        if setup.world != "add":
+            return None
+        exact = exact_checks(setup, runs=self.exact_runs, seed=self.seed)
+        return canary_audit(dataclasses.replace(setup, world="remove"), exact.directions,
+                            max(4, int(self.runs * REMOVAL_SHARE)), alpha=self.alpha,
+                            seed=self.seed + 3 * 10**6)
+
     def _assumptions(self) -> list[AssumptionAudit]:
         instance = audit_problem(self.name, self.problem)
         setup = self._setup(instance, power=self.setting == "power")
@@ -912,6 +937,7 @@ class AuditRequest:
         """The audit from its :data:`PARTS`' results, in that order."""
         values = dict(zip(PARTS, (value for value, _ in parts), strict=True))
         return AlgorithmAudit(**values["main"], canary_subsampled=values["subsampled"],
+                              canary_removal=values["removal"],
                               assumptions=values["assumptions"], one_run=values["one_run"],
                               one_run_training=values["training"],
                               cpu_seconds=sum(cpu for _, cpu in parts))

@@ -6,9 +6,13 @@ gradient is exactly a·e_k (the Dirac gradient canary of Nasr et al. 2021/2023).
 sets differ in the slot alone: the canary (+a) against a zero record (add/remove: the zero
 record releases nothing) or against the anti-canary (−a, replace-one; used when no round is
 Poisson-sampled, since the suite declares replace-one sensitivities for every other
-scheme). ``a`` is far above any clip (``ADVERSARIAL_NORM``), or the assumed bound of an
-algorithm that does not clip (``Algorithm.assumes_bound``, e.g. noisy_sgd). On a minimax
-problem the slot also has a y-coordinate of its own (:class:`CanaryMinimaxOracle`, the
+scheme). Those pairs keep n, so that L0 can replay a run on the neighbour; L1 also runs the
+*true add/remove pair* where the claim is add/remove (:func:`removal_oracle`, world
+"remove"): the slot removed (n − 1 records) against the canary, every other record an
+anti-canary, so that a fixed-size batch (the canary displaces an anti-canary: 2a) differs
+from a Poisson one (a). ``a`` is far above any clip (``ADVERSARIAL_NORM``), or the assumed
+bound of an algorithm that does not clip (``Algorithm.assumes_bound``, e.g. noisy_sgd). On a
+minimax problem the slot also has a y-coordinate of its own (:class:`CanaryMinimaxOracle`, the
 *y-canary*): F = a·(x_k + y_j) reaches the y-partials' releases too. A linear canary's
 gradient *difference* is 0, so releases of differences (SPIDER's O2, dp_rgda's increments,
 PriSMA's momentum corrections) are reached by the *difference canary*
@@ -118,19 +122,27 @@ CanaryValues = float | Sequence[float] | np.ndarray
 
 
 # -- the canary data set ------------------------------------------------------------------
+def _width(coords: np.ndarray) -> int:
+    """How many canary coordinates the slots' ``coords`` need."""
+    return int(np.max(coords)) + 1 if np.size(coords) else 0
+
+
 class CanaryOracle(Oracle):
     """``base`` in the first d coordinates plus one canary coordinate per slot: record i <
     m (m = len(``values``), one value for the audit's single SLOT) has loss
     ``values[i]``·x_{d+i} alone (numpy backend). Many slots serve the one-run audit."""
 
-    def __init__(self, base: Oracle, values: CanaryValues, **kw: Any) -> None:
+    def __init__(self, base: Oracle, values: CanaryValues, coords: np.ndarray | None = None,
+                 clients: Sequence[np.ndarray] | None = None, **kw: Any) -> None:
         if base.backend.name != "numpy":
             raise ValueError("the canary audit runs on the numpy backend")
         self.values = np.atleast_1d(np.asarray(values, dtype=float))
-        super().__init__(base.backend, n=base.n, d=base.d + len(self.values),
-                         x0=np.append(np.asarray(base.x0, dtype=float),
-                                      np.zeros(len(self.values))),
-                         clients=base.clients, **kw)
+        self.coords = np.arange(len(self.values)) if coords is None else np.asarray(coords)
+        width = _width(self.coords)
+        super().__init__(base.backend, n=base.n if clients is None else sum(map(len, clients)),
+                         d=base.d + width,
+                         x0=np.append(np.asarray(base.x0, dtype=float), np.zeros(width)),
+                         clients=base.clients if clients is None else clients, **kw)
         self.base = base
 
     #: the slot's loss: LINEAR·a·x_k + CURVED·a/2·‖x − x₀‖² (a Dirac canary is linear)
@@ -140,11 +152,12 @@ class CanaryOracle(Oracle):
     def _put_canary_rows(self, out: np.ndarray, at: np.ndarray, x: np.ndarray,
                          slots: np.ndarray) -> None:
         out[at] = self.CURVED * self.values[slots, None] * (np.asarray(x) - self.x0)[None, :]
-        out[at, self.base.d + slots] += self.LINEAR * self.values[slots]
+        out[at, self.base.d + self.coords[slots]] += self.LINEAR * self.values[slots]
 
     def _canary_loss(self, x: np.ndarray, slots: np.ndarray) -> float:
         x = np.asarray(x)
-        return float(self.LINEAR * np.dot(self.values[slots], x[self.base.d + slots])
+        return float(self.LINEAR * np.dot(self.values[slots],
+                                          x[self.base.d + self.coords[slots]])
                      + self.CURVED * self.values[slots].sum() * np.sum((x - self.x0) ** 2) / 2)
 
     def _canary_hvp(self, v: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -226,10 +239,12 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
 
     base: MinimaxOracle
 
-    def __init__(self, base: MinimaxOracle, values: CanaryValues) -> None:
-        slots = np.atleast_1d(values).size
-        super().__init__(base, values, d_y=base.d_y + slots,
-                         y0=np.append(np.asarray(base.y0, dtype=float), np.zeros(slots)))
+    def __init__(self, base: MinimaxOracle, values: CanaryValues,
+                 coords: np.ndarray | None = None,
+                 clients: Sequence[np.ndarray] | None = None) -> None:
+        width = _width(np.arange(np.atleast_1d(values).size) if coords is None else coords)
+        super().__init__(base, values, coords, clients, d_y=base.d_y + width,
+                         y0=np.append(np.asarray(base.y0, dtype=float), np.zeros(width)))
 
     def per_sample_partials(self, x: Any, y: Any, idx: np.ndarray) -> tuple[Any, Any]:
         idx = np.asarray(idx)
@@ -241,7 +256,7 @@ class CanaryMinimaxOracle(CanaryOracle, MinimaxOracle):
             values = self.values[idx[at]]
             rows_y[at] = -self.CURVED * values[:, None] * (
                 np.asarray(y) - np.asarray(self.y0))[None, :]
-            rows_y[at, self.base.d_y + idx[at]] += self.LINEAR * values
+            rows_y[at, self.base.d_y + self.coords[idx[at]]] += self.LINEAR * values
         return self._rows(x, gx, idx, at), rows_y
 
     def best_response(self, x: Any) -> Any:
@@ -333,24 +348,43 @@ CANARIES = ("dirac", "curvature", "difference")
 
 
 def canary_oracle(base: Oracle, values: CanaryValues, kind: str = "dirac",
-                  curved: float = 1.0) -> CanaryOracle:
+                  curved: float = 1.0, coords: np.ndarray | None = None,
+                  clients: Sequence[np.ndarray] | None = None) -> CanaryOracle:
     """``base`` with the slot holding the canary (``values`` = +a), the zero record (0) or
-    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit). ``kind``: one
-    of :data:`CANARIES` (a curvature canary only on a minimisation problem); ``curved``: the
-    difference canary's curvature as a multiple of a."""
+    the anti-canary (−a); a sequence fills slots 0..m−1 (the one-run audit), each on a
+    canary coordinate of its own unless ``coords`` says which (:func:`removal_oracle`: all
+    on one). ``clients``: the data set's records by client (default ``base``'s: n records).
+    ``kind``: one of :data:`CANARIES` (a curvature canary only on a minimisation problem);
+    ``curved``: the difference canary's curvature as a multiple of a."""
     if kind not in CANARIES:
         raise ValueError(f"unknown canary {kind!r}; choose one of {CANARIES}")
     if isinstance(base, MinimaxOracle):
         if kind == "curvature":
             raise ValueError("the curvature canary is for minimisation problems")
         minimax = DifferenceCanaryMinimaxOracle if kind == "difference" else CanaryMinimaxOracle
-        oracle: CanaryOracle = minimax(base, values)
+        oracle: CanaryOracle = minimax(base, values, coords, clients)
     else:
         oracle = {"dirac": CanaryOracle, "curvature": CurvatureCanaryOracle,
-                  "difference": DifferenceCanaryOracle}[kind](base, values)
+                  "difference": DifferenceCanaryOracle}[kind](base, values, coords, clients)
     if kind == "difference":
         oracle.CURVED = curved
     return oracle
+
+
+def removal_oracle(base: Oracle, value: float, background: float, kind: str = "dirac",
+                   curved: float = 1.0) -> CanaryOracle:
+    """The true add/remove pair's data sets (issue 40): every record but the slot is an
+    anti-canary (−``background`` on the one canary coordinate, nothing else), the slot holds
+    the canary (``value``) or, at ``value`` 0, is removed: n − 1 records, one fewer in the
+    client that held it. A batch of a fixed size b then shows the removal (b anti-canaries
+    against the canary and b − 1 of them: a shift of 2a where Poisson sampling shows a)."""
+    keep = np.ones(base.n, dtype=bool)
+    keep[SLOT] = value != 0
+    values = np.where(np.arange(base.n) == SLOT, value, -background)[keep]
+    renumbered = np.cumsum(keep) - 1
+    clients = [renumbered[c[keep[c]]] for c in map(np.asarray, base.clients)]
+    return canary_oracle(base, values, kind, curved, coords=np.zeros(len(values), dtype=int),
+                         clients=clients)
 
 
 def canary_data(instance: Instance, canaries: int = 1) -> DataSize:
@@ -415,18 +449,25 @@ class AuditMechanism(Mechanism):
 
     def __init__(self, noise: Any, sampler: np.random.Generator, *, keep: bool = True,
                  replay: list[Emission] | None = None,
-                 directions: dict[str, np.ndarray] | None = None) -> None:
+                 directions: dict[str, np.ndarray] | None = None,
+                 offsets: Mapping[str, float] | None = None) -> None:
         super().__init__(noise, sampler, ledger=AuditLedger())
         self.keep, self.replay, self.directions = keep, replay, directions or {}
+        self.offsets = offsets or {}
         self.emissions: list[Emission] = []
+        #: tag → each scored release's projection on its canary direction
+        self.projections: dict[str, list[float]] = {}
         self.score = 0.0
         self._next = 0
 
     def emit(self, output: Any, *, tag: str, value: Any, base: Any, std: float,
              charges: Sequence[tuple[Batch | None, float]], rows: bool = False) -> Any:
-        if tag in self.directions:
-            self.score += _score_term(np.asarray(output), std, charges, rows,
-                                      self.directions[tag])
+        projected = (_projection(np.asarray(output), std, charges, rows, self.directions[tag])
+                     if tag in self.directions else None)
+        if projected is not None:
+            m, batch, delta = projected
+            self.projections.setdefault(tag, []).append(m)
+            self.score += _llr(m - self.offsets.get(tag, 0.0), std, batch, delta)
         if self.keep:
             noise = None
             if std > 0:
@@ -457,20 +498,25 @@ def _copy(output: Any) -> Any:
     return output.copy() if isinstance(output, np.ndarray) else output
 
 
-def _score_term(output: np.ndarray, std: float,
+def _projection(output: np.ndarray, std: float,
                 charges: Sequence[tuple[Batch | None, float]], rows: bool,
-                direction: np.ndarray) -> float:
-    """The claimed-parameter LLR of one emission's projection on the canary direction
-    (party 0's row or charge, a whole-data release being party 0's; pure releases score
-    nothing)."""
+                direction: np.ndarray) -> tuple[float, Batch | None, float] | None:
+    """(one emission's projection on the canary direction, its batch, its sensitivity):
+    party 0's row or charge, a whole-data release being party 0's; None for a pure release
+    or one of other parties alone."""
     if std <= 0:
-        return 0.0
+        return None
     mine = [(i, b, s) for i, (b, s) in enumerate(charges) if b is None or b.sampling.party == 0]
     if not mine:
-        return 0.0
+        return None
     i, batch, delta = max(mine, key=lambda ibs: ibs[2])
     values = output[i] if rows else output
-    m = float(np.dot(np.ravel(values), direction))
+    return float(np.dot(np.ravel(values), direction)), batch, delta
+
+
+def _llr(m: float, std: float, batch: Batch | None, delta: float) -> float:
+    """The claimed-parameter LLR of a release whose projection on the canary direction is
+    ``m`` (centred on the world without the canary): Gaussian, or Poisson's mixture."""
     shift = (delta * m - delta * delta / 2.0) / (std * std)
     sampling = batch.sampling if batch is not None else None
     if sampling is not None and sampling.scheme == "poisson" and sampling.rate < 1.0:
@@ -491,7 +537,8 @@ class AuditSetup:
     backend: Backend
     #: the canary's size: its gradient norm (Dirac) or its curvature (curvature canary)
     strength: float
-    world: str  # "add" (canary vs zero record) or "replace" (canary vs anti-canary)
+    #: the neighbouring data sets (:data:`WORLDS`)
+    world: str
     canary: str = "dirac"  # one of CANARIES
     #: the difference canary's curvature (default: its ``strength``)
     curvature: float | None = None
@@ -506,8 +553,17 @@ class AuditSetup:
 
     @property
     def values(self) -> tuple[float, float]:
-        """The slot's value with and without the canary."""
+        """The slot's value with and without the canary (0: the zero record, or in the
+        "remove" world no record)."""
         return self.strength, (-self.strength if self.world == "replace" else 0.0)
+
+    def data(self, value: float | np.ndarray) -> CanaryOracle:
+        """The data set whose slot holds ``value`` (slots 0..m−1 the m values of an array),
+        in this setup's :attr:`world`."""
+        curved = 1.0 if self.curvature is None else self.curvature / self.strength
+        if self.world == "remove" and np.ndim(value) == 0:
+            return removal_oracle(self.base, float(value), self.strength, self.canary, curved)
+        return canary_oracle(self.base, value, self.canary, curved=curved)
 
     def run(self, value: float | np.ndarray, seed: int, **mech_kw: Any
             ) -> tuple[AuditMechanism, list[np.ndarray], Any]:
@@ -517,10 +573,9 @@ class AuditSetup:
         noise, sampling = np.random.SeedSequence(seed).spawn(2)
         mech = AuditMechanism(self.backend.noise_source(int(noise.generate_state(1)[0])),
                               np.random.default_rng(sampling), **mech_kw)
-        oracle = canary_oracle(self.base, value, self.canary, curved=(
-            1.0 if self.curvature is None else self.curvature / self.strength))
         trace = self.trace = Trace()
-        xs = [np.array(s.x, dtype=float) for s in algorithm.run(oracle, self.plan, mech, trace)]
+        xs = [np.array(s.x, dtype=float)
+              for s in algorithm.run(self.data(value), self.plan, mech, trace)]
         return mech, xs, np.array(trace.point(), dtype=float)
 
 
@@ -621,6 +676,13 @@ def default_strength(algorithm: Algorithm, plan: Plan) -> float:
     """The canary's size: the assumed bound C of an algorithm that does not clip, else
     :data:`ADVERSARIAL_NORM` (far above any clip)."""
     return float(plan.extra.bound) if algorithm.assumes_bound else ADVERSARIAL_NORM
+
+
+#: the neighbouring data sets: the canary against the zero record (n kept: what L0 replays),
+#: against the anti-canary (replace-one), or removed (the true add/remove pair,
+#: :func:`removal_oracle`: n − 1 records, every other one an anti-canary; L1 alone, since
+#: its batches cannot be replayed on n records)
+WORLDS = ("add", "replace", "remove")
 
 
 def world(plan: Plan) -> str:
@@ -861,10 +923,13 @@ def _dedupe(items: list[str]) -> list[str]:
 
 # -- L1 ---------------------------------------------------------------------------------------
 def observation(setup: AuditSetup, value: float, seed: int,
-                directions: dict[str, np.ndarray]) -> np.ndarray:
-    """One run's L1 observation: its release LLR score, then the canary coordinate of
-    x_1..x_T (padded with the last when a run stops early) and of the output."""
-    mech, xs, out = setup.run(value, seed, keep=False, directions=directions)
+                directions: dict[str, np.ndarray],
+                offsets: Mapping[str, float] | None = None) -> np.ndarray:
+    """One run's L1 observation: its release LLR score (each release's projection centred
+    on ``offsets``), then the canary coordinate of x_1..x_T (padded with the last when a
+    run stops early) and of the output."""
+    mech, xs, out = setup.run(value, seed, keep=False, directions=directions,
+                              offsets=offsets)
     path = [x[-1] for x in xs][: setup.plan.steps] or [0.0]  # x_0's canary coordinate
     path += [path[-1]] * (setup.plan.steps - len(path))
     return np.array([mech.score, *path, out[-1]])
@@ -891,16 +956,38 @@ def replay_observation(setup: AuditSetup, value: float, other: float, seed: int
     return np.array([score])
 
 
+#: runs without the canary that centre the true add/remove pair's release scores
+OFFSET_RUNS = 20
+
+
+def out_world_offsets(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
+                      seed: int) -> dict[str, float]:
+    """Per release tag, the mean projection of its releases on the canary direction in the
+    world without the canary, over ``runs`` runs: where the background moves the canary
+    coordinate (the "remove" world's anti-canaries), the release LLR centres on it (0 for
+    the other worlds, where nothing else touches that coordinate)."""
+    if setup.world != "remove":
+        return {}
+    seen: dict[str, list[float]] = {}
+    for r in range(runs):
+        mech, _, _ = setup.run(setup.values[1], seed + r, keep=False, directions=directions)
+        for tag, values in mech.projections.items():
+            seen.setdefault(tag, []).extend(values)
+    return {tag: float(np.mean(values)) for tag, values in seen.items()}
+
+
 def canary_observations(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int,
                         seed: int = 1_000_000) -> tuple[np.ndarray, np.ndarray]:
     """L1 observations of ``runs`` runs with the canary and ``runs`` without it: runs ×
-    (T + 2) (:func:`observation`) for a Dirac canary, runs × 1 (:func:`replay_observation`)
-    for a curvature canary."""
+    (T + 2) (:func:`observation`, centred by :func:`out_world_offsets` on
+    :data:`OFFSET_RUNS` runs of their own) for a Dirac canary, runs × 1
+    (:func:`replay_observation`) for a curvature canary."""
     value_in, value_out = setup.values
+    offsets = out_world_offsets(setup, directions, OFFSET_RUNS, seed + 2 * runs)
 
     def observe(value: float, other: float, run_seed: int) -> np.ndarray:
         if setup.canary == "dirac":
-            return observation(setup, value, run_seed, directions)
+            return observation(setup, value, run_seed, directions, offsets)
         return replay_observation(setup, value, other, run_seed)
 
     return (np.array([observe(value_in, value_out, seed + 2 * r) for r in range(runs)]),

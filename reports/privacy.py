@@ -24,8 +24,9 @@ from reports.render import fmt, write_page
 COLUMNS = ("algorithm", "paper", "problem", "L1 setting", "σ", "ε claimed (PLD)", "ε RDP",
            "ε GDP", "ε paper formula", "L0", "max Δ ratio", "noise std", "L1 runs per side",
            "statistic", "μ̂", "μ claimed", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
-           "ε lb (threshold)", "L1", "L1 subsampled (ε lb)", "one-run ε lb (95%)",
-           "one-run ε lb, real training (95%)", "paper σ spends (PLD)", "CPU s")
+           "ε lb (threshold)", "L1", "L1 subsampled (ε lb)", "L1 add/remove (ε lb)",
+           "one-run ε lb (95%)", "one-run ε lb, real training (95%)", "paper σ spends (PLD)",
+           "CPU s")
 #: the audit table's columns in two parts (the algorithm's name leads each), titles first
 PARTS = (("Privacy audit: claims and exact checks",
           ("algorithm", "paper", "problem", "σ", "ε claimed (PLD)", "ε RDP", "ε GDP",
@@ -34,7 +35,8 @@ PARTS = (("Privacy audit: claims and exact checks",
          ("Privacy audit: lower bounds",
           ("algorithm", "ε claimed (PLD)", "L1 setting", "L1 runs per side", "statistic", "μ̂",
            "μ claimed", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥", "ε lb (threshold)", "L1",
-           "L1 subsampled (ε lb)", "one-run ε lb (95%)", "one-run ε lb, real training (95%)")))
+           "L1 subsampled (ε lb)", "L1 add/remove (ε lb)", "one-run ε lb (95%)",
+           "one-run ε lb, real training (95%)")))
 #: the figure's markers per algorithm: the claim, then each lower bound
 BOUNDS = ("ε claimed (PLD)", "ε lb (GDP fit)", "ε lb (threshold)", "one-run ε lb",
           "one-run ε lb, real training")
@@ -66,8 +68,10 @@ def _verdict(passed: bool) -> str:
     return "pass" if passed else "FAIL"
 
 
-def _subsampled(a: dict[str, Any]) -> str:
-    sub = a.get("canary_subsampled")
+def _extra_l1(a: dict[str, Any], key: str) -> str:
+    """An extra L1's verdict and ε lb (``canary_subsampled``: the subsampled setting;
+    ``canary_removal``: the true add/remove pair), "–" where it did not run."""
+    sub = a.get(key)
     if sub is None:
         return "–"
     return f"{_verdict(sub['passed'])} ({fmt(sub['eps_lower'], 3)})"
@@ -93,7 +97,8 @@ def row(a: dict[str, Any]) -> list[str]:
             fmt(canary["mu_hat"], 3), fmt(canary["mu_claimed"], 3), fmt(mu_lb, 3),
             fmt(canary["eps_lower"], 3), fmt(canary["ratio"], 3),
             fmt(canary["eps_detectable"], 3), fmt(canary["eps_lb"], 3),
-            _verdict(canary["passed"]), _subsampled(a), _one_run(a.get("one_run")),
+            _verdict(canary["passed"]), _extra_l1(a, "canary_subsampled"),
+            _extra_l1(a, "canary_removal"), _one_run(a.get("one_run")),
             _one_run(a.get("one_run_training")), _paper_calibration(a),
             fmt(a["cpu_seconds"], 3)]
 

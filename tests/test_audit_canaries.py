@@ -5,11 +5,13 @@ detectable ε that follows from it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
+from algorithms import ALGORITHMS, PrivacyTarget
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from bench.audit import (
     detectable_epsilon,
@@ -24,8 +26,12 @@ from bench.canary import (
     SLOT,
     CanaryMinimaxOracle,
     _dispersion_failures,
+    audit_params,
     audit_problem,
     canary_oracle,
+    make_audit,
+    out_world_offsets,
+    removal_oracle,
 )
 from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle
@@ -74,6 +80,53 @@ def test_the_difference_canary_reaches_gradients_and_their_differences(name: str
     curved = canary_oracle(base, 50.0, "difference", curved=0.02)  # curvature 1 = a·0.02
     g1, g2 = (curved.per_sample_grads(a, np.array([SLOT]))[0] for a in (x, x2))
     np.testing.assert_allclose(g1 - g2, x - x2)
+
+
+@pytest.mark.parametrize("name", ["dp_sgd", "dp_sgda"])
+def test_the_true_add_remove_pair_removes_the_slot_over_an_anti_canary_background(
+        name: str) -> None:
+    base = audit_problem(name).oracle(NUMPY)
+    with_canary, without = removal_oracle(base, 5.0, 5.0), removal_oracle(base, 0.0, 5.0)
+    assert (with_canary.n, without.n) == (base.n, base.n - 1)
+    assert with_canary.d == without.d == base.d + 1  # one canary coordinate for all
+    assert sum(map(len, without.clients)) == base.n - 1
+    np.testing.assert_array_equal(np.sort(np.concatenate(without.clients)),
+                                  np.arange(base.n - 1))
+    x = np.linspace(-0.5, 0.5, with_canary.d)
+    k = 5.0 * np.eye(with_canary.d)[-1]
+    if isinstance(with_canary, CanaryMinimaxOracle):
+        y = np.linspace(0.2, -0.2, with_canary.d_y)
+        rows = with_canary.per_sample_partials(x, y, np.arange(base.n))[0]
+        rows_out = without.per_sample_partials(x, y, np.arange(base.n - 1))[0]
+    else:
+        rows = with_canary.per_sample_grads(x, np.arange(base.n))
+        rows_out = without.per_sample_grads(x, np.arange(base.n - 1))
+    np.testing.assert_array_equal(rows[SLOT], k)  # the canary, a·e_k
+    np.testing.assert_array_equal(np.delete(rows, SLOT, axis=0), np.tile(-k, (base.n - 1, 1)))
+    np.testing.assert_array_equal(rows_out, np.tile(-k, (base.n - 1, 1)))  # anti-canaries
+    # a batch of fixed size b: the canary displaces an anti-canary (2a), where a Poisson
+    # batch, whose other members do not move, shows a
+    b = 16
+    shift = rows[:b].sum(axis=0) - rows_out[:b].sum(axis=0)
+    np.testing.assert_array_equal(shift, 2 * k)
+
+
+def test_the_worlds_of_the_audit_and_their_offsets() -> None:
+    instance = audit_problem("dp_sgd")
+    setup = make_audit(ALGORITHMS["dp_sgd"](audit_params("dp_sgd")), instance,
+                       PrivacyTarget(epsilon=2.0, delta=1e-5))
+    assert setup.world == "add" and setup.values == (setup.strength, 0.0)
+    assert setup.data(0.0).n == instance.n  # L0's pair keeps n: the zero record
+    removal = dataclasses.replace(setup, world="remove")
+    assert removal.data(0.0).n == instance.n - 1 and removal.data(setup.strength).n == instance.n
+    direction = {"grad_sum": np.eye(setup.data(0.0).d)[-1]}
+    assert out_world_offsets(setup, direction, 3, seed=0) == {}  # nothing else moves e_k
+    # the background's 16 anti-canaries a batch, clipped to C = 1, in the world without
+    offset = out_world_offsets(removal, direction, 20, seed=0)["grad_sum"]
+    assert offset == pytest.approx(-16.0, abs=1.0)
+    replace = make_audit(ALGORITHMS["dp_sgda"](audit_params("dp_sgda")),
+                         audit_problem("dp_sgda"), PrivacyTarget(epsilon=2.0, delta=1e-5))
+    assert replace.world == "replace" and replace.values == (1e3, -1e3)  # replace-one
 
 
 def batches(sizes: list[int], n: int = 64, rate: float = 0.25) -> list[Batch]:

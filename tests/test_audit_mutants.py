@@ -21,7 +21,7 @@ from algorithms import ALGORITHMS, PrivacyTarget
 from algorithms.dp_sgd import DPSGD
 from algorithms.privacy.ledger import Batch, Mechanism
 from algorithms.privacy.tree import TreeSums, tree_nodes
-from bench.audit import DEFAULT_RUNS, AlgorithmAudit, audit_algorithm
+from bench.audit import DEFAULT_RUNS, AlgorithmAudit, AuditRequest, audit_algorithm
 from bench.canary import audit_params, audit_problem, exact_checks, make_audit
 from problems.clipping import clip_rows_and_norms
 
@@ -132,3 +132,20 @@ def test_mutant_fails_the_audit_at_the_default_run_count(mutant: str,
     result = audit_algorithm(name, runs=DEFAULT_RUNS, algorithm=cls, training=False)
     assert not result.passed
     assert any(MUTANTS[mutant][-1] in f for f in failures(result)), failures(result)
+    if mutant == "fixed_size_as_poisson":  # L1 too, with the true add/remove pair
+        assert result.canary_removal is not None and not result.canary_removal.passed
+
+
+@pytest.mark.parametrize("cls", [FixedSizeAsPoisson, DPSGD])
+def test_the_true_add_remove_pair_catches_fixed_batches_recorded_as_poisson(cls: type) -> None:
+    """L1 with the slot removed (n − 1 records) and an anti-canary background, as the default
+    audit runs it (3,000 runs a side in the subsampled setting): a fixed-size batch shows 2a
+    where the claim allows a, so the threshold rule sees more than the claimed curve; the
+    correct Poisson DP-SGD passes the same test. (The zero-record pair of L0 and the other
+    L1s cannot see it: there the canary and the zero record each take a batch place.)"""
+    result = AuditRequest("dp_sgd", runs=DEFAULT_RUNS, algorithm=cls).part("removal")[0]
+    assert result is not None and result.exact_gdp is False
+    assert result.runs // 2 == 3000
+    assert result.passed is (cls is DPSGD), result
+    if cls is FixedSizeAsPoisson:
+        assert result.tpr_lb > result.tpr_max and result.eps_lb > 0
