@@ -70,7 +70,7 @@ def papers_table() -> Table:
     table = Table(title="papers")
     for col in ("key", "title", "source", "roles"):
         table.add_column(col)
-    for key in paper_keys():
+    for key in paper_keys(loaded=False):
         info = paper_info(key)
         table.add_row(key, info.title, info.source, ", ".join(info.roles))
     return table

@@ -14,12 +14,12 @@ import yaml
 
 import bench.experiment
 from reports.claims import VERDICTS
-from reports.papers import get_paper, paper_keys
+from reports.papers import builtin_keys, get_paper
 from saddlebench import cli
 
 TINY = Path(__file__).resolve().parent / "tiny"
 EXPERIMENTS = Path(bench.experiment.EXPERIMENTS)
-PAPERS = paper_keys()
+PAPERS = builtin_keys()  # a plugin's paper: its own tests (tests/test_example_plugin.py)
 
 
 def experiment_files(paper: str) -> list[Path]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import importlib
 from functools import lru_cache
+from importlib.metadata import entry_points
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -38,9 +40,24 @@ def builtin_keys() -> list[str]:
     return sorted(p.stem for p in FOLDER.glob("*.py") if not p.stem.startswith("_"))
 
 
-def paper_keys() -> list[str]:
-    """The keys of every paper: those with a page module here, and the plugins'."""
-    return sorted({*builtin_keys(), *plugin_papers()})
+def plugin_sources() -> dict[str, Path]:
+    """The plugins' paper modules by key (their entry points' names): found, not imported
+    (their packages are); one whose module is not found is left out."""
+    found = {}
+    for point in entry_points(group=GROUP):
+        try:
+            spec = find_spec(point.module)
+        except ImportError:
+            continue
+        if spec is not None and spec.origin:
+            found[point.name] = Path(spec.origin)
+    return found
+
+
+def paper_keys(loaded: bool = True) -> list[str]:
+    """The keys of every paper: those with a page module here, and the plugins' (those that
+    load; with ``loaded`` False, their entry points' names, nothing imported: ``list``)."""
+    return sorted({*builtin_keys(), *(plugin_papers() if loaded else plugin_sources())})
 
 
 def get_paper(key: str) -> Paper:
@@ -69,21 +86,23 @@ INFO_FIELDS = ("title", "source", "url")
 
 
 def paper_info(key: str) -> PaperInfo:
-    """A paper's :class:`PaperInfo`: a built-in one's read from its module's source (its
-    ``PAPER = Paper(...)`` arguments, literals or module constants), else from its ``Paper``."""
-    if key in builtin_keys():
+    """A paper's :class:`PaperInfo`, read from its module's source (its ``PAPER = Paper(...)``
+    arguments, literals or module constants), a built-in's or a plugin's; else from its
+    ``Paper``."""
+    module = FOLDER / f"{key}.py" if key in builtin_keys() else plugin_sources().get(key)
+    if module is not None:
         try:
-            return declared_info(FOLDER / f"{key}.py")
+            return declared_info(module, key)
         except ValueError:  # not written as literals: the module says it
             pass
     paper = get_paper(key)
     return PaperInfo(paper.key, paper.title, paper.source, paper.url, tuple(paper.roles))
 
 
-def declared_info(module: Path) -> PaperInfo:
+def declared_info(module: Path, key: str = "") -> PaperInfo:
     """The :class:`PaperInfo` a page module declares, read from its source without importing
-    it (its key is its name, as :func:`get_paper` checks); ValueError where an argument is
-    not a literal (or module constant)."""
+    it (its key is ``key``, else its name, as :func:`get_paper` checks); ValueError where an
+    argument is not a literal (or module constant)."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
     names = module_constants(tree)
     sidecar = module.with_suffix(".yaml")
@@ -95,7 +114,7 @@ def declared_info(module: Path) -> PaperInfo:
     values = {f: literal(given[f], names, texts=texts) if f in given else ""
               for f in INFO_FIELDS}
     roles = declared_roles(given["roles"], names, texts) if "roles" in given else ()
-    return PaperInfo(module.stem, **values, roles=tuple(roles))
+    return PaperInfo(key or module.stem, **values, roles=tuple(roles))
 
 
 def declared_roles(node: ast.expr, names: dict[str, ast.expr], texts: Any) -> list[str]:
