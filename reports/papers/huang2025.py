@@ -226,6 +226,48 @@ def inside_grid(also: Callable[[pd.DataFrame, PaperResults], pd.DataFrame] | Non
     return TEXT.premise("inside_grid", check)
 
 
+Build = Callable[[PaperResults, str, pd.DataFrame], Any]
+
+
+def per_suite(results: PaperResults, role: str, build: Build, done: bool = True) -> list[Any]:
+    """``build(results, suite, runs)`` for each suite of ``role`` with runs (its finished
+    runs where ``done``), leaving out what comes back None."""
+    out = []
+    for suite in results.role_suites(role):
+        runs = finished(results.suite_runs(suite)) if done else results.suite_runs(suite)
+        if not runs.empty and (item := build(results, suite, runs)) is not None:
+            out.append(item)
+    return out
+
+
+def mean_se_cell(runs: pd.DataFrame, metric: str, scale: float = 1.0, by: str = "epsilon"
+                 ) -> str:
+    """'mean ± s.e.' of the final ``metric`` (× ``scale``) over ``runs`` ('–' without)."""
+    s = final_stats(runs, metric, by)
+    return format_mean_se(scale * float(s["mean"].iloc[0]),
+                          scale * float(s["se"].iloc[0])) if len(s) else "–"
+
+
+def per_client(runs: pd.DataFrame) -> pd.Series:
+    """Each client's sample count as built: n / M."""
+    return runs["n"].astype(float) / runs["p_prob_clients"].astype(float)
+
+
+def passes(runs: pd.DataFrame) -> pd.Series:
+    """Passes over each client's data, T·b/N."""
+    return runs["steps"].astype(float) * runs["batch_size"].astype(float) / per_client(runs)
+
+
+def start_grad_norm(results: PaperResults, runs: pd.DataFrame) -> pd.Series:
+    """‖∇F(x⁰)‖ of each run, from its trajectory (nan where not recorded)."""
+    traj = results.trajectories
+    if traj.empty or "grad_norm" not in traj:
+        return pd.Series(math.nan, index=runs.index)
+    start = traj[(traj["step"] == 0) & (traj["point"] == "iterate")].drop_duplicates("run_id")
+    return runs["run_id"].map(start.set_index("run_id")["grad_norm"]).astype(float)
+
+
+
 # -- statistics ---------------------------------------------------------------------------
 
 def gap(metric: str, scale: float = 1.0, unit: str = "",
@@ -333,11 +375,6 @@ def _evidence_table(scale: str) -> dict[str, Any]:
 def per_client_n(runs: pd.DataFrame) -> pd.Series:
     """N, each client's sample count: base_n · dup (least squares)."""
     return numeric(runs, "p_prob_base_n") * numeric(runs, "p_prob_dup", 1.0).fillna(1.0)
-
-
-def per_client(runs: pd.DataFrame) -> pd.Series:
-    """Each client's sample count as built: n / M."""
-    return runs["n"].astype(float) / runs["p_prob_clients"].astype(float)
 
 
 def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
@@ -715,22 +752,10 @@ CLAIMS = (
 
 # -- the paper's setting beside ours ----------------------------------------------------
 
-def _passes(runs: pd.DataFrame) -> pd.Series:
-    return runs["steps"].astype(float) * runs["batch_size"].astype(float) / per_client(runs)
-
-
-def _start_grad_norm(results: PaperResults, runs: pd.DataFrame) -> pd.Series:
-    traj = results.trajectories
-    if traj.empty or "grad_norm" not in traj:
-        return pd.Series(math.nan, index=runs.index)
-    start = traj[(traj["step"] == 0) & (traj["point"] == "iterate")].drop_duplicates("run_id")
-    return runs["run_id"].map(start.set_index("run_id")["grad_norm"]).astype(float)
-
-
 def _paper_ls_noise(results: PaperResults) -> str:
     """DPSGD-GC's per-step noise-to-signal at the least noisy corner of the paper's grid
     (T = 2,000, C₁ = 5), N = 2,000 and 12,000, with ‖∇F(x⁰)‖ of our instance."""
-    g0 = float(_start_grad_norm(results, _fig1_gc(results)).median())
+    g0 = float(start_grad_norm(results, _fig1_gc(results)).median())
     return text("regime.f1_noise.paper", LOW=figure1_corner_noise(2000, g0),
                 HIGH=figure1_corner_noise(12000, g0))
 
@@ -750,7 +775,7 @@ def _fig1_noise(results: PaperResults) -> str:
     noise = (np.sqrt(dp["p_prob_d"].astype(float)) * dp["sigma"].astype(float) * 2
              * dp["p_alg_clip1"].astype(float)
              / (dp["batch_size"].astype(float) * np.sqrt(dp["p_prob_clients"].astype(float))
-                * _start_grad_norm(results, dp)))
+                * start_grad_norm(results, dp)))
     return span(noise)
 
 
@@ -790,7 +815,7 @@ REGIME = (
     _regime("f1_noise", _paper_ls_noise, _fig1_noise),
     _regime("f1_steps", None,
             lambda r: span(per_client(_fig1(r)) / _fig1(r)["batch_size"].astype(float))),
-    _regime("f1_passes", None, lambda r: span(_passes(_fig1(r))), lead=True),
+    _regime("f1_passes", None, lambda r: span(passes(_fig1(r))), lead=True),
     _regime("f1_n", None, lambda r: span(per_client(_fig1(r)), "{:.0f}")),
     _regime("f1_copies", None,
             lambda r: "–" if (dup := _dup_factor(_fig1(r))) is None else span(dup, "{:g}")),
@@ -799,33 +824,13 @@ REGIME = (
     _regime("t1_steps", f"{_T1['n'] / _T1['batch_size']:.3g}",
             _per_data(lambda t: per_client(t) / t["batch_size"].astype(float))),
     _regime("t1_passes", f"{_T1['steps'] * _T1['batch_size'] / _T1['n']:.3g}",
-            _per_data(_passes), lead=True),
+            _per_data(passes), lead=True),
     _regime("t1_n", f"{_T1['n']:,}", _per_data(per_client, "{:.0f}")),
     _regime("t1_d", None, _per_data(table1_dims, "{:,.0f}"), lead=True),
 )
 
 
 # -- sections -----------------------------------------------------------------------------
-
-Build = Callable[[PaperResults, str, pd.DataFrame], Any]
-
-
-def per_suite(results: PaperResults, role: str, build: Build, done: bool = True) -> list[Any]:
-    """``build(results, suite, runs)`` for each suite of ``role`` with runs (its finished
-    runs where ``done``), leaving out what comes back None."""
-    out = []
-    for suite in results.role_suites(role):
-        runs = finished(results.suite_runs(suite)) if done else results.suite_runs(suite)
-        if not runs.empty and (item := build(results, suite, runs)) is not None:
-            out.append(item)
-    return out
-
-
-def _cell(runs: pd.DataFrame, metric: str, scale: float = 1.0, by: str = "epsilon") -> str:
-    """'mean ± s.e.' of the final ``metric`` (× ``scale``) over ``runs`` ('–' without)."""
-    s = final_stats(runs, metric, by)
-    return format_mean_se(scale * float(s["mean"].iloc[0]),
-                          scale * float(s["se"].iloc[0])) if len(s) else "–"
 
 
 def _figure1(results: PaperResults, suite: str, runs: pd.DataFrame, out: Path) -> Figure | None:
@@ -877,7 +882,7 @@ def _table1(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, 
     rows = []
     for eps in sorted(set(runs["epsilon"])):
         at = runs[np.isclose(runs["epsilon"].astype(float), float(eps))]
-        row = [f"{float(eps):g}", *(_cell(at[at["label"] == m], metric, scale)
+        row = [f"{float(eps):g}", *(mean_se_cell(at[at["label"] == m], metric, scale)
                                     for m in METHODS for metric, scale in TABLE1_METRICS)]
         for metric, scale in TABLE1_METRICS:
             sample = difference(metric, *METHODS, scale=scale).compute(finished(at), results)
@@ -907,7 +912,8 @@ def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dic
         copies = float(part["copies"].max())
         rows.append([f"{n:g}", f"{eps:g}", f"{copies:g}", _show_group(copies, eps, delta),
                      f"{n / 2000:g}", _show_group(n / 2000, eps, delta),
-                     *(_cell(part[part["label"] == m], "grad_norm", by="N") for m in METHODS)])
+                     *(mean_se_cell(part[part["label"] == m], "grad_norm", by="N")
+                       for m in METHODS)])
     return table("figure1", rows, results.provenance(runs), SUITE=suite)
 
 
