@@ -123,6 +123,42 @@ def _show(value: Any) -> str:
 
 # -- premises, statistics, controls -------------------------------------------------------
 
+#: a premise's check: (passed, or None where the runs do not record it; the measured value)
+Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
+
+
+def needs(*columns: str) -> Callable[[Check], Check]:
+    """A premise check that answers "<columns> not recorded" (None) where a column is
+    missing or empty, and runs ``check`` otherwise."""
+    def wrap(check: Check) -> Check:
+        def guarded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
+            missing = [c for c in columns if c not in runs or runs[c].isna().all()]
+            return (None, f"{', '.join(missing)} not recorded") if missing else \
+                check(runs, results)
+        return guarded
+    return wrap
+
+
+def in_none(what: Callable[[pd.DataFrame], str], hit: Callable[[pd.DataFrame], pd.Series],
+            *columns: str) -> Check:
+    """A premise check that no run is ``hit``: "<what> in k/n runs" (``columns``: what it
+    needs recorded)."""
+    @needs(*columns)
+    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
+        bad = hit(runs)
+        return not bool(bad.any()), f"{what(runs)} in {int(bad.sum())}/{len(runs)} runs"
+    return check
+
+
+def span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
+    """"low–high" of ``values`` in format ``spec`` (the one value where both read alike);
+    ValueError where there is none."""
+    values = pd.to_numeric(values, errors="coerce").dropna()
+    if values.empty:
+        raise ValueError("no runs")
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return (low if low == high else f"{low}–{high}") + unit
+
 @dataclass(frozen=True)
 class PremiseCheck:
     """A premise in one setting: passed (None: not recorded) and what was measured."""
@@ -208,6 +244,19 @@ class Statistic:
 
     name: str
     compute: Callable[[pd.DataFrame, PaperResults], Sample]
+
+
+def per_run(name: str, test: Callable[[pd.DataFrame, PaperResults], pd.Series | None]
+            ) -> Statistic:
+    """A per-run property as a statistic: 1 for each run where ``test`` holds, else 0 (for
+    :class:`reports.rules.Always` and :class:`reports.rules.Fraction`)."""
+
+    def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
+        held = test(runs, results)
+        return Sample.of([] if held is None else
+                         held.fillna(False).astype(float).to_numpy())
+
+    return Statistic(name, compute)
 
 
 def final(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:

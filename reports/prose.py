@@ -62,6 +62,19 @@ class Prose:
         except (KeyError, ValueError, IndexError) as exc:
             raise ValueError(f"{self.source}: {key!r}: cannot fill {exc}") from exc
 
+    def fill(self, key: str, **values: Any) -> str:
+        """The text at ``key`` with run-time ``values`` filled in beside the module's."""
+        return Prose(self.texts, {**self.values, **values}, self.source)[key]
+
+    def table(self, key: str, rows: list[list[str]], provenance: Any = None,
+              **values: Any) -> dict[str, Any]:
+        """A page table whose title, note and columns are ``tables.<key>`` (title and note
+        filled with ``values``), with its ``rows`` and ``provenance`` (None: the page's)."""
+        table = {"title": self.fill(f"tables.{key}.title", **values),
+                 "note": self.fill(f"tables.{key}.note", **values),
+                 "columns": self.items(f"tables.{key}.columns"), "rows": rows}
+        return table if provenance is None else {**table, "provenance": provenance}
+
     def get(self, key: str, default: str = "") -> str:
         try:
             return self[key]

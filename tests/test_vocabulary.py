@@ -1,0 +1,54 @@
+"""Known answers for the shared analysis vocabulary a paper module declares with
+(reports/claims.py, reports/prose.py): premise checks that need columns, "none of the runs",
+ranges, per-run properties, run-time texts and sidecar tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports.claims import in_none, needs, per_run, span
+from reports.prose import Prose
+from reports.results import PaperResults
+
+RESULTS = PaperResults("p", "quick", [], pd.DataFrame(), pd.DataFrame())
+RUNS = pd.DataFrame({"steps": [10, 20, 30], "cap": [None, None, 25.0], "empty": [None] * 3})
+
+
+def test_needs_answers_not_recorded_before_checking() -> None:
+    check = needs("steps", "empty")(lambda runs, results: (True, "fine"))
+    assert check(RUNS, RESULTS) == (None, "empty not recorded")
+    assert needs("steps")(lambda runs, results: (True, "fine"))(RUNS, RESULTS) == (True, "fine")
+
+
+def test_in_none_counts_the_runs_hit() -> None:
+    check = in_none(lambda runs: "data cap hit", lambda runs: runs["cap"].notna(), "steps")
+    assert check(RUNS, RESULTS) == (False, "data cap hit in 1/3 runs")
+    assert check(RUNS.iloc[:2], RESULTS) == (True, "data cap hit in 0/2 runs")
+
+
+def test_span_reads_low_high_or_the_one_value() -> None:
+    assert span(pd.Series([0.5, 0.25, 1.0])) == "0.25–1"
+    assert span(pd.Series([1.0001, 1.0002]), unit=" s") == "1 s"
+    with pytest.raises(ValueError, match="no runs"):
+        span(pd.Series([None], dtype=float))
+
+
+def test_per_run_is_one_where_the_property_holds() -> None:
+    statistic = per_run("long", lambda runs, results: runs["steps"] > 15)
+    assert list(statistic.compute(RUNS, RESULTS).values) == [0.0, 1.0, 1.0]
+    assert len(per_run("none", lambda runs, results: None).compute(RUNS, RESULTS).values) == 0
+
+
+def test_run_time_texts_and_sidecar_tables(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "tables:\n  t:\n    title: at ε = {eps:g}\n    note: '{n} runs, T = {T}'\n"
+        "    columns: [ε, accuracy]\n", encoding="utf-8")
+    text = Prose.load(tmp_path / "p.py", T=400)
+    assert text.fill("tables.t.note", n=3) == "3 runs, T = 400"
+    table = text.table("t", [["1", "90 %"]], eps=1.0, n=2)
+    assert table == {"title": "at ε = 1", "note": "2 runs, T = 400",
+                     "columns": ["ε", "accuracy"], "rows": [["1", "90 %"]]}
+    assert text.table("t", [], provenance="p", eps=2.0, n=0)["provenance"] == "p"
