@@ -1,8 +1,8 @@
 """tao2025's study (no training): claim E0, whether Gauss-PSGD's escape test ‖ĝ‖ ≤ 3χ can fire
 at the experiments' own settings (App. E). ``saddlebench reproduce tao2025`` runs
 :func:`trigger_study` through ``reports.papers.tao2025.PAPER.studies`` and stores its rows;
-the page reads them back. The O1 noise is drawn with the runner's seeding
-(:func:`bench.runner.mechanism`).
+the page reads them back. It replays no run: each draw seeds the mechanism with its own
+``seed`` (the draws, and so the page, are those the study had before it moved here).
 
 The paper's MNIST setting (App. E): d = 101,770, n = 6,000 per client, η = 1e-3, κ = 0.1,
 χ = 0.01, Def. 8's σ = √(2 ln(1.25/δ))/ε = 4.84 at ε = 1; b₁ = 256, b₂ = 64, M = 1, G = 1
@@ -19,7 +19,7 @@ import pandas as pd
 
 from algorithms.base import Plan, PrivacyTarget
 from algorithms.gauss_psgd import GaussPSGD, o1_noise_std
-from bench.runner import mechanism
+from algorithms.privacy.ledger import Mechanism
 from problems.backend import get_backend
 from problems.base import DataSize
 from problems.models.mlp import MLP, layer_sizes
@@ -55,7 +55,7 @@ def averaged_o1_noise(alg: GaussPSGD, plan: Plan[Any], data: DataSize, seed: int
     2G/b₁ as Algorithm 2 line 5) drawn through the mechanism on its first batch, averaged
     as the server does (Algorithm 3); the answer is the clipped mean gradient + ξ̄."""
     p = alg.params
-    mech, _ = mechanism(seed, get_backend("numpy"))
+    mech = Mechanism(get_backend("numpy").noise_source(seed), np.random.default_rng(seed))
     batches = [mech.pool(client, epochs=p.epochs, party=j).take(p.batch_refresh)
                for j, client in enumerate(data.clients)]
     noisy = mech.gaussian(np.zeros((len(batches), data.d)), sensitivity=2 * p.grad_clip

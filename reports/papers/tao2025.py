@@ -81,6 +81,7 @@ TEXT = Prose.load(
     PAPER_RATE=math.sqrt(PAPER_D) / PAPER_N, PAPER_STEPS=PAPER_N / app_e.PAPER_B2,
     CIFAR_D=paper_d(PAPER_DATA["CIFAR-10"][0]))
 Verdict = tuple[bool | None, str]
+Found = tuple[bool | None, dict[str, Any]] | None  # a premise's outcome and what it shows
 Check = Callable[[pd.DataFrame, PaperResults], Verdict]
 
 
@@ -223,7 +224,7 @@ def tuned_lr(results: PaperResults, role: str = TUNING) -> dict[str, tuple[float
 
 # -- premises -----------------------------------------------------------------------------
 
-def _premise(key: str, check: Callable[[pd.DataFrame, PaperResults], Any]) -> Premise:
+def _premise(key: str, check: Callable[[pd.DataFrame, PaperResults], Found]) -> Premise:
     """Premise ``key``: ``check`` is None where not recorded (``premises.<key>.missing``),
     else (passed, the values ``premises.<key>.measured`` shows)."""
     def checked(runs: pd.DataFrame, results: PaperResults) -> Verdict:
@@ -239,7 +240,7 @@ def _span(values: pd.Series) -> dict[str, Any]:
     return {"low": values.min(), "high": values.max(), "runs": len(values)}
 
 
-def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> Any:
+def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> Found:
     paper = {"d": sorted(paper_d(f) for f, _ in PAPER_DATA.values()), "chi": [PAPER_CHI],
              "b1": [app_e.PAPER_B1], "n_per_client": [PAPER_N],
              "passes": [app_e.PAPER_PASSES], "calibration": ["paper"]}
@@ -251,14 +252,14 @@ def _at_paper_settings(rows: pd.DataFrame, _: PaperResults) -> Any:
         for column, values in found.items())}
 
 
-def _learns(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _learns(runs: pd.DataFrame, _: PaperResults) -> Found:
     acc = numeric(runs, "final_test_acc").dropna()
     mean = float(acc.mean())
     return None if acc.empty else (mean >= LEARNS, {**_span(100 * acc), "mean": 100 * mean,
                                                     "bound": 100 * LEARNS})
 
 
-def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> Found:
     ours = _of(runs, OURS)
     noise, limit = numeric(ours, "diag_noise_norm_o1"), numeric(ours, "diag_trigger_threshold")
     if noise.isna().all() or limit.isna().all():
@@ -269,7 +270,7 @@ def _trigger_can_fire(runs: pd.DataFrame, _: PaperResults) -> Any:
                                    "fired": int(numeric(ours, "diag_triggers").fillna(0).sum())}
 
 
-def _selective(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _selective(runs: pd.DataFrame, _: PaperResults) -> Found:
     (ours, ours_text), (base, base_text) = (_fired(_of(runs, label), label)
                                             for label in (OURS, BASELINE))
     passed = None if math.isnan(ours) or math.isnan(base) else all(
@@ -278,7 +279,7 @@ def _selective(runs: pd.DataFrame, _: PaperResults) -> Any:
                     "high": 100 * SELECTIVE[1]}
 
 
-def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> Found:
     diff, refresh = numeric(runs, "diag_differences"), numeric(runs, "diag_refreshes")
     never = diff.fillna(0) == 0
     return None if diff.isna().all() else (not bool(never.any()), {
@@ -286,12 +287,12 @@ def _recursion_runs(runs: pd.DataFrame, _: PaperResults) -> Any:
         "never": int(never.sum()), "runs": len(runs)})
 
 
-def _methods_differ(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _methods_differ(runs: pd.DataFrame, _: PaperResults) -> Found:
     same, pairs = identical_pairs(runs)
     return (same < pairs, {"same": same, "pairs": pairs}) if pairs else None
 
 
-def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Found:
     ours = _of(runs, OURS)
     episode = numeric(ours, "p_alg_escape_steps") * numeric(ours, "p_alg_escape_rounds")
     taken = numeric(runs, "prem_steps_taken")
@@ -305,7 +306,7 @@ def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Any:
         "cap": _say("premises.room.cap", t=cap.min()) if cap.notna().any() else ""}
 
 
-def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Found:
     per = per_client(runs).dropna()
     if per.empty:
         return None
@@ -315,7 +316,7 @@ def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Any:
                    "option_b": "" if fixed else TEXT["premises.option_a.b"]}
 
 
-def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> Found:
     ours = _of(runs, OURS)
     if "diag_termination" not in ours or ours["diag_termination"].isna().all():
         return None
@@ -325,13 +326,13 @@ def _sosp_exit(runs: pd.DataFrame, _: PaperResults) -> Any:
         f"{k}: {v}" for k, v in ends.items())}
 
 
-def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _paper_rounds(runs: pd.DataFrame, _: PaperResults) -> Found:
     q = numeric(_of(runs, OURS), "p_alg_escape_rounds").dropna()
     return None if q.empty else (bool((q == Q_PAPER).all()), {
         "q": ", ".join(f"{v:g}" for v in sorted(set(q)))})
 
 
-def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> Found:
     ours = _of(runs, OURS)
     rounds = numeric(ours, "diag_escape_rounds")
     return None if rounds.isna().all() else (bool(rounds.sum() > 0), {
@@ -339,14 +340,14 @@ def _rounds_ran(runs: pd.DataFrame, _: PaperResults) -> Any:
         "runs": len(ours)})
 
 
-def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _anchor_is_saddle(runs: pd.DataFrame, _: PaperResults) -> Found:
     lam = numeric(runs, "prem_anchor_lambda_min")
     return None if lam.isna().all() else (bool((lam < 0).all()), _span(lam))
 
 
-def _within(suffix: str) -> Callable[[pd.DataFrame, PaperResults], Any]:
+def _within(suffix: str) -> Callable[[pd.DataFrame, PaperResults], Found]:
     """Per-sample norms within the clip (G: ``suffix`` "", M·‖Δx‖: "_diff")."""
-    def check(runs: pd.DataFrame, _: PaperResults) -> Any:
+    def check(runs: pd.DataFrame, _: PaperResults) -> Found:
         worst = numeric(runs, f"prem_max_per_sample_norm{suffix}")
         limit = numeric(runs, f"prem_clip_bound{suffix}")
         over = worst > limit * (1 + 1e-6)
@@ -357,7 +358,7 @@ def _within(suffix: str) -> Callable[[pd.DataFrame, PaperResults], Any]:
     return check
 
 
-def _o2_gain_small(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _o2_gain_small(runs: pd.DataFrame, _: PaperResults) -> Found:
     gain = o2_gain(runs).dropna()
     return None if gain.empty else (bool((gain <= O2_GAIN_MAX).all()), _span(gain))
 
@@ -379,7 +380,7 @@ def _paper_run(runs: pd.DataFrame, _: PaperResults) -> Verdict:
     return ok, "; ".join(parts)
 
 
-def _above_remark4(runs: pd.DataFrame, _: PaperResults) -> Any:
+def _above_remark4(runs: pd.DataFrame, _: PaperResults) -> Found:
     if "p_prob_d" not in runs:
         return None
     d, threshold = float(runs["p_prob_d"].max()), float(remark4_threshold(runs).max())
