@@ -55,6 +55,7 @@ from scipy import optimize, special, stats
 from algorithms import ALGORITHMS, Algorithm, PrivacyTarget
 from algorithms.privacy.accounting import privacy_profile
 from algorithms.privacy.ledger import Ledger
+from bench.audit_variants import variant_checks
 from bench.canary import (
     SMOOTHNESS_SETTINGS,
     AuditSetup,
@@ -596,6 +597,9 @@ class AlgorithmAudit:
     #: L1 with the true add/remove pair (the slot removed: n − 1 records, an anti-canary
     #: background) in the subsampled setting, where the claim is add/remove
     canary_removal: AuditResult | None = None
+    #: L0 in each configuration that makes releases the default does not
+    #: (:mod:`bench.audit_variants`, e.g. dp_spider_at's Hessian-releasing selection), by label
+    exact_variants: dict[str, ExactReport] = field(default_factory=dict)
     assumptions: list[AssumptionAudit] = field(default_factory=list)
     #: the one-run audit beside it (reported; its 95% confidence is not gated on), in the
     #: power setting and, where :data:`~bench.one_run_audit.TRAINING` has one, in real
@@ -606,8 +610,8 @@ class AlgorithmAudit:
 
     @property
     def exact_passed(self) -> bool:
-        return all(r.passed for r in (self.exact, self.exact_l1, self.exact_difference)
-                   if r is not None)
+        return all(r.passed for r in (self.exact, self.exact_l1, self.exact_difference,
+                                      *self.exact_variants.values()) if r is not None)
 
     @property
     def l1_canary(self) -> str:
@@ -636,6 +640,8 @@ class AlgorithmAudit:
                 else self.canary_subsampled.to_dict(),
                 "canary_removal": None if self.canary_removal is None
                 else self.canary_removal.to_dict(),
+                "exact_variants": {label: r.to_dict() for label, r in
+                                   self.exact_variants.items()},
                 "assumptions": [a.to_dict() for a in self.assumptions],
                 "one_run": None if self.one_run is None else self.one_run.to_dict(),
                 "one_run_training": None if self.one_run_training is None
@@ -779,9 +785,9 @@ def _poisson(ledger: Ledger) -> bool:
 
 
 #: the independent parts of one algorithm's audit: L0 and L1 in its setting; L1 in the
-#: subsampled setting; L1 there with the true add/remove pair; the assumption audits; the
-#: one-run audit; in real training
-PARTS = ("main", "subsampled", "removal", "assumptions", "one_run", "training")
+#: subsampled setting; L1 there with the true add/remove pair; L0 in the configurations that
+#: make other releases; the assumption audits; the one-run audit; in real training
+PARTS = ("main", "subsampled", "removal", "variants", "assumptions", "one_run", "training")
 #: the true add/remove pair's L1 share of ``runs`` (the subsampled setting: fixed-size
 #: batches recorded as Poisson show there)
 REMOVAL_SHARE = 0.3
@@ -918,6 +924,13 @@ class AuditRequest:
                             max(4, int(self.runs * REMOVAL_SHARE)), alpha=self.alpha,
                             seed=self.seed + 3 * 10**6)
 
+    def _variants(self) -> dict[str, ExactReport]:
+        """L0 in each configuration that makes a release kind the default does not
+        (:func:`~bench.audit_variants.variant_checks`), in the subsampled setting."""
+        instance = audit_problem(self.name, self.problem)
+        return variant_checks(self.make(audit_params(self.name)), instance,
+                              (self.epsilon, self.delta), self.exact_runs, self.seed)
+
     def _assumptions(self) -> list[AssumptionAudit]:
         instance = audit_problem(self.name, self.problem)
         setup = self._setup(instance, power=self.setting == "power")
@@ -938,6 +951,7 @@ class AuditRequest:
         values = dict(zip(PARTS, (value for value, _ in parts), strict=True))
         return AlgorithmAudit(**values["main"], canary_subsampled=values["subsampled"],
                               canary_removal=values["removal"],
+                              exact_variants=values["variants"],
                               assumptions=values["assumptions"], one_run=values["one_run"],
                               one_run_training=values["training"],
                               cpu_seconds=sum(cpu for _, cpu in parts))

@@ -22,6 +22,7 @@ from bench.audit import (
     ledger_gdp_mu,
     threshold_detectable_mu,
 )
+from bench.audit_variants import release_variants, variant_checks
 from bench.canary import (
     SLOT,
     CanaryMinimaxOracle,
@@ -169,3 +170,23 @@ def test_the_planned_run_count_and_the_detectable_epsilon_follow_the_leakage() -
     needed = threshold_detectable_mu(gdp_trade_off(mu), 5000, 1e-3)
     assert mu < needed < threshold_detectable_mu(gdp_trade_off(mu), 500, 1e-3)
     assert gdp_epsilon(needed, 1e-5) > full
+
+
+def test_the_configurations_that_make_other_releases_are_found_and_reached() -> None:
+    """dp_spider_at's private selection (Algorithm 4's held-out gradients and Hessians,
+    AboveThreshold) exists only when a parameter asks for it: found from its parameters'
+    choices, and L0 there reaches the Hessian release with the difference canary at the
+    problem's L (L/M of its sensitivity 2√d·M/n, M the assumed per-sample smoothness)."""
+    instance = audit_problem("dp_spider_at")
+    algorithm = ALGORITHMS["dp_spider_at"](audit_params("dp_spider_at"))
+    assert sorted(release_variants(algorithm, instance)) == [
+        "selection=above_threshold", "selection=distributed"]
+    assert release_variants(ALGORITHMS["dp_sgd"](audit_params("dp_sgd")),
+                            audit_problem("dp_sgd")) == {}
+    reports = variant_checks(algorithm, instance, (2.0, 1e-5), runs=20, seed=0)
+    distributed = reports["selection=distributed"]
+    assert distributed.passed and distributed.canary == "difference"
+    m = algorithm.params.diff_clip
+    assert distributed.reached["alg4_hessian"] == pytest.approx(instance.constants["L"] / m)
+    assert distributed.reached["alg4_grad"] == pytest.approx(1.0)
+    assert "sosp_selection" in reports["selection=above_threshold"].reached
