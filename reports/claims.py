@@ -674,15 +674,20 @@ def stand_in_findings(claims: Iterable[Claim], results: PaperResults,
                           "numbers": f"{result.verdict}: {result.evidence()}"})
     return found
 
+def tuning_of(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
+    """The tuning records (a suite's ``tuning``, ``bench/tuning.py``) that chose ``runs``."""
+    ids = set(runs["run_id"]) if "run_id" in runs else set()
+    return [t for m in results.suites for t in m.get("tuning") or []
+            if ids & set(t.get("run_ids") or ())]
+
+
 def tuned_inside_grid(*params: str) -> Premise:
     """The tuned optimum lies inside its grid: no run of the setting comes from a tuning
     choice still on an edge of the grid of one of ``params`` (every tuned param if none are
     named), as recorded in the suite's ``tuning`` (``bench/tuning.py``)."""
 
     def check(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-        ids = set(runs["run_id"]) if "run_id" in runs else set()
-        groups = [t for m in results.suites for t in m.get("tuning") or []
-                  if ids & set(t.get("run_ids") or ())]
+        groups = tuning_of(runs, results)
         if not groups:
             return None, "no tuned runs"
         hits = [f"{t['group']}: {k} = {t['chosen'][k]:g} on the {side} edge"
