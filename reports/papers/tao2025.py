@@ -82,7 +82,6 @@ TEXT = Prose.load(
     CIFAR_D=paper_d(PAPER_DATA["CIFAR-10"][0]))
 Verdict = tuple[bool | None, str]
 Found = tuple[bool | None, dict[str, Any]] | None  # a premise's outcome and what it shows
-Check = Callable[[pd.DataFrame, PaperResults], Verdict]
 
 
 def _say(key: str, **values: Any) -> str:
