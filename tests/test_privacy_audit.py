@@ -159,6 +159,10 @@ def test_canary_audit_passes(name: str) -> None:
     result = registry_audit(name)
     assert result.canary.passed, result.canary
     assert result.canary_subsampled is None or result.canary_subsampled.passed
+    # the true add/remove pair wherever the claim is add/remove (a Poisson round)
+    assert (result.canary_removal is not None) is (result.exact.world == "add")
+    assert result.canary_removal is None or result.canary_removal.passed
+    assert all(r.passed for r in result.exact_variants.values())
     assert result.canary.runs <= 2 * RUNS  # planned from L0's measured leakage
     assert result.eps_claimed["headline"] == pytest.approx(2.0, rel=1e-3)
     assert result.exact_l1 is not None and result.exact_l1.passed, result.exact_l1.failures
