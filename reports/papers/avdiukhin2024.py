@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,8 @@ def _noise_to_bound(epsilon: float) -> float:
 
 TEXT = Prose.load(
     __file__, GAP_PP=GAP_PP, MONOTONE_TOL_PP=MONOTONE_TOL_PP, WHP=WHP, BOUND_PROB=BOUND_PROB,
-    PAPER_LR=PAPER_LR, ESCAPE_PROB=ESCAPE_PROB, EXCESS=OVERSPEND - 1, S=PAPER_SETTING,
+    PAPER_LR=PAPER_LR, ESCAPE_PROB=ESCAPE_PROB, SADDLE_ALPHA=SADDLE_ALPHA,
+    EXCESS=OVERSPEND - 1, S=PAPER_SETTING,
     PAPER_STEPS=PAPER_STEPS, NOISE_TO_BOUND=_noise_to_bound(4.0),
     PER_PASS=PAPER_SETTING["n"] / PAPER_SETTING["batch_size"],
     PASSES=PAPER_STEPS * PAPER_SETTING["batch_size"] / PAPER_SETTING["n"])
@@ -95,6 +97,11 @@ ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
 RESOLUTIONS = tuple(tuple(text.format_map(TEXT.values) for text in row)
                     for row in TEXT.texts["resolutions"])
 Check = Callable[[pd.DataFrame, PaperResults], Any]
+
+
+def _say(key: str, **values: Any) -> str:
+    """The evidence text ``evidence.<key>`` filled with ``values`` (and the constants)."""
+    return replace(TEXT, values={**TEXT.values, **values})[f"evidence.{key}"]
 
 
 # -- candidates for the shared vocabulary -----------------------------------------------------
@@ -138,11 +145,10 @@ def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
     if seen.empty:
         return None, "per-sample norms not recorded"
     over = seen[seen["over"]]
-    if over.empty:
-        return True, (f"largest per-sample norm {seen['largest'].max():.3g} ≤ C = "
-                      f"{_span(seen['bound'])} in all {len(seen)} runs")
-    return False, (f"per-sample norm {over['largest'].max():.3g} > C = {_span(over['bound'])} "
-                   f"in {len(over)}/{len(seen)} runs")
+    held = over.empty
+    return held, _say("within_bound" if held else "over_bound", runs=len(seen), over=len(over),
+                      largest=(seen if held else over)["largest"].max(),
+                      C=_span((seen if held else over)["bound"]))
 
 
 def _rule(rows: pd.DataFrame) -> pd.Series:
@@ -203,8 +209,9 @@ def _private_minus_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
     clipped = numeric(runs, "prem_clipped_fraction").dropna() * 100
     note = f"Algorithm 1 clipped {_span(clipped)} % of per-sample gradients" \
         if len(clipped) else ""
-    return paired_or_welch(*(pd.Series(_accuracy(r), index=r["seed"].to_numpy())
-                             for r in (runs, sgd)), unit="pp", note=note)
+    private, reference = (pd.Series(_accuracy(r), index=r["seed"].to_numpy())
+                          for r in (runs, sgd))
+    return paired_or_welch(private, reference, unit="pp", note=note)
 
 
 def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -238,9 +245,8 @@ def _paper_model(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
     about the paper's own model and data; no dimensionless match on a stand-in exists (the
     CIFAR-10 CNN's smoothness is not reported)."""
     problems = sorted(set(runs["problem"].astype(str))) if "problem" in runs else []
-    return (set(problems) <= {PAPER_MODEL_NAME},
-            f"runs on {', '.join(problems) or 'nothing'}; the paper's claim is about the "
-            f"{PAPER_MODEL_NAME} of Appendix A")
+    return set(problems) <= {PAPER_MODEL_NAME}, _say(
+        "paper_model", problems=", ".join(problems) or "nothing", model=PAPER_MODEL_NAME)
 
 
 def _failed_to_converge(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
@@ -290,8 +296,7 @@ def _accuracy_claims() -> tuple[Claim, ...]:
                                     "calibration": lambda c: c.ne("paper")},
                         by=by_epsilon, keep=judged_data),
                    _statistic("P2", _private_minus_sgd),
-                   NonInferior(GAP_PP, "notes §7: 'close' is not quantified, a gap ≤ 5 pp "
-                               "(GAP_PP, declared before the runs)", what="accuracy difference"),
+                   NonInferior(GAP_PP, TEXT["claims.P2.margin"], what="accuracy difference"),
                    premises=(TEXT.premise("same_c", _same_c),), kind="paper", headline=True,
                    setting=CIFAR10_CNN),
         TEXT.claim("P4", "Figure 3(b)",
@@ -344,11 +349,9 @@ def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
     ratio = (spent / target)[recorded]
     c2 = numeric(runs, "plan_noise_ratio_tight_over_paper").dropna()
     c1 = (target / numeric(runs, "plan_abadi_max_epsilon")).dropna()
-    note = (f"ε spent (PLD) {_span(spent[recorded])} = {_span(ratio)}× the target"
-            + (f"; the σ that spends exactly ε is {_span(c2)}× Theorem 3.3's (the c₂ that "
-               "would)" if len(c2) else "")
-            + (f"; Theorem 3.1's range ε < c₁TB²/n² needs c₁ ≥ {_span(c1)}" if len(c1) else "")
-            ) if recorded.any() else "ε spent (PLD) not recorded"
+    note = "".join(_say(key, spent=_span(spent[recorded]), ratio=_span(ratio), c=_span(c))
+                   for key, c in (("spent", ratio), ("spent_c2", c2), ("spent_c1", c1))
+                   if len(c)) if recorded.any() else "ε spent (PLD) not recorded"
     return Sample.of((ratio <= OVERSPEND).to_numpy(float), note=note)
 
 
@@ -399,10 +402,8 @@ def _at_saddle(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, 
         return None, "λ_min(x₀) not recorded"
     edge = -np.sqrt(start["rho"] * SADDLE_ALPHA)
     ok = (start["grad_norm"] < SADDLE_ALPHA) & (start["lambda_min"] <= edge)
-    return bool(ok.all()), (f"‖∇F(x₀)‖ ≤ {start['grad_norm'].max():.2g}, λ_min(x₀) ≤ "
-                            f"{start['lambda_min'].max():.3g} vs −√(ρα) = {edge.max():.3g} "
-                            f"(α = {SADDLE_ALPHA:g}); a strict saddle in "
-                            f"{int(ok.sum())}/{len(ok)} runs")
+    return bool(ok.all()), _say("at_saddle", grad=start["grad_norm"].max(), edge=edge.max(),
+                                lam=start["lambda_min"].max(), ok=int(ok.sum()), runs=len(ok))
 
 
 def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -413,12 +414,11 @@ def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
         return None, "T or η not recorded"
     short = steps < needed
     recorded = numeric(runs, "prem_horizon").dropna()
-    note = f"; the runs record T_thm = {_span(recorded)}" if len(recorded) else ""
-    return not bool(short.any()), (
-        f"T = {_span(steps)} {'<' if short.any() else '≥'} T_thm = 64 f_max/(ηα²) = "
-        f"{needed.max():.3g} (η = {_span(lr)}, α = {SADDLE_ALPHA:g}, f_max = 2λ = "
-        f"{_span(2 * numeric(runs, 'p_prob_lam', STRICT.lam))}) in "
-        f"{int(short.sum()) if short.any() else len(runs)}/{len(runs)} runs{note}")
+    return not bool(short.any()), _say(
+        "horizon", T=_span(steps), sign="<" if short.any() else "≥", needed=needed.max(),
+        lr=_span(lr), f_max=_span(2 * numeric(runs, "p_prob_lam", STRICT.lam)),
+        short=int(short.sum()) if short.any() else len(runs), runs=len(runs),
+        note=_say("recorded", T=_span(recorded)) if len(recorded) else "")
 
 
 def _selected_sosp(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
@@ -453,9 +453,8 @@ def _same_clip(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, 
         return False, "no Algorithm-1 (dp_sgd) run with the same seed, ε and problem"
     clipped = pairs["clip_over"].astype(bool)
     ok = np.isclose(pairs["clip"], pairs["C"], rtol=1e-12, atol=0) & ~clipped
-    return bool(ok.all()), (f"Algorithm 1 clips at {_span(pairs['clip'])} vs C = "
-                            f"{_span(pairs['C'])}, clipping active in {int(clipped.sum())}; "
-                            f"{int(ok.sum())}/{len(pairs)} pairs comparable")
+    return bool(ok.all()), _say("same_clip", clip=_span(pairs["clip"]), C=_span(pairs["C"]),
+                                active=int(clipped.sum()), ok=int(ok.sum()), runs=len(pairs))
 
 
 def _identical(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
@@ -787,7 +786,7 @@ def _per_problem(value: Callable[[pd.DataFrame], str], at: Any = None,
             raise ValueError("no Figure 1 runs")
         runs = runs[runs["algorithm"] == "noisy_sgd"]
         runs = runs[at(runs)] if at is not None else runs
-        return "; ".join(f"{REAL_DATA.get(str(p), f'{p} (stand-in)')}: {value(part)}"
+        return "; ".join(f"{REAL_DATA.get(str(p), f'{p!s} (stand-in)')}: {value(part)}"
                          for p, part in runs.groupby("problem")) + tail
 
     return measured
