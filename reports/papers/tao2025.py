@@ -69,6 +69,7 @@ REMARK4_EXPONENT = 6 / 13  # Remark 4: α′ ≲ α only for d ≤ (√m n ε)^(
 # (fired, tests) of each method's escape test: Gauss-PSGD's trigger, the baseline's injection
 TESTS = {OURS: ("diag_triggers", "diag_trigger_tests"),
          BASELINE: ("diag_escape_injections", "diag_injection_tests")}
+DASHES = ("-", "--", ":", "-.")  # Figures 1-2: one per number of clients m
 SETTING_KEYS = ["problem", "calibration", "p_prob_clients", "epsilon", "p_alg_epochs"]
 
 TEXT = Prose.load(
@@ -711,14 +712,13 @@ def _references(results: PaperResults, eps: float, problem: str) -> list[Line]:
 def _curve_panel(rows: pd.DataFrame, metric: str, title: str, lines: list[Line],
                  legend: bool) -> Panel:
     """Mean ``metric`` per pass, one line per method (its colour) and m (its dash)."""
-    ms, colour = sorted(rows["m"].unique()), colours([OURS, BASELINE])
-    return Panel([Series(f"{label}, m={m}", mean.index.to_numpy(), mean,
-                         colour=colour.get(str(label)), marker="",
-                         line=("-", "--", ":", "-.")[ms.index(m) % 4])
-                  for (label, m), grp in rows.groupby(["label", "m"])
-                  for mean in [grp.groupby("epoch")[metric].mean()]],
-                 "pass over the data (epoch)", metric.replace("_", " "), title, lines=lines,
-                 legend=legend)
+    ms, colour, series = sorted(rows["m"].unique()), colours([OURS, BASELINE]), []
+    for (label, m), grp in rows.groupby(["label", "m"]):
+        mean = grp.groupby("epoch")[metric].mean()
+        series.append(Series(f"{label}, m={m}", mean.index.to_numpy(), mean, marker="",
+                             colour=colour.get(str(label)), line=DASHES[ms.index(m) % 4]))
+    return Panel(series, "pass over the data (epoch)", metric.replace("_", " "), title,
+                 lines=lines, legend=legend)
 
 
 def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
@@ -729,11 +729,12 @@ def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
     curves = per_pass(_done(curves))
     figures = []
     for cal, part in curves.assign(m=curves["p_prob_clients"]).groupby("calibration"):
-        eps_values = sorted(part["epsilon"].unique())
+        eps_values, problem = sorted(part["epsilon"].unique()), str(part["problem"].iloc[0])
         panels = [_curve_panel(part[part["epsilon"] == eps], metric, f"ε = {eps:g}",
-                               _references(results, float(eps), str(part["problem"].iloc[0]))
-                               if metric == "test_acc" else [], metric == "test_acc" and i == 0)
-                  for metric in ("test_acc", "test_loss") for i, eps in enumerate(eps_values)]
+                               _references(results, float(eps), problem) if top else [],
+                               legend=top and i == 0)
+                  for metric, top in (("test_acc", True), ("test_loss", False))
+                  for i, eps in enumerate(eps_values)]
         name = draw(Plot(panels, columns=len(eps_values), panel_inches=(4, 3.2), dpi=120), out,
                     f"{suite}_{cal}")
         figures.append(Figure(name, _say("figures.curves", suite=suite, calibration=cal),
@@ -785,14 +786,15 @@ def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
     rows = results.study(TRIGGER_STUDY)
     if rows.empty:
         return None
-    return _table("trigger", [
-        [name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
-         f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
-         f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
-         f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
-         f"{part['b1_max'].min():.0f}"]
-        for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False)
-        for first in [part.iloc[0]]], Provenance(results.scale, computed=f"study {TRIGGER_STUDY}"))
+    table = []
+    for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False):
+        first = part.iloc[0]
+        table.append([name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
+                      f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
+                      f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
+                      f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
+                      f"{part['b1_max'].min():.0f}"])
+    return _table("trigger", table, Provenance(results.scale, computed=f"study {TRIGGER_STUDY}"))
 
 
 def _real_runs(results: PaperResults) -> pd.DataFrame:
