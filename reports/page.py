@@ -79,7 +79,10 @@ def build_paper_page(paper: str, scale: str, results_root: Path, out: Path) -> P
     verdict_table = claims_table(
         "Verdicts", "Each claim the paper states, with where it states it, its verdict under "
         "the declared rule (on a stand-in where marked), the evidence and the premises it rests "
-        "on. Checks of this reproduction are listed apart.", paper_claims, results)
+        "on. Checks of this reproduction are listed apart." if paper_claims else
+        "No claim of a published paper is declared here (e.g. an example plugin's page): "
+        "only the checks of this reproduction below, none of them counted as a verdict.",
+        paper_claims, results)
     checks_table = claims_table(
         "Checks of this reproduction", "Checks of our code against the paper's formulas "
         "(implementation) and of our experiment (design): never counted as the paper's "
