@@ -124,9 +124,11 @@ class Layer:
         """Write Σ_{i ∈ group j} c_i Σ_t G_t,i into row j of the flat gradients (m, d), at
         this layer's weight and bias: the batched products write there directly."""
         if self.materialised:
-            w = groups.weights(c).unsqueeze(1)
-            for part, rows in zip(self._parts(), self.per_sample(), strict=True):
-                torch.bmm(w, groups.gather(rows), out=flat[:, part].unsqueeze(1))
+            for run, samples, shape in groups.runs:
+                w = c[samples].view(shape).unsqueeze(1)
+                for part, rows in zip(self._parts(), self.per_sample(), strict=True):
+                    torch.bmm(w, rows[samples].unflatten(0, shape),
+                              out=flat[run, part].unsqueeze(1))
         elif self.site.kind == "linear":
             _linear_weighted(self.terms, c, groups, flat)
         elif self.site.kind == "embedding":
@@ -141,32 +143,22 @@ class Layer:
 
 
 class Groups:
-    """A batch cut into m contiguous groups (clients' batches) of ``sizes``, laid out as
-    (m, s) for batched contractions: a view where the sizes are equal, else a gather in
-    which each shorter group is padded with its last sample at weight 0."""
+    """A batch cut into m contiguous groups (clients' batches) of ``sizes``, for batched
+    contractions over ``runs``: consecutive groups of one size, each a view of the batch
+    (r groups × s samples) with no gather or padding (one run where the sizes are equal).
+    A run is (its groups, its samples, (r, s))."""
 
-    def __init__(self, sizes: Sequence[int], device: torch.device) -> None:
+    def __init__(self, sizes: Sequence[int]) -> None:
         self.sizes = list(sizes)
-        ends = np.cumsum(self.sizes)
-        self.parts = [slice(e - n, e) for e, n in zip(ends.tolist(), self.sizes, strict=True)]
-        width = max(self.sizes)
-        self.index: torch.Tensor | None = None
-        self.valid: torch.Tensor | None = None
-        if min(self.sizes) < width:
-            slots = np.arange(width)
-            self.index = torch.as_tensor(np.stack([np.minimum(slots, n - 1) + e - n for e, n
-                                                   in zip(ends, self.sizes, strict=True)]),
-                                         device=device)
-            self.valid = torch.as_tensor(slots < np.array(self.sizes)[:, None], device=device)
-
-    def gather(self, t: torch.Tensor) -> torch.Tensor:
-        """(B, ...) → (m, s, ...)."""
-        return t.unflatten(0, (len(self.sizes), -1)) if self.index is None else t[self.index]
-
-    def weights(self, c: torch.Tensor) -> torch.Tensor:
-        """Per-sample weights (B,) → (m, s), zero at the padding."""
-        w = self.gather(c)
-        return w if self.valid is None else w * self.valid
+        ends = np.cumsum(self.sizes).tolist()
+        self.parts = [slice(e - n, e) for e, n in zip(ends, self.sizes, strict=True)]
+        self.runs: list[tuple[slice, slice, tuple[int, int]]] = []
+        first = 0
+        for j in range(1, len(self.sizes) + 1):
+            if j == len(self.sizes) or self.sizes[j] != self.sizes[first]:
+                self.runs.append((slice(first, j), slice(self.parts[first].start, ends[j - 1]),
+                                  (j - first, self.sizes[first])))
+                first = j
 
     def of_samples(self, device: torch.device) -> torch.Tensor:
         """Each sample's group, (B,)."""
@@ -299,16 +291,18 @@ def _linear_weighted(terms: list[Term], c: torch.Tensor, groups: Groups,
                      flat: torch.Tensor) -> None:
     """A linear layer's :meth:`Layer.write_weighted`: one batched product over the groups,
     its terms joined along the samples (Σ_t a_tᵀ g_t = [a_1; a_2]ᵀ [g_1; g_2])."""
-    w = groups.weights(c)[:, :, None, None]
-    gw = _joined([(groups.gather(g) * w).flatten(1, 2) for _, g in terms])  # (m, s·L, O)
-    a = _joined([groups.gather(site.inputs).flatten(1, 2) for site, _ in terms])  # (m, s·L, K)
-    site, m, (k, o) = terms[0][0], len(groups.sizes), (a.shape[-1], gw.shape[-1])
-    if site.transposed:  # torch's O × K
-        torch.bmm(gw.mT, a, out=flat[:, site.weight].view(m, o, k))
-    else:
-        torch.bmm(a.mT, gw, out=flat[:, site.weight].view(m, k, o))
-    if site.bias is not None:
-        torch.sum(gw, 1, out=flat[:, site.bias])
+    site = terms[0][0]
+    for run, samples, shape in groups.runs:
+        w = c[samples].view(*shape, 1, 1)
+        gw = _joined([(g[samples].unflatten(0, shape) * w).flatten(1, 2) for _, g in terms])
+        a = _joined([s.inputs[samples].unflatten(0, shape).flatten(1, 2) for s, _ in terms])
+        m, k, o = shape[0], a.shape[-1], gw.shape[-1]  # gw (r, s·L, O), a (r, s·L, K)
+        if site.transposed:  # torch's O × K
+            torch.bmm(gw.mT, a, out=flat[run, site.weight].view(m, o, k))
+        else:
+            torch.bmm(a.mT, gw, out=flat[run, site.weight].view(m, k, o))
+        if site.bias is not None:
+            torch.sum(gw, 1, out=flat[run, site.bias])
 
 
 def _embedding_weighted(terms: list[Term], c: torch.Tensor, groups: Groups,
@@ -425,7 +419,7 @@ class BookkeepingOracle(TorchOracle):
         """(Σ_{i ∈ group j} c_i G_i)_j, stacked (m, d); with ``sizes``, the batch cut into
         contiguous groups of those sizes and each group's mean, c_i/|group| (folded into the
         weights: no pass over the (m, d) result), else one group's sum."""
-        groups = Groups([len(c)] if sizes is None else sizes, like.device)
+        groups = Groups([len(c)] if sizes is None else sizes)
         if sizes is not None:
             counts = torch.tensor(groups.sizes, device=like.device)
             c = c / torch.repeat_interleave(counts.to(c.dtype), counts)

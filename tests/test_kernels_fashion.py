@@ -192,3 +192,10 @@ def test_a_distributed_step_is_one_call_without_per_sample_rows(
     want = distributed.clipped_client_means(o, batches, x, x_prev, 0.05, None)
     assert calls == [len(batches), 1, 1]
     assert_close(got, want.numpy(), o, 1e-12)
+
+
+def test_groups_run_over_consecutive_equal_sizes() -> None:
+    """Book-keeping contracts consecutive clients of one batch size as one view (no gather)."""
+    runs = ghost.Groups([3, 3, 2, 2, 2, 5]).runs
+    assert runs == [(slice(0, 2), slice(0, 6), (2, 3)), (slice(2, 5), slice(6, 12), (3, 2)),
+                    (slice(5, 6), slice(12, 17), (1, 5))]
