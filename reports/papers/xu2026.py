@@ -11,7 +11,6 @@ matched on every constant), ``table2_untuned``, ``table2_literal`` (labelled var
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from reports.claims import (
     flag,
     numeric,
     paired_or_welch,
+    tuning_of,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import deviations, format_mean_se, mean_se, rates_table, settings
@@ -72,30 +72,10 @@ TEXT = Prose.load(__file__, DATA_SHARE=DATA_SHARE, SLIGHTLY=SLIGHTLY, LEFT_SADDL
 
 # -- candidates for the shared vocabulary ------------------------------------------------------
 
-def _text(key: str, **values: Any) -> str:
-    """The text at ``key``, filled with the module's values and ``values``."""
-    return replace(TEXT, values={**TEXT.values, **values})[key]
-
-
-def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
-           ) -> dict[str, Any]:
-    """A page table whose title, note and columns are ``tables.<key>`` in the sidecar."""
-    return {"title": _text(f"tables.{key}.title", **values), "provenance": provenance,
-            "note": _text(f"tables.{key}.note", **values),
-            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
-
-
-def _tuning(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
-    """The tuning groups (suite.json ``tuning``) that chose ``runs``."""
-    ids = set(runs["run_id"]) if "run_id" in runs else set()
-    return [t for m in results.suites for t in m.get("tuning") or []
-            if ids & set(t.get("run_ids") or ())]
-
-
 def _tuned_ranges(runs: pd.DataFrame, results: PaperResults) -> dict[str, tuple[float, float]]:
     """The params the tuning of ``runs`` varied, each with the range its grid searched."""
     ranges: dict[str, tuple[float, float]] = {}
-    for candidate in (c for t in _tuning(runs, results) for c in t.get("candidates") or []):
+    for candidate in (c for t in tuning_of(runs, results) for c in t.get("candidates") or []):
         for name, value in candidate["params"].items():
             low, high = ranges.get(name, (value, value))
             ranges[name] = (min(low, value), max(high, value))
@@ -202,6 +182,11 @@ def _ratio(runs: pd.DataFrame, results: PaperResults) -> np.ndarray:
         np.array([])
 
 
+def _computed(results: PaperResults, key: str) -> Provenance:
+    """A study's provenance: the scale and what computed it (the text at ``key``)."""
+    return Provenance(results.scale, computed=TEXT[key])
+
+
 def _at_scale(study: pd.DataFrame, scale: float) -> pd.DataFrame:
     return study[np.isclose(study["x_star_norm"].astype(float), scale)]
 
@@ -298,7 +283,7 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
     rgda = literal[literal["label"] == OURS] if len(literal) else literal
     if len(rgda) and "plan_std_refresh" in rgda:
         r, ratio = rgda.iloc[0], float(_noise_ratio(rgda.iloc[:1]).iloc[0])
-        notes.append(_text("notes.snr", sigma=r["sigma"], ratio=ratio, steps=float(r["steps"]),
+        notes.append(TEXT.fill("notes.snr", sigma=r["sigma"], ratio=ratio, steps=float(r["steps"]),
                            snr=math.sqrt(float(r["steps"])) / ratio))
     sigma = results.study("sigma")
     if len(sigma) and "eps_pld" in sigma:
@@ -309,14 +294,14 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
             parts.append(f"{label} at σ ≤ {down.index.max():g} (ε_PLD = "
                          f"{down.loc[down.index.max(), 'eps']:.3g})" if len(down)
                          else f"{label} at no σ tried")
-        notes.append(_text("notes.first_descent", parts=", ".join(parts)))
+        notes.append(TEXT.fill("notes.first_descent", parts=", ".join(parts)))
     instance = results.study("instance")
     if len(literal) and len(instance) and "p_prob_p" in literal and len(
             rows := _at_scale(instance, 100.0)):
         r = literal.iloc[0]
         d = max(float((r["p_prob_p"] + r["p_prob_q"]) * r["p_prob_rank"]), float(r["n"]))
         bar = math.sqrt(d * math.log(1 / APP_D[1])) / (float(r["n"]) * APP_D[0])
-        notes.append(_text("notes.alpha", alpha=bar ** (2 / 3), d=d,
+        notes.append(TEXT.fill("notes.alpha", alpha=bar ** (2 / 3), d=d,
                            grad=rows["grad_x0"].iloc[0]))
     return Sample.of(runs["influence"].to_numpy(float), note="; ".join(notes))
 
@@ -439,8 +424,9 @@ def _learns(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str
                 & np.isclose(rows["epsilon"].astype(float), float(r["epsilon"]))]
     if rows.empty:
         return None, "no data-dependence row at this scale and level"
-    return bool((rows["influence"] >= DATA_SHARE).any()), _text("notes.learns", shares=", ".join(
-        f"{q['label']} {q['influence']:.2g}" for _, q in rows.iterrows()))
+    return bool((rows["influence"] >= DATA_SHARE).any()), TEXT.fill(
+        "notes.learns", shares=", ".join(f"{q['label']} {q['influence']:.2g}"
+                                         for _, q in rows.iterrows()))
 
 
 def _not_app_d(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -461,7 +447,7 @@ def _at_best_step(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | Non
     compare noise: out of regime; so is any other edge (the optimum may lie past it)."""
     texts, moving = [], 0
     for name, part in ((OURS, _partner(runs, results, OURS)), ("baseline", finished(runs))):
-        groups, ratio = _tuning(part, results), _ratio(part, results)
+        groups, ratio = tuning_of(part, results), _ratio(part, results)
         if not groups or not len(ratio):
             return None, f"no tuned {name} runs"
         edges = {k: side for t in groups for k, side in (t.get("edges") or {}).items()}
@@ -581,9 +567,10 @@ def _table2(results: PaperResults, role: str = "table2") -> list[dict[str, Any]]
         private = eps[np.isfinite(eps)]
         variant = "inregime" if role == "table2" and len(private) and private.max() > 2 \
             else role
-        tables.append(_table("table2", provenance, [
+        tables.append(TEXT.table("table2", [
             row(str(key[2]), r) for key, r in part.iterrows() if isinstance(key, tuple)],
-            scale=scale, cal=cal, level=f"ε = {private.max():g}" if len(private) else "σ → 0",
+            provenance, scale=scale, cal=cal,
+            level=f"ε = {private.max():g}" if len(private) else "σ → 0",
             variant=TEXT[f"tables.table2.variants.{variant}"],
             divergence=PAPER.divergence_factor))
     return tables
@@ -599,11 +586,11 @@ def _calibration(results: PaperResults) -> dict[str, Any] | None:
         return (f"{r[f'{kind}_refresh']:.3g} / {r[f'{kind}_increment']:.3g}"
                 if pd.notna(r.get(f"{kind}_refresh")) else "–")
 
-    return _table("calibration", results.provenance(runs), [
+    return TEXT.table("calibration", [
         [str(label), f"{r['epsilon']:g}", str(cal), f"{r['sigma']:.4g}", pair(r, "plan_std"),
          pair(r, "plan_std_alg3"), f"{r['eps_advanced']:.3g}", f"{r['eps_pld']:.3g}"]
         for (label, _, cal), part in runs.groupby(["label", "epsilon", "calibration"])
-        for r in [part.iloc[0]]])
+        for r in [part.iloc[0]]], results.provenance(runs))
 
 
 def _scale_table(results: PaperResults) -> dict[str, Any] | None:
@@ -612,12 +599,13 @@ def _scale_table(results: PaperResults) -> dict[str, Any] | None:
     if study.empty:
         return None
     first = study[study["data_seed"] == study["data_seed"].min()]
-    return _table("scale", Provenance(results.scale, computed=TEXT["tables.scale.computed"]), [
+    return TEXT.table("scale", [
         ["raw factors" if r["scale"] == "raw" else r["scale"], f"{r['x_star_fro']:.3g}",
          f"{r['phi_x0']:.4g}", f"{r['grad_x0']:.3g}",
          f"{r['lambda_min']:.4g} (×{r['multiplicity']:g})", f"{r['lambda_max']:.4g}",
          f"{r['clipped_y']:.0%} (median {r['median_y']:.3g})",
-         f"{r['clipped_x']:.0%} (median {r['median_x']:.3g})"] for _, r in first.iterrows()])
+         f"{r['clipped_x']:.0%} (median {r['median_x']:.3g})"] for _, r in first.iterrows()],
+        _computed(results, "tables.scale.computed"))
 
 
 def _data_table(results: PaperResults) -> dict[str, Any] | None:
@@ -633,7 +621,7 @@ def _data_table(results: PaperResults) -> dict[str, Any] | None:
                      f"{part['steps'].max():g}", f"{len(part)}", f"{share.mean():.2g}{spread}",
                      f"{part['ratio'].mean():.4g}", f"{part['ratio_zeros'].mean():.4g}",
                      "yes" if share.mean() >= DATA_SHARE else "NO"])
-    return _table("data", Provenance(results.scale, computed=TEXT["tables.data.computed"]), rows)
+    return TEXT.table("data", rows, _computed(results, "tables.data.computed"))
 
 
 def _why_table(results: PaperResults) -> dict[str, Any] | None:
@@ -648,7 +636,7 @@ def _why_table(results: PaperResults) -> dict[str, Any] | None:
         return f"{sel.mean():.3g}" if len(sel) else "not run"
 
     def row(key: str, **values: Any) -> list[str]:
-        return [TEXT[f"tables.why.{key}.cause"], _text(f"tables.why.{key}.measured", **values)]
+        return [TEXT[f"tables.why.{key}.cause"], TEXT.fill(f"tables.why.{key}.measured", **values)]
 
     reference = mean(False, "dp_rgda_nonprivate")
     rows = [row("literal", literal=mean(True, "dp_rgda_nonprivate"), ours=reference),
@@ -674,7 +662,7 @@ def _why_table(results: PaperResults) -> dict[str, Any] | None:
     early, labels = _early(runs)
     rows += [row("early", early=len(early), runs=len(runs), labels=labels,
                  first=early["last_step"].min() if len(early) else "–"), row("scale")]
-    return _table("why", results.provenance(runs), rows)
+    return TEXT.table("why", rows, results.provenance(runs))
 
 
 def _rate_points(results: PaperResults) -> tuple[pd.DataFrame, float, float, float, float]:
@@ -698,9 +686,9 @@ def _rate_table(results: PaperResults) -> dict[str, Any] | None:
              format_mean_se(*mean_se(g["final_grad_norm"])),
              f"{g['final_lambda_min'].mean():.3g}", f"{(g['diag_certificates'] > 0).mean():.2f}"]
             for (n, e), g in pts.groupby(["n", "epsilon"])]
-    fit = _text("tables.rate.fit" if r2 >= MIN_R2 else "tables.rate.no_fit", slope=slope,
+    fit = TEXT.fill("tables.rate.fit" if r2 >= MIN_R2 else "tables.rate.no_fit", slope=slope,
                 low=low, high=high, r2=r2)
-    return _table("rate", results.provenance(pts), rows, fit=fit, declared=RATE)
+    return TEXT.table("rate", rows, results.provenance(pts), fit=fit, declared=RATE)
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -727,7 +715,7 @@ def _figure1(results: PaperResults, out: Path) -> list[Figure]:
                       for i, (metric, name) in enumerate(METRICS)]
             name = draw(Plot(panels, columns=3, panel_inches=(13 / 3, 3.6), dpi=120), out,
                         f"figure1_scale{scale:g}_{cal}")
-            figures.append(Figure(name, _text("figures.figure1", scale=scale, cal=cal),
+            figures.append(Figure(name, TEXT.fill("figures.figure1", scale=scale, cal=cal),
                                   results.provenance(clean[clean["run_id"].isin(
                                       part["run_id"])])))
     return figures
@@ -748,7 +736,7 @@ def _sigma_figure(results: PaperResults, out: Path) -> list[Figure]:
     plot = Plot([Panel(series, "noise multiplier σ", "Φ(x_T)/Φ(x₀)", xscale="log",
                        yscale="log", lines=lines)], panel_inches=(5.2, 3.4))
     return [Figure(draw(plot, out, "xu2026_sigma_sweep"), TEXT["figures.sigma"],
-                   Provenance(results.scale, computed=TEXT["figures.sigma_computed"]))]
+                   _computed(results, "figures.sigma_computed"))]
 
 
 def _rate_figure(results: PaperResults, out: Path) -> list[Figure]:
@@ -769,7 +757,7 @@ def _rate_figure(results: PaperResults, out: Path) -> list[Figure]:
     plot = Plot([Panel(series, "ε̄ = √(d log(1/δ))/(nε)", "‖∇Φ(x_out)‖", xscale="log",
                        yscale="log")])
     stems = results.role_suites("rate")
-    caption = _text("figures.rate", r2=r2, drawn="" if r2 >= MIN_R2 else TEXT["figures.no_fit"])
+    caption = TEXT.fill("figures.rate", r2=r2, drawn="" if r2 >= MIN_R2 else TEXT["figures.no_fit"])
     return [Figure(draw(plot, out, stems[0] if stems else "rate_check"), caption,
                    results.provenance(pts))]
 
