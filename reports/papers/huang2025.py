@@ -46,6 +46,7 @@ from reports.claims import (
     flag,
     numeric,
     paired_or_welch,
+    per_run,
     stand_in_findings,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
@@ -120,20 +121,6 @@ RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.
                      TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions"))
 
 
-def text(key: str, **values: Any) -> str:
-    """The text at ``key`` with more fields filled (``values``)."""
-    return replace(TEXT, values={**TEXT.values, **values})[key]
-
-
-def table(key: str, rows: list[list[Any]], provenance: Provenance, columns: list[str] | None
-          = None, **values: Any) -> dict[str, Any]:
-    """A page table: title, note and columns from ``tables.<key>`` (``values`` fill them)."""
-    return {"title": text(f"tables.{key}.title", **values),
-            "note": text(f"tables.{key}.note", **values),
-            "columns": columns or TEXT.items(f"tables.{key}.columns"), "rows": rows,
-            "provenance": provenance}
-
-
 # -- candidates for the shared vocabulary --------------------------------------------------
 
 def span(values: pd.Series, fmt: str = "{:.3g}") -> str:
@@ -143,16 +130,6 @@ def span(values: pd.Series, fmt: str = "{:.3g}") -> str:
         return "–"
     lo, mid, hi = (fmt.format(x) for x in (v.min(), v.median(), v.max()))
     return mid if lo == hi else f"{mid} ({lo}–{hi})"
-
-
-def per_run(name: str, test: Callable[[pd.DataFrame], pd.Series | None]) -> Statistic:
-    """A deterministic per-run property (1 where it holds)."""
-
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        ok = test(runs)
-        return Sample.of([] if ok is None else ok.fillna(False).astype(float).to_numpy())
-
-    return Statistic(name, compute)
 
 
 Grid = dict[str, list[float]]
@@ -274,8 +251,8 @@ def gap(metric: str, scale: float = 1.0, unit: str = "",
         labels: tuple[str, str] = METHODS) -> Statistic:
     """``labels[0]`` − ``labels[1]`` final ``metric`` (× ``scale``): the shared
     :func:`~reports.claims.difference`, paired by seed, named as the page reads it."""
-    return Statistic(text("statistics.gap", A=NAMES[labels[0]], B=NAMES[labels[1]],
-                          METRIC=metric.replace("_", " "), UNIT=f" ({unit})" if unit else ""),
+    return Statistic(TEXT.fill("statistics.gap", A=NAMES[labels[0]], B=NAMES[labels[1]],
+                               METRIC=metric.replace("_", " "), UNIT=f" ({unit})" if unit else ""),
                      difference(metric, *labels, scale=scale, unit=unit).compute)
 
 
@@ -366,8 +343,8 @@ def _evidence_table(scale: str) -> dict[str, Any]:
              _show_z(paper_gap("test_loss", e)),
              "–" if e == PAPER_STRICTEST else _show_z(paper_gain_drop(e), " pp")]
             for e in sorted({k[2] for k in _published_cells()})]
-    return table("evidence", rows,
-                 Provenance(scale, computed="reports/published/huang2025.yaml"))
+    return TEXT.table("evidence", rows,
+                      Provenance(scale, computed="reports/published/huang2025.yaml"))
 
 
 # -- Figure 1's statistics -----------------------------------------------------------------
@@ -412,7 +389,7 @@ def log_grad_by_n() -> Statistic:
 
 # -- the step bound and the ledger -----------------------------------------------------------
 
-def _step_within(runs: pd.DataFrame) -> pd.Series | None:
+def _step_within(runs: pd.DataFrame, _: PaperResults | None = None) -> pd.Series | None:
     """‖xᵗ⁺¹ − xᵗ‖ (measured on the iterates) ≤ ηC₂ in every step of the run."""
     if not {"diag_max_step", "diag_step_bound"} <= set(runs):
         return None
@@ -445,12 +422,12 @@ def _spent(runs: pd.DataFrame) -> pd.Series:
     return runs[columns].astype(float).min(axis=1)
 
 
-def _within_target(runs: pd.DataFrame) -> pd.Series | None:
+def _within_target(runs: pd.DataFrame, _: PaperResults) -> pd.Series | None:
     spent = _spent(runs)
     return None if spent.isna().all() else spent <= runs["epsilon"].astype(float) * (1 + EPS_SLACK)
 
 
-def _ledger_as_planned(runs: pd.DataFrame) -> pd.Series | None:
+def _ledger_as_planned(runs: pd.DataFrame, _: PaperResults) -> pd.Series | None:
     if not {"eps_planned", "eps_headline"} <= set(runs):
         return None
     planned, spent = runs["eps_planned"].astype(float), runs["eps_headline"].astype(float)
@@ -542,9 +519,9 @@ def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
                                             value) else "",
                      "yes" if np.isclose(used.astype(float), value).any() else ""])
     pilot = results.runs[results.runs["suite"].isin(results.role_suites("pilot"))]
-    return [table("pilot", rows, results.provenance(pilot),
-                  ["method", "constant", "value", *(f"acc % at ε = {e:g}" for e in eps),
-                   "pilot", "Table 1 uses"])]
+    table = TEXT.table("pilot", rows, results.provenance(pilot))
+    head, tail = table["columns"][:3], table["columns"][3:]
+    return [{**table, "columns": [*head, *(f"acc % at ε = {e:g}" for e in eps), *tail]}]
 
 
 # -- premises -----------------------------------------------------------------------------
@@ -756,8 +733,8 @@ def _paper_ls_noise(results: PaperResults) -> str:
     """DPSGD-GC's per-step noise-to-signal at the least noisy corner of the paper's grid
     (T = 2,000, C₁ = 5), N = 2,000 and 12,000, with ‖∇F(x⁰)‖ of our instance."""
     g0 = float(start_grad_norm(results, _fig1_gc(results)).median())
-    return text("regime.f1_noise.paper", LOW=figure1_corner_noise(2000, g0),
-                HIGH=figure1_corner_noise(12000, g0))
+    return TEXT.fill("regime.f1_noise.paper", LOW=figure1_corner_noise(2000, g0),
+                     HIGH=figure1_corner_noise(12000, g0))
 
 
 def _fig1(results: PaperResults) -> pd.DataFrame:
@@ -819,7 +796,8 @@ REGIME = (
     _regime("f1_n", None, lambda r: span(per_client(_fig1(r)), "{:.0f}")),
     _regime("f1_copies", None,
             lambda r: "–" if (dup := _dup_factor(_fig1(r))) is None else span(dup, "{:g}")),
-    _regime("t1_noise", text("regime.t1_noise.paper", P4=paper_noise(4), P32=paper_noise(32)),
+    _regime("t1_noise", TEXT.fill("regime.t1_noise.paper", P4=paper_noise(4),
+                                  P32=paper_noise(32)),
             _per_data(_noise_by_eps)),
     _regime("t1_steps", f"{_T1['n'] / _T1['batch_size']:.3g}",
             _per_data(lambda t: per_client(t) / t["batch_size"].astype(float))),
@@ -845,7 +823,7 @@ def _figure1(results: PaperResults, suite: str, runs: pd.DataFrame, out: Path) -
                   xticks=sorted({n for t in stats.values() for n in t["N"]}))
     dup = _dup_factor(runs)
     copies = "" if dup is None else (
-        text("figures.fig1.duplicated", SHOWN=_copies(dup), MAX=float(dup.max()))
+        TEXT.fill("figures.fig1.duplicated", SHOWN=_copies(dup), MAX=float(dup.max()))
         if float(dup.max()) > 1 else TEXT["figures.fig1.fresh"])
     return Figure(draw(Plot([panel]), out, f"fig1_{suite}"),
                   " ".join(t for t in (TEXT["figures.fig1.caption"], copies) if t),
@@ -892,8 +870,8 @@ def _table1(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, 
     mean, se, count = _reference(results, str(runs["problem"].iloc[0]))
     reference = (f"{format_mean_se(100 * mean, 100 * se)} % test accuracy ({count} runs)"
                  if count else "– (not run)")
-    return table("table1", rows, results.provenance(runs), SUITE=suite,
-                 PROBLEM=runs["problem"].iloc[0], REFERENCE=reference)
+    return TEXT.table("table1", rows, results.provenance(runs), SUITE=suite,
+                      PROBLEM=runs["problem"].iloc[0], REFERENCE=reference)
 
 
 def _show_group(copies: float, eps: float, delta: float) -> str:
@@ -914,7 +892,7 @@ def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dic
                      f"{n / 2000:g}", _show_group(n / 2000, eps, delta),
                      *(mean_se_cell(part[part["label"] == m], "grad_norm", by="N")
                        for m in METHODS)])
-    return table("figure1", rows, results.provenance(runs), SUITE=suite)
+    return TEXT.table("figure1", rows, results.provenance(runs), SUITE=suite)
 
 
 def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
@@ -925,14 +903,14 @@ def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> di
         rows.append([NAMES[label], format_mean_se(*mean_se(part["final_grad_norm"])),
                      span(part["plan_sensitivity"].astype(float)),
                      span(part["plan_sigma_later"].astype(float)), span(ratio), f"{len(part)}"])
-    return table("ablation", rows, results.provenance(runs), SUITE=suite)
+    return TEXT.table("ablation", rows, results.provenance(runs), SUITE=suite)
 
 
 def _study_tables(results: PaperResults) -> list[dict[str, Any]]:
     tables = []
     theorem, lemma = results.study("theorem3"), results.study("lemma_d2")
     if not theorem.empty:
-        tables.append(table("theorem3", [
+        tables.append(TEXT.table("theorem3", [
             [f"{r.epsilon:g}", f"{r.delta:g}", f"{r.n}", f"{r.batch_size}", f"{r.steps}",
              f"{r.sigma:.4g}", f"{r.plan_condition_18_rhs:.3g} vs "
              f"{r.plan_condition_18_alpha:.3g}", f"{r.eps_pld:.4g}", f"{r.eps_rdp:.4g}"]
@@ -942,9 +920,9 @@ def _study_tables(results: PaperResults) -> list[dict[str, Any]]:
                  f"{float((lemma['lhs'] ** power / lemma['rhs']).max()):.3g}"]
                 for form, ok, power in (("as printed: ‖·‖ ≤ rhs", "printed_ok", 1),
                                         ("squared: ‖·‖² ≤ rhs", "squared_ok", 2))]
-        tables.append(table("lemma_d2", rows,
-                            Provenance(results.scale, computed="study lemma_d2"),
-                            COUNT=len(lemma)))
+        tables.append(TEXT.table("lemma_d2", rows,
+                                 Provenance(results.scale, computed="study lemma_d2"),
+                                 COUNT=len(lemma)))
     return tables
 
 
@@ -983,9 +961,10 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
                         + _pilot_table(results) + per_suite(results, "ablation", _ablation_table))
     page.tables.append(_evidence_table(results.scale))
     page.tables += _study_tables(results)
-    page.tables.append(table("sigma", [[f"{e:g}", f"{corollary_sigma(e):.4f}", f"{v:.3f}"]
-                                       for e, v in COROLLARY_SIGMA.items()],
-                             Provenance(results.scale, computed="computed by prisma.paper_sigma")))
+    page.tables.append(TEXT.table(
+        "sigma", [[f"{e:g}", f"{corollary_sigma(e):.4f}", f"{v:.3f}"]
+                  for e, v in COROLLARY_SIGMA.items()],
+        Provenance(results.scale, computed="computed by prisma.paper_sigma")))
     calibration = calibration_table(results, TEXT["tables.calibration.note"],
                                     extra=[("condition (18)", _condition),
                                            ("σ₁ / σ DPSGD-GC", _sigma_ratio)])
