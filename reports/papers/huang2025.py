@@ -278,16 +278,12 @@ def _gains(runs: pd.DataFrame) -> pd.Series:
     return (a.reindex(common) - b.reindex(common)).dropna()
 
 
-def gain_at_strictest() -> Statistic:
+def _gain_drop(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """The accuracy gain at the strictest ε minus the gain at this setting's ε, per seed
     (a seed fixes the data split, the initialisation and the sampling stream at every ε;
     Welch where the seeds differ)."""
-
-    def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
-        strict = _gains(finished(_strictest(runs, results)))
-        return paired_or_welch(strict, _gains(runs), unit="pp")
-
-    return Statistic(TEXT["statistics.strictest_gain"], compute)
+    strict = _gains(finished(_strictest(runs, results)))
+    return paired_or_welch(strict, _gains(runs), unit="pp")
 
 
 # -- Table 1's own evidence (the published means ± s.e., 12 trials per cell) -------------
@@ -368,23 +364,17 @@ def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
-def slope_gap() -> Statistic:
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        ours, baseline = (_slopes(runs, m) for m in METHODS)
-        return paired_or_welch(ours, baseline)
-
-    return Statistic(TEXT["statistics.slope_gap"], compute)
+def _slope_gap(runs: pd.DataFrame, _: PaperResults) -> Sample:
+    ours, baseline = (_slopes(runs, m) for m in METHODS)
+    return paired_or_welch(ours, baseline)
 
 
-def log_grad_by_n() -> Statistic:
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        if "final_grad_norm" not in runs:
-            return Sample.along({})
-        frame = runs.assign(N=per_client_n(runs))
-        return Sample.along({as_float(n): np.log10(part["final_grad_norm"].to_numpy(float))
-                             for n, part in frame.groupby("N")}, unit="log₁₀")
-
-    return Statistic(TEXT["statistics.log_grad"], compute)
+def _log_grad_by_n(runs: pd.DataFrame, _: PaperResults) -> Sample:
+    if "final_grad_norm" not in runs:
+        return Sample.along({})
+    frame = runs.assign(N=per_client_n(runs))
+    return Sample.along({as_float(n): np.log10(part["final_grad_norm"].to_numpy(float))
+                         for n, part in frame.groupby("N")}, unit="log₁₀")
 
 
 # -- the step bound and the ledger -----------------------------------------------------------
@@ -397,20 +387,16 @@ def _step_within(runs: pd.DataFrame, _: PaperResults | None = None) -> pd.Series
     return runs["diag_max_step"].astype(float) <= bound * (1 + STEP_TOLERANCE)
 
 
-def _bound_binds() -> Statistic:
+def _bound_binds(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """1 if some run (without C₂: the ablation) takes a step longer than ηC₂, with the
     largest step over ηC₂ as the note: the bound is then the clip's doing, not slack."""
-
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        within = _step_within(runs)
-        if within is None or within.empty:
-            return Sample.of([])
-        ratio = runs["diag_max_step"].astype(float) / runs["diag_step_bound"].astype(float)
-        return Sample.of([float(not within.all())],
-                         note=f"max step / ηC₂ = {float(ratio.max()):.3g} at most, "
-                              f"> 1 in {int((~within).sum())}/{len(within)} runs")
-
-    return Statistic(TEXT["statistics.bound_binds"], compute)
+    within = _step_within(runs)
+    if within is None or within.empty:
+        return Sample.of([])
+    ratio = runs["diag_max_step"].astype(float) / runs["diag_step_bound"].astype(float)
+    return Sample.of([float(not within.all())],
+                     note=f"max step / ηC₂ = {float(ratio.max()):.3g} at most, "
+                          f"> 1 in {int((~within).sum())}/{len(within)} runs")
 
 
 def _spent(runs: pd.DataFrame) -> pd.Series:
@@ -479,26 +465,22 @@ def pilot_choice(results: PaperResults) -> dict[tuple[str, str], float]:
     return {key: value for key, (_, value) in best.items()}
 
 
-def _uses_pilot_choice() -> Statistic:
+def _uses_pilot_choice(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """1 for each Table 1 run whose fixed constants are the pilot's choice."""
-
-    def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
-        chosen = pilot_choice(results)
-        if not chosen or runs.empty:
-            return Sample.of([], note="no pilot recorded (an experiment file with role: pilot)")
-        ok = pd.Series(True, index=runs.index)
-        shown = []
-        for (method, param), value in chosen.items():
-            column, mine = f"p_alg_{param}", runs["algorithm"] == method
-            if column not in runs or not mine.any():
-                continue
-            used = runs.loc[mine, column].astype(float)
-            ok[mine] &= np.isclose(used, value)
-            shown.append(f"{NAMES[method]} {param} = "
-                         f"{', '.join(f'{v:g}' for v in sorted(set(used)))} (pilot: {value:g})")
-        return Sample.of(ok.astype(float).to_numpy(), note="; ".join(shown))
-
-    return Statistic(TEXT["statistics.pilot"], compute)
+    chosen = pilot_choice(results)
+    if not chosen or runs.empty:
+        return Sample.of([], note="no pilot recorded (an experiment file with role: pilot)")
+    ok = pd.Series(True, index=runs.index)
+    shown = []
+    for (method, param), value in chosen.items():
+        column, mine = f"p_alg_{param}", runs["algorithm"] == method
+        if column not in runs or not mine.any():
+            continue
+        used = runs.loc[mine, column].astype(float)
+        ok[mine] &= np.isclose(used, value)
+        shown.append(f"{NAMES[method]} {param} = "
+                     f"{', '.join(f'{v:g}' for v in sorted(set(used)))} (pilot: {value:g})")
+    return Sample.of(ok.astype(float).to_numpy(), note="; ".join(shown))
 
 
 def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
@@ -651,6 +633,12 @@ PRISMA_RUNS = Runs(roles=("fig1", "table1", "ablation"),
 PAPER_CALIBRATED = Runs(roles=("fig1", "table1", "ablation"), where={"calibration": "paper"},
                         by=("problem", "label", "epsilon"))
 WITHIN_TARGET = per_run(TEXT["statistics.within_target"], _within_target)
+SLOPES = Statistic(TEXT["statistics.slope_gap"], _slope_gap)
+LOG_GRAD = Statistic(TEXT["statistics.log_grad"], _log_grad_by_n)
+BOUND_BINDS = Statistic(TEXT["statistics.bound_binds"], _bound_binds)
+PILOT = Statistic(TEXT["statistics.pilot"], _uses_pilot_choice)
+GAIN_DROP = beside_paper(Statistic(TEXT["statistics.strictest_gain"], _gain_drop),
+                         paper_gain_drop, " pp")
 ACC_GAP = beside_paper(gap("test_acc", 100, "pp"), lambda e: paper_gap("test_acc", e), " pp")
 # The data and model each published artefact ran on (§5). cifar10_vgg is CIFAR-10 with the
 # paper's tanh VGG at d = 550,570 (its default width); every quick Table 1 run is a stand-in.
@@ -684,21 +672,21 @@ CLAIMS = (
                along("test_loss", "epsilon"), Monotone(LOSS_TOLERANCE, False, "ε"), **T1),
     TEXT.claim("4", "Table 1", Runs(roles=("table1",), where={"epsilon": lambda e: e > e.min()},
                                     by=("problem", "epsilon"), keep=judged_data),
-               beside_paper(gain_at_strictest(), paper_gain_drop, " pp"),
+               GAIN_DROP,
                AtLeast(0.0, "gain at the strictest ε − gain here"),
                premises=(NOISE_REGIME, inside_grid(_strictest)), **T1),
-    TEXT.claim("P1", "Table 1", Runs(roles=("table1",), by=("label",)), _uses_pilot_choice(),
+    TEXT.claim("P1", "Table 1", Runs(roles=("table1",), by=("label",)), PILOT,
                Always("Table 1 uses the pilot's choice"), kind="design"),
     TEXT.claim("6", "Figure 1", Runs(roles=("fig1",),
                                      by=("epsilon", "p_prob_base_n", "p_prob_dup")),
                gap("grad_norm"), AtMost(0.0, PAIRED_GAP),
                premises=(FIGURE1_INSTANCE, inside_grid()), headline=True, **F1),
-    TEXT.claim("7", "Figure 1", FIG1, slope_gap(), AtMost(0.0, SLOPE_GAP),
+    TEXT.claim("7", "Figure 1", FIG1, SLOPES, AtMost(0.0, SLOPE_GAP),
                premises=(FIGURE1_INSTANCE, RECORDS_ONCE, CLIP3_INACTIVE, inside_grid()), **F1),
-    TEXT.claim("7e", "Figure 1", FIG1, slope_gap(), AtMost(0.0, SLOPE_GAP),
+    TEXT.claim("7e", "Figure 1", FIG1, SLOPES, AtMost(0.0, SLOPE_GAP),
                premises=(FIGURE1_INSTANCE, RECORDS_ONCE, inside_grid()), headline=True, **F1),
     TEXT.claim("8", "Figure 1", Runs(roles=("fig1",), by=("epsilon", "label")),
-               log_grad_by_n(), Monotone(GRAD_TOLERANCE_LOG10, False, "N"),
+               LOG_GRAD, Monotone(GRAD_TOLERANCE_LOG10, False, "N"),
                premises=(FIGURE1_INSTANCE, RECORDS_ONCE), **F1),
     TEXT.claim("10", "Corollary 1", PAPER_CALIBRATED, WITHIN_TARGET,
                Always("certified ε ≤ ε target"), kind="paper"),
@@ -706,7 +694,7 @@ CLAIMS = (
                Always("max step ≤ ηC₂"),
                controls=(Control(TEXT["claims.14.control.name"],
                                  Runs(roles=("ablation",), where={"label": "prisma_no_c2"}),
-                                 TEXT["claims.14.control.expect"], _bound_binds(),
+                                 TEXT["claims.14.control.expect"], BOUND_BINDS,
                                  Always("a step longer than ηC₂")),),
                kind="implementation"),
     TEXT.claim("L1", "Algorithm 1", Runs(roles=("fig1", "table1", "ablation"),
