@@ -96,6 +96,7 @@ def test_the_true_add_remove_pair_removes_the_slot_over_an_anti_canary_backgroun
     x = np.linspace(-0.5, 0.5, with_canary.d)
     k = 5.0 * np.eye(with_canary.d)[-1]
     if isinstance(with_canary, CanaryMinimaxOracle):
+        assert isinstance(without, CanaryMinimaxOracle)
         y = np.linspace(0.2, -0.2, with_canary.d_y)
         rows = with_canary.per_sample_partials(x, y, np.arange(base.n))[0]
         rows_out = without.per_sample_partials(x, y, np.arange(base.n - 1))[0]
