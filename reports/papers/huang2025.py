@@ -124,7 +124,7 @@ RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.
 # -- candidates for the shared vocabulary --------------------------------------------------
 
 def span(values: pd.Series, fmt: str = "{:.3g}") -> str:
-    """'median (min–max)' of ``values``, or the one value."""
+    """'median (min–max)' of ``values``, or the one value (not claims.span: "low–high")."""
     v = values.dropna().astype(float)
     if v.empty:
         return "–"
@@ -242,7 +242,6 @@ def start_grad_norm(results: PaperResults, runs: pd.DataFrame) -> pd.Series:
         return pd.Series(math.nan, index=runs.index)
     start = traj[(traj["step"] == 0) & (traj["point"] == "iterate")].drop_duplicates("run_id")
     return runs["run_id"].map(start.set_index("run_id")["grad_norm"]).astype(float)
-
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -488,7 +487,7 @@ def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
     if scores.empty:
         return []
     chosen = pilot_choice(results)
-    table1 = _table1_runs(results)
+    table1 = _done(results, "table1")
     eps = sorted(set(scores["epsilon"]))
     rows = []
     for (method, param, key), part in scores.groupby(["method", "param", "value"]):
@@ -598,9 +597,10 @@ def table1_dims(runs: pd.DataFrame) -> pd.Series:
     return (features + 1) * hidden + (hidden + 1) * 10
 
 
-def noise_to_signal(runs: pd.DataFrame) -> pd.Series:
-    """Per-step noise norm of the averaged message over the clip, √d·σ̂·2/(b·√M)."""
-    return (np.sqrt(table1_dims(runs)) * numeric(runs, "sigma") * 2
+def noise_to_signal(runs: pd.DataFrame, d: pd.Series | None = None) -> pd.Series:
+    """Per-step noise norm of the averaged message over the clip, √d·σ̂·2/(b·√M) (d: the
+    Table 1 MLP's unless given)."""
+    return (np.sqrt(table1_dims(runs) if d is None else d) * numeric(runs, "sigma") * 2
             / (numeric(runs, "batch_size") * np.sqrt(numeric(runs, "p_prob_clients"))))
 
 
@@ -720,39 +720,32 @@ CLAIMS = (
 def _paper_ls_noise(results: PaperResults) -> str:
     """DPSGD-GC's per-step noise-to-signal at the least noisy corner of the paper's grid
     (T = 2,000, C₁ = 5), N = 2,000 and 12,000, with ‖∇F(x⁰)‖ of our instance."""
-    g0 = float(start_grad_norm(results, _fig1_gc(results)).median())
+    g0 = float(start_grad_norm(results, _done(results, "fig1", "dpsgd_gc")).median())
     return TEXT.fill("regime.f1_noise.paper", LOW=figure1_corner_noise(2000, g0),
                      HIGH=figure1_corner_noise(12000, g0))
 
 
-def _fig1(results: PaperResults) -> pd.DataFrame:
-    return finished(results.role_runs("fig1"))
+def _done(results: PaperResults, role: str, label: str = "") -> pd.DataFrame:
+    """The finished runs of ``role`` (of ``label`` where given)."""
+    runs = finished(results.role_runs(role))
+    return runs[runs["label"] == label] if label and not runs.empty else runs
 
 
-def _fig1_gc(results: PaperResults) -> pd.DataFrame:
-    fig = _fig1(results)
-    return fig[fig["label"] == "dpsgd_gc"] if not fig.empty else fig
+_fig1 = partial(_done, role="fig1")
 
 
 def _fig1_noise(results: PaperResults) -> str:
     """DPSGD-GC's per-step noise-to-signal √d·σ̂·2C₁/(b·√M·‖∇F(x⁰)‖) in our runs."""
-    dp = _fig1_gc(results)
-    noise = (np.sqrt(dp["p_prob_d"].astype(float)) * dp["sigma"].astype(float) * 2
-             * dp["p_alg_clip1"].astype(float)
-             / (dp["batch_size"].astype(float) * np.sqrt(dp["p_prob_clients"].astype(float))
-                * start_grad_norm(results, dp)))
-    return span(noise)
-
-
-def _table1_runs(results: PaperResults) -> pd.DataFrame:
-    return finished(results.role_runs("table1"))
+    dp = _done(results, "fig1", "dpsgd_gc")
+    return span(noise_to_signal(dp, numeric(dp, "p_prob_d")) * numeric(dp, "p_alg_clip1")
+                / start_grad_norm(results, dp))
 
 
 def _per_data(quantity: Callable[[pd.DataFrame], pd.Series], fmt: str = "{:.3g}"
               ) -> Callable[[PaperResults], str]:
     """A Table 1 regime row's measured side: ``quantity`` per data set (real images first)."""
     def measured(results: PaperResults) -> str:
-        tab = _table1_runs(results)
+        tab = _done(results, "table1")
         parts = sorted(tab.groupby("problem"), key=lambda g: not bool(is_real(g[1]).all()))
         return "; ".join(f"{TABLE1_DATA.get(str(p), (str(p),))[0]}: {span(quantity(part), fmt)}"
                          for p, part in parts)
@@ -932,7 +925,7 @@ def _condition(r: pd.Series) -> str:
 def _stand_in_findings(results: PaperResults) -> list[dict[str, str]]:
     """Claims 1, 2 and 4 on the digits stand-in where real images replace it as the judged
     data: reported beside, not counted."""
-    if not is_real(_table1_runs(results)).any():
+    if not is_real(_done(results, "table1")).any():
         return []
     return stand_in_findings((c for c in CLAIMS if c.id in ("1", "2", "4")), results,
                              lambda r: ~is_real(r), TEXT["findings.stand_in"])
