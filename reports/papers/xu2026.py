@@ -43,6 +43,7 @@ from reports.claims import (
     at_most,
     finished,
     flag,
+    needs,
     numeric,
     paired_or_welch,
     tuning_of,
@@ -66,55 +67,11 @@ MIN_R2 = 0.5  # a scaling fit is shown only where log ε̄ explains half of log 
 assert DPRGDA.rate is not None and DPRGDA.rate.privacy_exponent is not None
 RATE = DPRGDA.rate.privacy_exponent  # Theorem 1 (ERM): ‖∇Φ(x_out)‖ ≤ α = Õ(ε̄^RATE)
 TEXT = Prose.load(__file__, DATA_SHARE=DATA_SHARE, SLIGHTLY=SLIGHTLY, LEFT_SADDLE=LEFT_SADDLE,
-                  MIN_R2=MIN_R2, CLIP=CLIP, LITERAL=LITERAL, JUDGED=JUDGED,
-                  INFLUENCE_STEPS=INFLUENCE_STEPS)
+                  NO_MOVE=NO_MOVE, MILD_CLIP=MILD_CLIP, BINDS=BINDS, MIN_R2=MIN_R2, CLIP=CLIP,
+                  LITERAL=LITERAL, JUDGED=JUDGED, INFLUENCE_STEPS=INFLUENCE_STEPS)
 
 
-# -- candidates for the shared vocabulary ------------------------------------------------------
-
-def _tuned_ranges(runs: pd.DataFrame, results: PaperResults) -> dict[str, tuple[float, float]]:
-    """The params the tuning of ``runs`` varied, each with the range its grid searched."""
-    ranges: dict[str, tuple[float, float]] = {}
-    for candidate in (c for t in tuning_of(runs, results) for c in t.get("candidates") or []):
-        for name, value in candidate["params"].items():
-            low, high = ranges.get(name, (value, value))
-            ranges[name] = (min(low, value), max(high, value))
-    return ranges
-
-
-def _constants(run: pd.Series) -> dict[str, Any]:
-    """A run's algorithm and problem constants (its ``p_alg_*`` and ``p_prob_*`` columns)."""
-    return {str(c): run[c] for c in run.index
-            if str(c).startswith(("p_alg_", "p_prob_")) and not pd.isna(run[c])}
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, int | float | np.number) and isinstance(b, int | float | np.number):
-        return bool(np.isclose(float(a), float(b)))
-    return bool(a == b)
-
-
-def _show(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
-                         tuned: dict[str, tuple[float, float]]) -> list[str]:
-    """Where a σ → 0 run's constants ``reference`` differ from the judged runs' ``judged``:
-    a constant they hold fixed with another value, or one their tuning varied (``tuned``:
-    name → searched range) outside the range searched ([] when they match)."""
-    out = []
-    for column, value in judged.items():
-        name = column.removeprefix("p_alg_").removeprefix("p_prob_")
-        ref = reference.get(column)
-        if column.startswith("p_alg_") and name in tuned:
-            low, high = tuned[name]
-            if ref is None or not low <= float(ref) <= high:
-                out.append(f"{name} {_show(ref)} outside the tuned {low:g}–{high:g}")
-        elif ref is None or not _same(value, ref):
-            out.append(f"{name} {_show(ref)} ≠ {_show(value)}")
-    return out
-
+# -- the iterates x_T and the best one ---------------------------------------------------------
 
 def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
     """``runs`` with their last iterate x_T (Table 2's x_399): ``last_{metric}``,
@@ -308,23 +265,53 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 # -- premises ------------------------------------------------------------------------------
 
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
+                         tuned: dict[str, tuple[float, float]]) -> list[str]:
+    """Where a σ → 0 run's constants ``reference`` differ from the judged runs' ``judged``:
+    a constant they hold fixed with another value, or one their tuning varied (``tuned``:
+    name → searched range) outside the range searched ([] when they match)."""
+    out = []
+    for column, value in judged.items():
+        name, ref = column.removeprefix("p_alg_").removeprefix("p_prob_"), reference.get(column)
+        numbers = all(isinstance(v, int | float | np.number) for v in (value, ref))
+        if column.startswith("p_alg_") and name in tuned:
+            low, high = tuned[name]
+            if ref is None or not low <= float(ref) <= high:
+                out.append(f"{name} {_show(ref)} outside the tuned {low:g}–{high:g}")
+        elif not (np.isclose(float(value), float(ref)) if numbers else value == ref):
+            out.append(f"{name} {_show(ref)} ≠ {_show(value)}")
+    return out
+
+
+def _constants(run: pd.Series) -> dict[str, Any]:
+    """A run's algorithm and problem constants (its ``p_alg_*`` and ``p_prob_*`` columns)."""
+    return {str(c): run[c] for c in run.index
+            if str(c).startswith(("p_alg_", "p_prob_")) and not pd.isna(run[c])}
+
+
 def _reference(runs: pd.DataFrame, results: PaperResults, label: str
                ) -> tuple[pd.DataFrame, str]:
     """The clean σ → 0 ``label`` runs at the constants of the setting's ``label`` runs (every
-    fixed one equal, every tuned one inside its searched range), else what differs."""
+    fixed one equal, every tuned one inside the range its tuning searched), else what
+    differs."""
     judged = _partner(runs, results, label, clean=False)
     table2 = results.role_runs("table2")
     refs = finished(table2[table2["label"] == f"{label}_nonprivate"]) if len(table2) else table2
     if judged.empty or refs.empty:
         return refs.iloc[0:0], f"σ → 0 {label} reference not run"
-    want, tuned = _constants(judged.iloc[0]), _tuned_ranges(judged, results)
+    grid = pd.DataFrame([c["params"] for t in tuning_of(judged, results)
+                         for c in t.get("candidates") or []])
+    want, tuned = _constants(judged.iloc[0]), {k: (grid[k].min(), grid[k].max()) for k in grid}
     differences: dict[Any, list[str]] = {
         i: constant_differences(want, _constants(r), tuned) for i, r in refs.iterrows()}
     if matched := [i for i, d in differences.items() if not d]:
         return refs.loc[matched], ""
-    nearest = min(differences.values(), key=len)
-    return refs.iloc[0:0], (f"no σ → 0 {label} run at the judged constants (the nearest: "
-                            f"{', '.join(nearest)})")
+    return refs.iloc[0:0], TEXT.fill("notes.no_reference", label=label, nearest=", ".join(
+        min(differences.values(), key=len)))
 
 
 def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
@@ -341,8 +328,7 @@ def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, s
         mean = float(np.nanmean(ratio))
         found.append(mean <= LEFT_SADDLE)
         texts.append(f"{label} {mean:.3g} ({len(ratio)} runs)")
-    return all(found), (f"σ → 0 references at the judged constants, Φ(x_T)/Φ(x₀): "
-                        f"{', '.join(texts)}; ≤ {LEFT_SADDLE:g} needed")
+    return all(found), TEXT.fill("notes.progress", texts=", ".join(texts))
 
 
 def _clipped(ref: pd.DataFrame, results: PaperResults) -> list[tuple[float, str]]:
@@ -353,13 +339,12 @@ def _clipped(ref: pd.DataFrame, results: PaperResults) -> list[tuple[float, str]
                        and ref[c].notna().any()]
     if cols:
         parts = []
-        for col in cols:
-            suffix = str(col).removeprefix("prem_clipped_fraction")
-            median = ref.get(f"prem_median_per_sample_norm{suffix}", pd.Series(dtype=float))
-            bound = ref.get(f"prem_clip_bound{suffix}", pd.Series(dtype=float))
-            parts.append(f"{'increment' if suffix == '_diff' else suffix[1:] or 'refresh'} "
-                         f"clip: up to {ref[col].max():.0%} clipped (median norm "
-                         f"{median.median():.3g} vs C = {bound.max():g})")
+        for c in cols:
+            s = str(c).removeprefix("prem_clipped_fraction")  # "", "_diff" (the increment)
+            parts.append(TEXT.fill(
+                "notes.clipped", which={"_diff": "increment", "": "refresh"}.get(s, s[1:]),
+                share=ref[c].max(), median=numeric(ref, f"prem_median_per_sample_norm{s}")
+                .median(), bound=numeric(ref, f"prem_clip_bound{s}").max()))
         found.append((float(np.nanmax(ref[cols].to_numpy(float))),
                       "; ".join(parts) + " (recorded)"))
     study = results.study("instance")
@@ -368,9 +353,8 @@ def _clipped(ref: pd.DataFrame, results: PaperResults) -> list[tuple[float, str]
         return found
     if len(rows := _at_scale(study, float(ref["p_prob_x_star_norm"].iloc[0]))):
         y, x = float(rows["clipped_y"].max()), float(rows["clipped_x"].max())
-        found.append((max(x, y), f"at the start C = {CLIP:g} clips {y:.0%} of per-sample "
-                      f"y-partials (median norm {rows['median_y'].median():.3g}) and {x:.0%} of "
-                      f"x-partials (median {rows['median_x'].median():.3g}) (§5 instance study)"))
+        found.append((max(x, y), TEXT.fill("notes.clipped_start", y=y, x=x, median_y=rows[
+            "median_y"].median(), median_x=rows["median_x"].median())))
     return found
 
 
@@ -385,31 +369,27 @@ def _clipping(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, s
         f"; ≤ {MILD_CLIP:.0%} needed"
 
 
+@needs("p_alg_theory_alpha", "final_grad_norm")
 def _binds(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """Theorem 1's bound binds: the measured ‖∇Φ(x_out)‖ is of the order of α = c_α ε̄^{2/3}."""
-    if runs.empty or "p_alg_theory_alpha" not in runs or "final_grad_norm" not in runs:
-        return None, "α not recorded"
     share = runs["final_grad_norm"].astype(float) / (
         runs["p_alg_theory_alpha"].astype(float) * _eps_bar(runs) ** RATE)
     certified = (f"; {float((runs['diag_certificates'] > 0).mean()):.0%} of runs certified"
                  if "diag_certificates" in runs else "")
-    return float(share.median()) >= BINDS, (
-        f"‖∇Φ(x_out)‖/α median {float(share.median()):.3g} (range {share.min():.3g}–"
-        f"{share.max():.3g}), ≥ {BINDS:g} needed{certified}")
+    return float(share.median()) >= BINDS, TEXT.fill(
+        "notes.binds", median=float(share.median()), low=share.min(), high=share.max(),
+        certified=certified)
 
 
+@needs("steps")
 def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """The steps taken (recorded, else planned) ≥ ⌈ε̄^{−4/3}⌉, Theorem 1's horizon (c_T = 1)."""
-    column = "prem_steps_taken" if "prem_steps_taken" in runs and \
-        runs["prem_steps_taken"].notna().all() else "steps"
-    if runs.empty or column not in runs:
-        return None, "T not recorded"
-    taken, need = runs[column].astype(float), np.ceil(_eps_bar(runs) ** (-4 / 3))
-    short = taken < need
-    return not bool(short.any()), (
-        f"T {'taken' if column != 'steps' else 'planned'} from {taken.min():g} to "
-        f"{taken.max():g} vs T_thm = ⌈ε̄^(−4/3)⌉ from {need.min():g} to {need.max():g}: short "
-        f"in {int(short.sum())}/{len(runs)} runs")
+    recorded = "prem_steps_taken" in runs and runs["prem_steps_taken"].notna().all()
+    taken = runs["prem_steps_taken" if recorded else "steps"].astype(float)
+    need = np.ceil(_eps_bar(runs) ** (-4 / 3))
+    return not bool((short := taken < need).any()), TEXT.fill(
+        "notes.horizon", how="taken" if recorded else "planned", short=int(short.sum()),
+        taken=(taken.min(), taken.max()), need=(need.min(), need.max()), runs=len(runs))
 
 
 def _learns(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
