@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +82,6 @@ TEXT = Prose.load(
     CIFAR_D=paper_d(PAPER_DATA["CIFAR-10"][0]))
 Verdict = tuple[bool | None, str]
 Found = tuple[bool | None, dict[str, Any]] | None  # a premise's outcome and what it shows
-
-
-def _say(key: str, **values: Any) -> str:
-    """The text at ``key`` filled with the module's values and ``values``."""
-    return replace(TEXT, values={**TEXT.values, **values})[key]
 
 
 # -- measures on run rows -----------------------------------------------------------------
@@ -231,7 +225,7 @@ def _premise(key: str, check: Callable[[pd.DataFrame, PaperResults], Found]) -> 
         found = check(runs, results)
         if found is None:
             return None, TEXT[f"premises.{key}.missing"]
-        return found[0], _say(f"premises.{key}.measured", **found[1])
+        return found[0], TEXT.fill(f"premises.{key}.measured", **found[1])
 
     return TEXT.premise(key, checked)
 
@@ -303,7 +297,7 @@ def _room_to_escape(runs: pd.DataFrame, _: PaperResults) -> Found:
     short = steps < float(episode.max())
     return not bool(short.any()), {
         **_span(steps), "need": float(episode.max()), "short": int(short.sum()),
-        "cap": _say("premises.room.cap", t=cap.min()) if cap.notna().any() else ""}
+        "cap": TEXT.fill("premises.room.cap", t=cap.min()) if cap.notna().any() else ""}
 
 
 def _n_per_client_fixed(runs: pd.DataFrame, _: PaperResults) -> Found:
@@ -450,7 +444,7 @@ def _trigger_bound(rows: pd.DataFrame, _: PaperResults) -> Sample:
     cell = rows[(rows["data"] == "MNIST") & np.isclose(rows["epsilon"], 1.0)
                 & (rows["clients"] == 1)]
     cell = cell if not cell.empty else rows
-    return Sample.of(rows["can_fire"].astype(float).to_numpy(), note=_say(
+    return Sample.of(rows["can_fire"].astype(float).to_numpy(), note=TEXT.fill(
         "statistics.trigger_bound", one=cell.iloc[0], drawn_min=cell["noise_norm"].min(),
         drawn_max=cell["noise_norm"].max(), draws=len(rows), b1_max=rows["b1_max"].min(),
         bound_min=rows["lower_bound"].min(), bound_max=rows["lower_bound"].max(),
@@ -667,7 +661,7 @@ def _ours(quantity: Callable[[pd.DataFrame], pd.Series]) -> Callable[[PaperResul
 
 def _data_used(results: PaperResults) -> str:
     """What each Figures problem is (data, d, records per client) and which claims read it."""
-    return _per_data(results, lambda part: _say(
+    return _per_data(results, lambda part: TEXT.fill(
         "regime.data.ours", d=dimension(part).max(), n=per_client(part).max(),
         claims=TEXT["regime.data." + ("real" if is_real(part).all() else "stand_in")]))
 
@@ -737,7 +731,7 @@ def _figure_1_2(results: PaperResults, suite: str, out: Path) -> list[Figure]:
                   for i, eps in enumerate(eps_values)]
         name = draw(Plot(panels, columns=len(eps_values), panel_inches=(4, 3.2), dpi=120), out,
                     f"{suite}_{cal}")
-        figures.append(Figure(name, _say("figures.curves", suite=suite, calibration=cal),
+        figures.append(Figure(name, TEXT.fill("figures.curves", suite=suite, calibration=cal),
                               results.provenance(results.suite_runs(suite))))
     return figures
 
@@ -758,27 +752,20 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
                               style="--", vertical=True)])
     name = draw(Plot([panel], panel_inches=(4.6, 3.4)), out, "selection_by_dimension")
     counts = runs[runs["label"] == ALG4].groupby("p_prob_d").size()
-    return [Figure(name, _say("figures.selection", counts=", ".join(
+    return [Figure(name, TEXT.fill("figures.selection", counts=", ".join(
         f"{n} at d = {d:g}" for d, n in counts.items())), results.provenance(every))]
 
 
 # -- tables and findings ------------------------------------------------------------------
-
-def _table(key: str, rows: list[list[Any]], provenance: Provenance,
-           ids: list[list[str]] | None = None, **values: Any) -> dict[str, Any]:
-    """Table ``key`` of the sidecar (title, note filled with ``values``, columns)."""
-    table = {"title": TEXT[f"tables.{key}.title"], "note": _say(f"tables.{key}.note", **values),
-             "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
-    return {**table, **({} if ids is None else {"row_runs": ids}), "provenance": provenance}
-
 
 def _per_group(key: str, runs: pd.DataFrame, by: list[str],
                row: Callable[[Any, pd.DataFrame], list[str]], results: PaperResults,
                **groupby: Any) -> dict[str, Any]:
     """Table ``key`` with one ``row(values, part)`` per group of ``runs`` by ``by``."""
     parts = list(runs.groupby(by, **groupby))
-    return _table(key, [row(values, part) for values, part in parts], results.provenance(runs),
-                  [sorted(part["run_id"].astype(str)) for _, part in parts])
+    return {**TEXT.table(key, [row(values, part) for values, part in parts],
+                         results.provenance(runs)),
+            "row_runs": [sorted(part["run_id"].astype(str)) for _, part in parts]}
 
 
 def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
@@ -794,7 +781,8 @@ def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
                       f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
                       f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
                       f"{part['b1_max'].min():.0f}"])
-    return _table("trigger", table, Provenance(results.scale, computed=f"study {TRIGGER_STUDY}"))
+    return TEXT.table("trigger", table,
+                      Provenance(results.scale, computed=f"study {TRIGGER_STUDY}"))
 
 
 def _real_runs(results: PaperResults) -> pd.DataFrame:
@@ -829,13 +817,14 @@ def _real_findings(results: PaperResults) -> list[dict[str, str]]:
                          axis=0)
     fired = numeric(runs, "diag_triggers").sum() + numeric(runs, "diag_escape_injections").sum()
     names = ", ".join(sorted({_data_name(str(p)) for p in runs["problem"]}))
-    return [{"kind": TEXT["findings.real.kind"], "what": _say("findings.real.what", names=names),
-             "numbers": _say("findings.real.numbers", noise_min=runs["noise"].min(),
-                             noise_max=runs["noise"].max(), limit=runs["limit"].max(),
-                             ratio_min=ratio.min(), ratio_max=ratio.max(), runs=len(runs),
-                             ours=_fired_of(runs, OURS), base=_fired_of(runs, BASELINE),
-                             same=same, pairs=pairs, reading=TEXT[
-                                 "findings.real." + ("silent" if fired == 0 else "fired")])},
+    return [{"kind": TEXT["findings.real.kind"],
+             "what": TEXT.fill("findings.real.what", names=names),
+             "numbers": TEXT.fill("findings.real.numbers", noise_min=runs["noise"].min(),
+                                  noise_max=runs["noise"].max(), limit=runs["limit"].max(),
+                                  ratio_min=ratio.min(), ratio_max=ratio.max(), runs=len(runs),
+                                  ours=_fired_of(runs, OURS), base=_fired_of(runs, BASELINE),
+                                  same=same, pairs=pairs, reading=TEXT[
+                                      "findings.real." + ("silent" if fired == 0 else "fired")])},
             *stand_in_findings((c for c in CLAIMS if c.id in ("E3", "E6")), results,
                                lambda r: ~is_real(r), TEXT["findings.real.stand_in"])]
 
@@ -897,8 +886,8 @@ def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
             f" (Gauss-PSGD stopped at the SOSP exit in {stops}/{len(ours)})" if stops else ""))
     passes = ", ".join(f"{p:g}" for p in sorted(long["p_alg_epochs"].unique()))
     return [{"kind": TEXT["findings.horizon.kind"],
-             "what": _say("findings.horizon.what", passes=passes),
-             "numbers": _say("findings.horizon.numbers", cells="; ".join(cells))}]
+             "what": TEXT.fill("findings.horizon.what", passes=passes),
+             "numbers": TEXT.fill("findings.horizon.numbers", cells="; ".join(cells))}]
 
 
 def _escape_table(results: PaperResults) -> dict[str, Any] | None:
@@ -956,7 +945,7 @@ def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
     rows = [[label, str(len(part)), f"{int(part['sosp'].sum())}/{len(part)}",
              f"{part['final_grad_norm'].mean():.3g}", f"{part['final_lambda_min'].mean():.3g}",
              f"{part['violation'].mean():.3g}"] for label, part in runs.groupby("label")]
-    return _table("saddle", rows, results.provenance(runs), alpha=alpha)
+    return TEXT.table("saddle", rows, results.provenance(runs), alpha=alpha)
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
