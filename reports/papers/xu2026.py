@@ -240,8 +240,8 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
     rgda = literal[literal["label"] == OURS] if len(literal) else literal
     if len(rgda) and "plan_std_refresh" in rgda:
         r, ratio = rgda.iloc[0], float(_noise_ratio(rgda.iloc[:1]).iloc[0])
-        notes.append(TEXT.fill("notes.snr", sigma=r["sigma"], ratio=ratio, steps=float(r["steps"]),
-                           snr=math.sqrt(float(r["steps"])) / ratio))
+        notes.append(TEXT.fill("notes.snr", sigma=r["sigma"], ratio=ratio,
+                               steps=float(r["steps"]), snr=math.sqrt(float(r["steps"])) / ratio))
     sigma = results.study("sigma")
     if len(sigma) and "eps_pld" in sigma:
         parts = []
@@ -259,7 +259,7 @@ def _data_share(runs: pd.DataFrame, results: PaperResults) -> Sample:
         d = max(float((r["p_prob_p"] + r["p_prob_q"]) * r["p_prob_rank"]), float(r["n"]))
         bar = math.sqrt(d * math.log(1 / APP_D[1])) / (float(r["n"]) * APP_D[0])
         notes.append(TEXT.fill("notes.alpha", alpha=bar ** (2 / 3), d=d,
-                           grad=rows["grad_x0"].iloc[0]))
+                               grad=rows["grad_x0"].iloc[0]))
     return Sample.of(runs["influence"].to_numpy(float), note="; ".join(notes))
 
 
@@ -448,7 +448,7 @@ SUBSUMED, DATA = TEXT.premise("subsumed", _not_app_d), TEXT.premise("data", _lea
 # DP-RGDA), so it is the paper's regime (the Regime table): failing there is contradicted.
 TABLE2_PREMISES = (SUBSUMED, TEXT.premise("progress", _progress),
                    TEXT.premise("clipping", _clipping), DATA)
-COMPARISON_PREMISES = (*TABLE2_PREMISES, TEXT.premise("tuned", _at_best_step))  # C1–C3
+COMPARISON_PREMISES = (*TABLE2_PREMISES, TEXT.premise("tuned", _at_best_step))
 
 
 # -- claims --------------------------------------------------------------------------------
@@ -468,6 +468,7 @@ def _reference_control(label: str, scale: float) -> Control:
 
 MATRIX_SENSING = PaperSetting(TEXT["setting"], problems=("matrix_sensing",))
 TABLE2 = {"include_diverged": True, "kind": "paper", "setting": MATRIX_SENSING}
+COMPARISON = {**TABLE2, "premises": COMPARISON_PREMISES}  # C1–C3
 
 CLAIMS = (
     TEXT.claim("D1", "Table 2", Runs(study="data", where={"variant": LITERAL},
@@ -476,17 +477,13 @@ CLAIMS = (
                          "and seed)", _data_share),
                AtLeast(DATA_SHARE, "mean data share"), kind="paper", headline=True,
                setting=MATRIX_SENSING),
-    TEXT.claim("C1", "Table 2", _table2_runs(*SPIDERS),
-               _versus("loss"),
-               AtMost(0.0, "mean paired difference of Φ(x_T)"), COMPARISON_PREMISES,
-               headline=True, **TABLE2),
-    TEXT.claim("C2", "Table 2", _table2_runs(PRIVATE_DIFF),
-               _versus("loss", progress=True),
+    TEXT.claim("C1", "Table 2", _table2_runs(*SPIDERS), _versus("loss"),
+               AtMost(0.0, "mean paired difference of Φ(x_T)"), headline=True, **COMPARISON),
+    TEXT.claim("C2", "Table 2", _table2_runs(PRIVATE_DIFF), _versus("loss", progress=True),
                AtLeast(0.0, f"mean paired difference of progress (DP-RGDA − PrivateDiff/"
-                            f"{SLIGHTLY:g})"), COMPARISON_PREMISES, **TABLE2),
-    TEXT.claim("C3", "Table 2", _table2_runs(*SPIDERS),
-               _versus("lambda_min"),
-               AtLeast(0.0, "mean paired difference of λ_min"), COMPARISON_PREMISES, **TABLE2),
+                            f"{SLIGHTLY:g})"), **COMPARISON),
+    TEXT.claim("C3", "Table 2", _table2_runs(*SPIDERS), _versus("lambda_min"),
+               AtLeast(0.0, "mean paired difference of λ_min"), **COMPARISON),
     TEXT.claim("P1", "Figure 1",
                Runs(("table2",), {"label": OURS, "calibration": list(CALIBRATIONS)},
                     by=("p_prob_x_star_norm", "epsilon", "calibration")),
@@ -667,7 +664,7 @@ def _rate_table(results: PaperResults) -> dict[str, Any] | None:
              f"{g['final_lambda_min'].mean():.3g}", f"{(g['diag_certificates'] > 0).mean():.2f}"]
             for (n, e), g in pts.groupby(["n", "epsilon"])]
     fit = TEXT.fill("tables.rate.fit" if r2 >= MIN_R2 else "tables.rate.no_fit", slope=slope,
-                low=low, high=high, r2=r2)
+                    low=low, high=high, r2=r2)
     return TEXT.table("rate", rows, results.provenance(pts), fit=fit, declared=RATE)
 
 
@@ -778,8 +775,8 @@ def _passes(results: PaperResults) -> str:
 def _steps(results: PaperResults) -> str:
     runs = last_iterates(finished(results.role_runs("table2")), results)
     early, labels = _early(runs)
-    return (f"T = {_range(runs['steps'])} planned; x_T reached by {len(runs) - len(early)}/"
-            f"{len(runs)} runs (stopped early: {labels})")
+    return TEXT.fill("notes.steps", planned=_range(runs["steps"]), labels=labels,
+                     reached=len(runs) - len(early), runs=len(runs))
 
 
 def _y_step(results: PaperResults) -> str:
