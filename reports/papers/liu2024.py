@@ -24,7 +24,21 @@ import pandas as pd
 from bench.audit import gdp_epsilon, gdp_mu
 from bench.studies import liu2024 as studies
 from problems.synthetic.saddle_chain import SaddleChainParams, link
-from reports.claims import Claim, Control, Paper, Premise, Regime, Runs, Statistic, at_most, flag
+from reports.claims import (
+    Check,
+    Claim,
+    Control,
+    Paper,
+    Premise,
+    Regime,
+    Runs,
+    Statistic,
+    at_most,
+    flag,
+    in_none,
+    needs,
+    span,
+)
 from reports.figures import Line, Panel, Plot, Series, colours, draw
 from reports.paper import (
     calibration_table,
@@ -82,66 +96,15 @@ TEXT = Prose.load(__file__, IOTA=IOTA, SOSP_GRADIENT=SOSP_GRADIENT, GROWTH_LIMIT
 RESOLUTIONS = tuple((TEXT[f"resolutions.{key}.where"], TEXT[f"resolutions.{key}.paper"],
                      TEXT[f"resolutions.{key}.ours"]) for key in TEXT.section("resolutions"))
 ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
-Check = Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
-
-
-# -- candidates for the shared vocabulary -------------------------------------------------------
-
-def _text(key: str, **values: Any) -> str:
-    """The text at ``key`` with run-time ``values`` filled in beside the module's."""
-    return replace(TEXT, values={**TEXT.values, **values})[key]
-
-
-def _runs(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
-    """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate)."""
-    runs = results.role_runs(*roles)
-    if runs.empty:
-        return runs
-    keep = runs["status"].eq("done")
-    for column, value in where.items():
-        keep &= value(runs[column]) if callable(value) else runs[column].eq(value)
-    return runs[keep]
-
-
-def _span(values: pd.Series, spec: str = ".3g", unit: str = "") -> str:
-    """'low–high' (or the one value) of ``values`` in ``spec``."""
-    values = pd.to_numeric(values, errors="coerce").dropna()
-    if values.empty:
-        raise ValueError("no runs")
-    low, high = format(values.min(), spec), format(values.max(), spec)
-    return (low if low == high else f"{low}–{high}") + unit
-
-
-def _needs(*columns: str) -> Callable[[Check], Check]:
-    """A premise check that answers 'not recorded' when a column is missing."""
-    def wrap(check: Check) -> Check:
-        def guarded(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
-            missing = [c for c in columns if c not in runs or runs[c].isna().all()]
-            return (None, f"{', '.join(missing)} not recorded") if missing else \
-                check(runs, results)
-        return guarded
-    return wrap
-
-
-def _in_none(what: Callable[[pd.DataFrame], str], hit: Callable[[pd.DataFrame], pd.Series],
-             *columns: str) -> Check:
-    """A premise that no run is ``hit``: '<what> in k/n runs'."""
-    @_needs(*columns)
-    def check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-        bad = hit(runs)
-        return not bool(bad.any()), f"{what(runs)} in {int(bad.sum())}/{len(runs)} runs"
-    return check
-
-
-def _table(key: str, provenance: Provenance, rows: list[list[str]], **values: Any
-           ) -> dict[str, Any]:
-    """Table ``key`` of the sidecar (title, note, columns) with its ``rows``."""
-    return {"title": TEXT[f"tables.{key}.title"], "provenance": provenance,
-            "note": _text(f"tables.{key}.note", **values),
-            "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
 
 
 # -- runs and per-run quantities ----------------------------------------------------------------
+
+def _runs(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
+    """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate)."""
+    runs = Runs(roles, where).select(results)
+    return runs[runs["status"].eq("done")] if len(runs) else runs
+
 
 def _spider(results: PaperResults, *roles: str) -> pd.DataFrame:
     """Alg 3-R's runs (spider_sosp, not at the paper's calibration) of ``roles``."""
@@ -226,11 +189,11 @@ def _in_horizon(runs: pd.DataFrame) -> pd.Series:
 
 
 def _horizon_note(runs: pd.DataFrame) -> str:
-    return (f"a certificate within T_thm = {_span(_t_thm(runs), 'g')} steps in "
-            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {_span(runs['sigma'])}× "
+    return (f"a certificate within T_thm = {span(_t_thm(runs), 'g')} steps in "
+            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {span(runs['sigma'])}× "
             f"the O1 sensitivity; the output's ‖∇F‖ = "
-            f"{_span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
-            f"{_span(runs['steps'], 'g')} steps and {_span(runs['diag_escapes'], 'g')} escapes")
+            f"{span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
+            f"{span(runs['steps'], 'g')} steps and {span(runs['diag_escapes'], 'g')} escapes")
 
 
 def _censoring_note(runs: pd.DataFrame) -> str:
@@ -241,7 +204,7 @@ def _censoring_note(runs: pd.DataFrame) -> str:
 
 # -- premises -----------------------------------------------------------------------------------
 
-@_needs("diag_output", "diag_stopped")
+@needs("diag_output", "diag_stopped")
 def _censoring_bounded(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """At most CENSORED_SHARE of each α (or ε) group without an observed N."""
     axis = "p_alg_alpha" if runs["p_alg_alpha"].nunique() > 1 else "epsilon"
@@ -255,13 +218,13 @@ def _censoring_bounded(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None
 def _privacy_dominates(share: float) -> Check:
     def what(runs: pd.DataFrame) -> str:
         ratio, floor = _privacy_share(runs)
-        return (f"(α√d/ε)/(BGM)^(1/3) = {_span(ratio)} (α√d/ε {_span(ratio * floor)}, "
-                f"(BGM)^(1/3) = {_span(floor)}; ≥ {share:g} needed): below")
-    return _in_none(what, lambda runs: _privacy_share(runs)[0] < share,
+        return (f"(α√d/ε)/(BGM)^(1/3) = {span(ratio)} (α√d/ε {span(ratio * floor)}, "
+                f"(BGM)^(1/3) = {span(floor)}; ≥ {share:g} needed): below")
+    return in_none(what, lambda runs: _privacy_share(runs)[0] < share,
                     "p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
 
 
-@_needs("diag_first_certificate_t", "diag_output", *T_THM)
+@needs("diag_first_certificate_t", "diag_output", *T_THM)
 def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """The steps to the first certificate grow like the worst case's T ∝ α⁻² (slope of
     log t_cert on log α ≤ CERT_SLOPE), beside their share of T_thm."""
@@ -270,23 +233,23 @@ def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | Non
         return None, "too few certified runs for a slope (≥ 3 over ≥ 2 values of α)"
     return slope <= CERT_SLOPE, (
         f"slope of log t_cert on log α {slope:+.2f} ± {se:.2f} (≤ {CERT_SLOPE:g} needed; the "
-        f"worst case −2); t_cert {_span(_t_cert(done), 'g')} steps, "
-        f"{_span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm, after "
-        f"{_span(done['diag_escapes'], 'g')} escapes")
+        f"worst case −2); t_cert {span(_t_cert(done), 'g')} steps, "
+        f"{span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm, after "
+        f"{span(done['diag_escapes'], 'g')} escapes")
 
 
-_escape_triggers = _in_none(lambda _: "no escape triggered (line 11 never fired)",
+_escape_triggers = in_none(lambda _: "no escape triggered (line 11 never fired)",
                             lambda runs: runs["diag_escapes"].astype(float) < 1, "diag_escapes")
-_stream_left = _in_none(lambda _: "data stream exhausted",
+_stream_left = in_none(lambda _: "data stream exhausted",
                         lambda runs: runs["diag_stopped"].eq("data"), "diag_stopped")
-_certificate_or_horizon = _in_none(
+_certificate_or_horizon = in_none(
     lambda runs: (f"no certificate within T = {runs['plan_c_steps'].min():g} < T_thm = "
                   f"{_t_thm(runs).max():g} steps"),
     lambda runs: ~_certified(runs) & (runs["plan_c_steps"] < _t_thm(runs)),
     "diag_output", "plan_c_steps", *T_THM)
 
 
-@_needs("diag_output")
+@needs("diag_output")
 def _all_certified(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     ok = _certified(runs)
     return bool(ok.all()), f"first certificate reached in {int(ok.sum())}/{len(runs)} runs"
@@ -401,7 +364,7 @@ def _streams(runs: pd.DataFrame, delta: float) -> str:
     """The worst case per stream: L tree nodes, K escape releases, each at the plan's noise
     over the worst record's sensitivity (μ-GDP), replace-one / add/remove."""
     def both(mu: pd.Series) -> str:
-        return "/".join(_span(m.map(lambda m: gdp_epsilon(m, delta))) for m in (mu, mu / 2))
+        return "/".join(span(m.map(lambda m: gdp_epsilon(m, delta))) for m in (mu, mu / 2))
 
     tree = np.sqrt(runs["plan_c_depth"]) / runs["plan_tree_multiplier"]
     escapes = np.sqrt(runs["plan_escape_releases"]) / runs["plan_escape_multiplier"]
@@ -417,16 +380,16 @@ def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
     target, delta = float(runs["epsilon"].max()), float(runs["delta"].iloc[0])
     factor = 4 * np.sqrt(np.log2(runs["plan_c_steps"]) * math.log(1 / delta))
     short, short_o1 = runs["plan_tree_shortfall"], runs["plan_tree_shortfall_o1"]
-    note = (f"realised ledgers ε {_span(runs['eps_pld'])} replace-one, "
-            f"{_span(_add_remove(runs['eps_gdp'], delta))} add/remove (target {target:g}); "
-            f"worst case (planned ledger) {_span(runs['eps_planned'])}/"
-            f"{_span(_add_remove(runs['eps_planned'], delta))} "
+    note = (f"realised ledgers ε {span(runs['eps_pld'])} replace-one, "
+            f"{span(_add_remove(runs['eps_gdp'], delta))} add/remove (target {target:g}); "
+            f"worst case (planned ledger) {span(runs['eps_planned'])}/"
+            f"{span(_add_remove(runs['eps_planned'], delta))} "
             f"(replace-one/add/remove): {_streams(runs, delta)}. By the paper's own Theorem "
-            f"2.2 at these batches σ_tree is {_span(short_o1, '.2f')}× "
-            f"(O1's leaf G/b) to {_span(short, '.2f')}× (the largest O2 leaf) too small, "
-            f"ε {_span(target * short_o1)}–{_span(target * short)}: "
-            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {_span(factor)}, which b_t's "
-            f"other terms offset {_span(factor / short, '.2g')}×")
+            f"2.2 at these batches σ_tree is {span(short_o1, '.2f')}× "
+            f"(O1's leaf G/b) to {span(short, '.2f')}× (the largest O2 leaf) too small, "
+            f"ε {span(target * short_o1)}–{span(target * short)}: "
+            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {span(factor)}, which b_t's "
+            f"other terms offset {span(factor / short, '.2g')}×")
     honest = _honest(results, p_alg_tau=lambda tau: tau.isin(runs["p_alg_tau"].unique()))
     return Sample.of(_within(runs), note=note + (
         f". Beside it (claim 1U): {_horizon_note(honest)}" if len(honest) else ""))
@@ -556,15 +519,15 @@ CLAIMS = (
 def _theorem_sigma(results: PaperResults) -> str:
     """Claim 1's σ_tree over Theorem 2.2's at the theorem's batches."""
     runs = _runs(results, "e4", calibration="paper")
-    return (f"1/{_span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
-            f"1/{_span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
-            f"{_span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
+    return (f"1/{span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
+            f"1/{span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
+            f"{span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
 
 
 def _e2_ratio(results: PaperResults) -> str:
     runs = _spider(results, "e2")
     ratio = runs["p_prob_lam"] / -_floor(runs, runs["p_alg_alpha"])
-    return f"λ/√(ρα) = {_span(ratio, '.2f')} (λ = {_span(runs['p_prob_lam'], 'g')})"
+    return f"λ/√(ρα) = {span(ratio, '.2f')} (λ = {span(runs['p_prob_lam'], 'g')})"
 
 
 def _e2_outputs(results: PaperResults) -> pd.DataFrame:
@@ -581,9 +544,9 @@ def _fosp_at_saddle(results: PaperResults) -> str:
     stuck = fosp["final_lambda_min"] < _floor(fosp, _e2_alpha(results))
     counts = "; ".join(f"{output}: {int(part.sum())}/{len(part)}"
                        for output, part in stuck.groupby(fosp["output"]))
-    return (f"FOSP outputs still at the saddle after {_span(fosp['steps'], 'g')} steps, "
+    return (f"FOSP outputs still at the saddle after {span(fosp['steps'], 'g')} steps, "
             f"{counts}; spider_sosp's escape horizon Γ = "
-            f"{_span(_spider(results, 'e2')['diag_escape_horizon'], 'g')} steps")
+            f"{span(_spider(results, 'e2')['diag_escape_horizon'], 'g')} steps")
 
 
 def _e3_privacy(results: PaperResults) -> str:
@@ -592,7 +555,7 @@ def _e3_privacy(results: PaperResults) -> str:
         runs = _spider(results, role)
         if len(runs):
             share, floor = _privacy_share(runs)
-            parts.append(f"{name} {_span(share, '.2g')} (α√d/ε = {_span(share * floor)})")
+            parts.append(f"{name} {span(share, '.2g')} (α√d/ε = {span(share * floor)})")
     return "; ".join(parts)
 
 
@@ -602,14 +565,14 @@ def _chain_steps(results: PaperResults) -> str:
     for label, part in _spider(results, "e3_chain").groupby("label"):
         slope, se, done = _certificate_slope(part)
         parts.append(f"{_tau_name(label)}: slope {slope:+.2f} ± {se:.2f}, "
-                     f"{_span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm")
+                     f"{span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm")
     return "; ".join(parts) + " (the chain, E3)"
 
 
 def _spent_share(results: PaperResults) -> str:
     runs = _spider(results, "e2", "e3", "e4")
     share = 100 * runs["eps_pld"] / runs["epsilon"]
-    return "; ".join(f"{label} {_span(part, '.0f', ' %')}"
+    return "; ".join(f"{label} {span(part, '.0f', ' %')}"
                      for label, part in share.groupby(runs["label"])) + " of the target"
 
 
@@ -630,8 +593,8 @@ def _why(results: PaperResults) -> dict[str, Any]:
                          for tau, g in _honest(results).groupby("p_alg_tau"))
 
     def tau(results: PaperResults) -> str:
-        return "; ".join(f"{_tau_name(label)}, ε = {e:g}: τ {_span(g['diag_tau'], 'g')}, "
-                         f"σ {_span(g['sigma'])}"
+        return "; ".join(f"{_tau_name(label)}, ε = {e:g}: τ {span(g['diag_tau'], 'g')}, "
+                         f"σ {span(g['sigma'])}"
                          for (label, e), g in _spider(results, "e3").groupby(["label", "epsilon"]))
 
     def censored(results: PaperResults) -> str:
@@ -653,9 +616,10 @@ def _why(results: PaperResults) -> dict[str, Any]:
     measures = {"sigma": _theorem_sigma, "honest": honest, "spent": _spent_share,
                 "fosp": _fosp_at_saddle, "chain": _chain_steps, "privacy": _e3_privacy,
                 "tau": tau, "censored": censored}
-    return _table("why", results.provenance(results.runs), [
-        [TEXT[f"tables.why_rows.{key}.cause"], measured(how), TEXT[f"tables.why_rows.{key}.effect"]]
-        for key, how in measures.items()])
+    return TEXT.table("why", [[TEXT[f"tables.why_rows.{key}.cause"], measured(how),
+                               TEXT[f"tables.why_rows.{key}.effect"]]
+                              for key, how in measures.items()],
+                      results.provenance(results.runs))
 
 
 # -- tables and figures -------------------------------------------------------------------------
@@ -670,7 +634,7 @@ def _number(value: Any, spec: str) -> str:
 
 
 def _study_provenance(results: PaperResults, name: str) -> Provenance:
-    return Provenance(results.scale, computed=_text(
+    return Provenance(results.scale, computed=TEXT.fill(
         "tables.study", name=name, scale=results.scale, trials=studies.trials_for(results.scale)))
 
 
@@ -689,7 +653,7 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
               for (d, anchor), part in study.groupby(["d", "anchor"])]
     plot = Plot([Panel(series, "λ / √(ρα)", "P(escape within Γ)",
                        lines=(Line(1.0, style="-", vertical=True),))], panel_inches=(4.8, 3.4))
-    return ([_table("e1", provenance, rows, trials=int(study["trials"].iloc[0]))],
+    return ([TEXT.table("e1", rows, provenance, trials=int(study["trials"].iloc[0]))],
             [Figure(draw(plot, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)])
 
 
@@ -708,7 +672,7 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
              f"{r['grad']:.3g}", f"{r['lam']:.3g}", f"{r['planned']:g}", f"{r['spent']:.3g}",
              f"{r['runs']:g}"]
             for key, r in table.iterrows() if isinstance(key, tuple)]
-    return [_table("e2", results.provenance(runs), rows, alpha=alpha)]
+    return [TEXT.table("e2", rows, results.provenance(runs), alpha=alpha)]
 
 
 def _links(run: pd.Series) -> str:
@@ -733,7 +697,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
                      f"{group['eps_pld'].max():.3g}", _summary(done["N"]),
                      _summary(done["diag_first_certificate_t"]), f"{_t_thm(group).iloc[0]:g}",
                      f"{len(done)}/{len(group)}"])
-    table, certified = _table("e3", results.provenance(runs), rows), runs[_certified(runs)]
+    table, certified = TEXT.table("e3", rows, results.provenance(runs)), runs[_certified(runs)]
     if certified.empty:
         return [table], []
     series = [Series(f"{problem}, {tau}, ε = {e:g}", mean.index.tolist(), mean.tolist())
@@ -758,7 +722,7 @@ def _e4(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
                  _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
                  f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
                 for (label, cal), g in runs.groupby(["label", "calibration"])]
-        tables.append(_table("e4", results.provenance(runs), rows))
+        tables.append(TEXT.table("e4", rows, results.provenance(runs)))
     if len(trials := results.study(E4I)):
         growth = studies.noise_summary(trials)
         plot = Plot([Panel([Series(kind, growth["leaf"].tolist(), growth[kind].tolist(),
