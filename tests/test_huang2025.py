@@ -125,7 +125,7 @@ def test_query_sensitivity_under_replacing_one_sample() -> None:
     batch = Mechanism(None, rng).sample(setup.oracle.clients[0], scheme="fixed", size=b)
     for _ in range(20):
         x, x_prev = rng.normal(size=5) * 3, rng.normal(size=5) * 3
-        neighbour = copy.deepcopy(setup.instance)
+        neighbour: Any = copy.deepcopy(setup.instance)
         k = batch.indices[rng.integers(b)]
         neighbour.a[k] = rng.normal(size=5) * 50
         neighbour.b[k] = rng.normal() * 500
@@ -193,7 +193,7 @@ def test_vgg_matches_the_paper_and_its_per_sample_gradients_are_exact() -> None:
 
     module = vgg_tanh()
     assert sum(p.numel() for p in module.parameters()) == 550_570
-    inst = build_problem("cifar10_vgg", problem_params("cifar10_vgg", width=0.125), 0)
+    inst: Any = build_problem("cifar10_vgg", problem_params("cifar10_vgg", width=0.125), 0)
     assert_per_sample_grads_match(inst, np.arange(3))
     assert inst.split.x_train.min() >= -1.0 and inst.split.x_train.max() <= 1.0
 
@@ -696,7 +696,7 @@ def test_claim_14_step_bound_in_every_run_and_its_control() -> None:
     no_clip = structural(p_alg_server_clip=False)  # only the runs that clip are checked
     assert verdict_of("huang2025", "14", no_clip).verdict == "not run"
     for steps, outcome in (([0.04, 0.07], "as expected"), ([0.04, 0.03], "unexpected")):
-        rows = [*structural().runs.to_dict("records"), *ablation(steps)]
+        rows: list[Any] = [*structural().runs.to_dict("records"), *ablation(steps)]
         result = verdict_of("huang2025", "14", synthetic_results("huang2025", rows))
         assert result.verdict == "held" and result.controls[0].outcome == outcome
 

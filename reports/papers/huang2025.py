@@ -494,7 +494,7 @@ def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
         value, by_eps = as_float(key), part.set_index("epsilon")["score"]
         used = table1[table1["algorithm"] == method].get(f"p_alg_{param}",
                                                          pd.Series(dtype=float))
-        rows.append([NAMES[str(method)], param, f"{value:g}",
+        rows.append([NAMES[str(method)], str(param), f"{value:g}",
                      *(f"{100 * by_eps[e]:.1f}" if e in by_eps else "–" for e in eps),
                      "chosen" if np.isclose(chosen.get((str(method), str(param)), math.nan),
                                             value) else "",
