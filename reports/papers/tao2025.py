@@ -31,6 +31,7 @@ from reports.claims import (
     difference,
     numeric,
     paired_or_welch,
+    per_run,
     stand_in_findings,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
@@ -506,12 +507,8 @@ def _first_pass_loss(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 def output_is_sosp(label: str) -> Statistic:
     """Per run of ``label``: its output is an α-SOSP at Theorem 1's α = 4χ (its own χ)."""
-
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        mine = _of(runs, label)
-        return Sample.of(is_sosp(mine, 4 * run_chi(mine)).to_numpy(float))
-
-    return Statistic("output is an α-SOSP, α = 4χ", compute)
+    return per_run("output is an α-SOSP, α = 4χ",
+                   lambda runs, _: is_sosp(mine := _of(runs, label), 4 * run_chi(mine)))
 
 
 def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
