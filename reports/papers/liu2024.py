@@ -37,6 +37,7 @@ from reports.claims import (
     flag,
     in_none,
     needs,
+    numeric,
     span,
 )
 from reports.figures import Line, Panel, Plot, Series, colours, draw
@@ -148,10 +149,7 @@ def _censored(runs: pd.DataFrame) -> pd.Series:
         "data")
 
 
-def _samples(runs: pd.DataFrame) -> pd.Series:
-    return runs["diag_samples_used"].astype(float)
-
-
+SAMPLES, T_CERT = "diag_samples_used", "diag_first_certificate_t"  # N, the certificate step
 T_THM = ("p_alg_c_steps", "p_alg_gap", "plan_c_M", "p_alg_alpha")
 
 
@@ -159,10 +157,6 @@ def _t_thm(runs: pd.DataFrame) -> pd.Series:
     """Prop. 3.10's horizon T = ⌈c_T·B·M/α²⌉ (B = gap; §2.7), whatever ``steps`` was set."""
     return pd.Series(np.ceil(runs["p_alg_c_steps"] * runs["p_alg_gap"] * runs["plan_c_M"]
                              / runs["p_alg_alpha"] ** 2), index=runs.index)
-
-
-def _t_cert(runs: pd.DataFrame) -> pd.Series:
-    return runs["diag_first_certificate_t"].astype(float)
 
 
 def _tau_name(label: Any) -> str:
@@ -179,13 +173,13 @@ def _privacy_share(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 def _certificate_slope(runs: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
     """(OLS slope of log t_cert on log α over the certified runs, its s.e., those runs)."""
     done = runs[_certified(runs)]
-    slope, se, _, _ = log_slope({as_float(a): _t_cert(part).to_numpy()
+    slope, se, _, _ = log_slope({as_float(a): numeric(part, T_CERT).to_numpy()
                                  for a, part in done.groupby("p_alg_alpha")})
     return slope, se, done
 
 
 def _in_horizon(runs: pd.DataFrame) -> pd.Series:
-    return _certified(runs) & (_t_cert(runs) <= _t_thm(runs))
+    return _certified(runs) & (numeric(runs, T_CERT) <= _t_thm(runs))
 
 
 def _horizon_note(runs: pd.DataFrame) -> str:
@@ -221,10 +215,10 @@ def _privacy_dominates(share: float) -> Check:
         return (f"(α√d/ε)/(BGM)^(1/3) = {span(ratio)} (α√d/ε {span(ratio * floor)}, "
                 f"(BGM)^(1/3) = {span(floor)}; ≥ {share:g} needed): below")
     return in_none(what, lambda runs: _privacy_share(runs)[0] < share,
-                    "p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
+                   "p_alg_alpha", "p_prob_d", "plan_c_G", "plan_c_M", "p_alg_gap")
 
 
-@needs("diag_first_certificate_t", "diag_output", *T_THM)
+@needs(T_CERT, "diag_output", *T_THM)
 def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
     """The steps to the first certificate grow like the worst case's T ∝ α⁻² (slope of
     log t_cert on log α ≤ CERT_SLOPE), beside their share of T_thm."""
@@ -233,15 +227,15 @@ def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | Non
         return None, "too few certified runs for a slope (≥ 3 over ≥ 2 values of α)"
     return slope <= CERT_SLOPE, (
         f"slope of log t_cert on log α {slope:+.2f} ± {se:.2f} (≤ {CERT_SLOPE:g} needed; the "
-        f"worst case −2); t_cert {span(_t_cert(done), 'g')} steps, "
-        f"{span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm, after "
+        f"worst case −2); t_cert {span(numeric(done, T_CERT), 'g')} steps, "
+        f"{span(100 * numeric(done, T_CERT) / _t_thm(done), '.2g', ' %')} of T_thm, after "
         f"{span(done['diag_escapes'], 'g')} escapes")
 
 
 _escape_triggers = in_none(lambda _: "no escape triggered (line 11 never fired)",
-                            lambda runs: runs["diag_escapes"].astype(float) < 1, "diag_escapes")
+                           lambda runs: runs["diag_escapes"].astype(float) < 1, "diag_escapes")
 _stream_left = in_none(lambda _: "data stream exhausted",
-                        lambda runs: runs["diag_stopped"].eq("data"), "diag_stopped")
+                       lambda runs: runs["diag_stopped"].eq("data"), "diag_stopped")
 _certificate_or_horizon = in_none(
     lambda runs: (f"no certificate within T = {runs['plan_c_steps'].min():g} < T_thm = "
                   f"{_t_thm(runs).max():g} steps"),
@@ -323,7 +317,7 @@ def _samples_along(axis: str) -> Statistic:
         done = runs[_certified(runs)]
         if done.empty or axis not in done:
             return Sample.along({})
-        return replace(Sample.along({as_float(k): _samples(part).to_numpy()
+        return replace(Sample.along({as_float(k): numeric(part, SAMPLES).to_numpy()
                                      for k, part in done.groupby(axis)}, unit="samples"),
                        note=_censoring_note(runs))
     return Statistic(f"samples to the first certificate by {axis.replace('p_alg_', '')} "
@@ -334,8 +328,9 @@ def _fixed_minus_adaptive(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """Fixed-batch samples (a lower bound of N where the run stopped before its first
     certificate: conservative for the claim) against the adaptive runs' observed N."""
     adaptive, censored = _runs(results, "e4", label="spider_sosp"), _censored(runs)
-    cap = f" (N ≥ {_samples(runs[censored]).min():.3g}, the data cap)" if censored.any() else ""
-    return Sample.of(_samples(runs), reference=_samples(adaptive[_certified(adaptive)]),
+    fixed = numeric(runs, SAMPLES)
+    cap = f" (N ≥ {fixed[censored].min():.3g}, the data cap)" if censored.any() else ""
+    return Sample.of(fixed, reference=numeric(adaptive[_certified(adaptive)], SAMPLES),
                      unit="samples", note=f"fixed batches censored in {int(censored.sum())}/"
                                           f"{len(runs)} runs{cap}: lower bounds, counted as such")
 
@@ -380,16 +375,12 @@ def _theorem_privacy(runs: pd.DataFrame, results: PaperResults) -> Sample:
     target, delta = float(runs["epsilon"].max()), float(runs["delta"].iloc[0])
     factor = 4 * np.sqrt(np.log2(runs["plan_c_steps"]) * math.log(1 / delta))
     short, short_o1 = runs["plan_tree_shortfall"], runs["plan_tree_shortfall_o1"]
-    note = (f"realised ledgers ε {span(runs['eps_pld'])} replace-one, "
-            f"{span(_add_remove(runs['eps_gdp'], delta))} add/remove (target {target:g}); "
-            f"worst case (planned ledger) {span(runs['eps_planned'])}/"
-            f"{span(_add_remove(runs['eps_planned'], delta))} "
-            f"(replace-one/add/remove): {_streams(runs, delta)}. By the paper's own Theorem "
-            f"2.2 at these batches σ_tree is {span(short_o1, '.2f')}× "
-            f"(O1's leaf G/b) to {span(short, '.2f')}× (the largest O2 leaf) too small, "
-            f"ε {span(target * short_o1)}–{span(target * short)}: "
-            f"σ = α/√d lacks its factor 4√(log₂T·ln(1/δ)) = {span(factor)}, which b_t's "
-            f"other terms offset {span(factor / short, '.2g')}×")
+    note = TEXT.fill(
+        "evidence.privacy", target=target, pld=span(runs["eps_pld"]),
+        gdp=span(_add_remove(runs["eps_gdp"], delta)), planned=span(runs["eps_planned"]),
+        planned_gdp=span(_add_remove(runs["eps_planned"], delta)), streams=_streams(runs, delta),
+        o1=span(short_o1, ".2f"), o2=span(short, ".2f"), eps_o1=span(target * short_o1),
+        eps_o2=span(target * short), factor=span(factor), offset=span(factor / short, ".2g"))
     honest = _honest(results, p_alg_tau=lambda tau: tau.isin(runs["p_alg_tau"].unique()))
     return Sample.of(_within(runs), note=note + (
         f". Beside it (claim 1U): {_horizon_note(honest)}" if len(honest) else ""))
@@ -565,7 +556,7 @@ def _chain_steps(results: PaperResults) -> str:
     for label, part in _spider(results, "e3_chain").groupby("label"):
         slope, se, done = _certificate_slope(part)
         parts.append(f"{_tau_name(label)}: slope {slope:+.2f} ± {se:.2f}, "
-                     f"{span(100 * _t_cert(done) / _t_thm(done), '.2g', ' %')} of T_thm")
+                     f"{span(100 * numeric(done, T_CERT) / _t_thm(done), '.2g', ' %')} of T_thm")
     return "; ".join(parts) + " (the chain, E3)"
 
 
@@ -602,7 +593,7 @@ def _why(results: PaperResults) -> dict[str, Any]:
         for role in ("e3", "e3_chain", "e4"):
             runs = _runs(results, role)
             if len(runs):
-                fixed = _samples(runs[_censored(runs)])
+                fixed = numeric(runs[_censored(runs)], SAMPLES)
                 parts.append(f"{role.upper()}: {len(fixed)}/{len(runs)} runs censored"
                              + (f" (N ≥ {fixed.min():.3g})" if len(fixed) else ""))
         return "; ".join(parts)
@@ -689,7 +680,8 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     runs = pd.concat([_runs(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
-    runs = runs.assign(N=_samples, alpha=runs["p_alg_alpha"], tau=runs["label"].map(_tau_name))
+    runs = runs.assign(N=numeric(runs, SAMPLES), alpha=runs["p_alg_alpha"],
+                       tau=runs["label"].map(_tau_name))
     rows = []
     for (problem, tau, alpha, eps), group in runs.groupby(["problem", "tau", "alpha", "epsilon"]):
         done = group[_certified(group)]
@@ -717,7 +709,7 @@ def _e4(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
     """E4's table, and E4(i)'s figure from its study."""
     runs, tables, figures = _runs(results, "e4"), [], []
     if len(runs):
-        runs = runs.assign(N=_samples, certified=_certified(runs))
+        runs = runs.assign(N=numeric(runs, SAMPLES), certified=_certified(runs))
         rows = [[str(label), str(cal), _summary(g["N"]), f"{g['certified'].mean():.2f}",
                  _summary(g["final_grad_norm"]), _summary(g["final_lambda_min"]),
                  f"{g['epsilon'].iloc[0]:g}", f"{g['eps_pld'].max():.3g}"]
