@@ -183,11 +183,10 @@ def _in_horizon(runs: pd.DataFrame) -> pd.Series:
 
 
 def _horizon_note(runs: pd.DataFrame) -> str:
-    return (f"a certificate within T_thm = {span(_t_thm(runs), 'g')} steps in "
-            f"{int(_in_horizon(runs).sum())}/{len(runs)} runs at σ = {span(runs['sigma'])}× "
-            f"the O1 sensitivity; the output's ‖∇F‖ = "
-            f"{span(runs['final_grad_norm'] / runs['p_alg_alpha'], '.2g')}·α after "
-            f"{span(runs['steps'], 'g')} steps and {span(runs['diag_escapes'], 'g')} escapes")
+    return TEXT.fill("evidence.horizon", T=span(_t_thm(runs), "g"), n=len(runs),
+                     hit=int(_in_horizon(runs).sum()), sigma=span(runs["sigma"]),
+                     grad=span(runs["final_grad_norm"] / runs["p_alg_alpha"], ".2g"),
+                     steps=span(runs["steps"], "g"), escapes=span(runs["diag_escapes"], "g"))
 
 
 def _censoring_note(runs: pd.DataFrame) -> str:
@@ -225,11 +224,10 @@ def _certificates_scale(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | Non
     slope, se, done = _certificate_slope(runs)
     if not math.isfinite(slope):
         return None, "too few certified runs for a slope (≥ 3 over ≥ 2 values of α)"
-    return slope <= CERT_SLOPE, (
-        f"slope of log t_cert on log α {slope:+.2f} ± {se:.2f} (≤ {CERT_SLOPE:g} needed; the "
-        f"worst case −2); t_cert {span(numeric(done, T_CERT), 'g')} steps, "
-        f"{span(100 * numeric(done, T_CERT) / _t_thm(done), '.2g', ' %')} of T_thm, after "
-        f"{span(done['diag_escapes'], 'g')} escapes")
+    return slope <= CERT_SLOPE, TEXT.fill(
+        "evidence.certificates", slope=slope, se=se, steps=span(numeric(done, T_CERT), "g"),
+        share=span(100 * numeric(done, T_CERT) / _t_thm(done), ".2g", " %"),
+        escapes=span(done["diag_escapes"], "g"))
 
 
 _escape_triggers = in_none(lambda _: "no escape triggered (line 11 never fired)",
@@ -510,9 +508,9 @@ CLAIMS = (
 def _theorem_sigma(results: PaperResults) -> str:
     """Claim 1's σ_tree over Theorem 2.2's at the theorem's batches."""
     runs = _runs(results, "e4", calibration="paper")
-    return (f"1/{span(runs['plan_tree_shortfall'], '.2f')} (the largest O2 leaf) to "
-            f"1/{span(runs['plan_tree_shortfall_o1'], '.2f')} (O1's leaf); realised ε "
-            f"{span(runs['eps_pld'])} against a target of {runs['epsilon'].max():g}")
+    return TEXT.fill("evidence.sigma", o2=span(runs["plan_tree_shortfall"], ".2f"),
+                     o1=span(runs["plan_tree_shortfall_o1"], ".2f"), pld=span(runs["eps_pld"]),
+                     target=runs["epsilon"].max())
 
 
 def _e2_ratio(results: PaperResults) -> str:
@@ -535,9 +533,8 @@ def _fosp_at_saddle(results: PaperResults) -> str:
     stuck = fosp["final_lambda_min"] < _floor(fosp, _e2_alpha(results))
     counts = "; ".join(f"{output}: {int(part.sum())}/{len(part)}"
                        for output, part in stuck.groupby(fosp["output"]))
-    return (f"FOSP outputs still at the saddle after {span(fosp['steps'], 'g')} steps, "
-            f"{counts}; spider_sosp's escape horizon Γ = "
-            f"{span(_spider(results, 'e2')['diag_escape_horizon'], 'g')} steps")
+    return TEXT.fill("evidence.stalled", steps=span(fosp["steps"], "g"), counts=counts,
+                     horizon=span(_spider(results, "e2")["diag_escape_horizon"], "g"))
 
 
 def _e3_privacy(results: PaperResults) -> str:
