@@ -715,6 +715,8 @@ class ExactReport:
     #: √(mean over runs of Σ ‖Δm‖²/s² over the releases): the μ of a run's transcript, given
     #: its batches, between the canary and its neighbour (the leakage this canary measures)
     mu_reached: float = 0.0
+    #: every release tag the recorded runs made, reached or not
+    released: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -728,7 +730,8 @@ class ExactReport:
                 "eps_realised": self.eps_realised.to_dict(), "failures": self.failures,
                 "warnings": self.warnings, "passed": self.passed,
                 "canary_tags": sorted(self.directions), "canary": self.canary,
-                "reached": self.reached, "mu_reached": self.mu_reached}
+                "reached": self.reached, "mu_reached": self.mu_reached,
+                "released": self.released}
 
 
 def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactReport:
@@ -741,11 +744,13 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
     poisson: list[Batch] = []
     diffs: dict[str, np.ndarray] = {}
     reached: dict[str, float] = {}
+    released: set[str] = set()
     leaks: list[float] = []
     ledger: Ledger | None = None
     for r in range(runs):
         recorded, xs_in, out_in = setup.run(value_in, seed + r)
         ledger = ledger or recorded.ledger
+        released.update(e.tag for e in recorded.emissions)
         noise += [np.ravel(e.noise) / e.std for e in recorded.emissions if e.noise is not None]
         failures += _sampling_failures(r, recorded.batches)
         poisson += [b for b in recorded.batches if b.sampling.scheme == "poisson"]
@@ -785,7 +790,7 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
                        float(z.mean()) if z.size else math.nan,
                        float(z.std()) if z.size else math.nan, claimed, realised, diffs,
                        _dedupe(failures + accounting), warnings, setup.canary, reached,
-                       math.sqrt(float(np.mean(leaks))) if leaks else 0.0)
+                       math.sqrt(float(np.mean(leaks))) if leaks else 0.0, sorted(released))
 
 
 def _replay_failures(where: str, recorded: AuditMechanism, replayed: AuditMechanism,

@@ -130,11 +130,14 @@ def lower_bounds(audits: list[dict[str, Any]]) -> pd.DataFrame:
 
 def _reached(exact: dict[str, Any] | None) -> str:
     """The release tags a canary's L0 reached, each with its largest change ÷ declared
-    sensitivity ("–" where that L0 did not run)."""
+    sensitivity, then those its runs made but it did not reach ("–" where that L0 did not
+    run)."""
     if exact is None:
         return "–"
     reached = exact.get("reached") or {}
-    return ", ".join(f"{tag} ({fmt(r, 3)})" for tag, r in sorted(reached.items())) or "none"
+    text = ", ".join(f"{tag} ({fmt(r, 3)})" for tag, r in sorted(reached.items())) or "none"
+    missed = sorted(set(exact.get("released") or ()) - set(reached))
+    return f"{text}; not reached: {', '.join(missed)}" if missed else text
 
 
 def _why(a: dict[str, Any], reach: float | None) -> str:

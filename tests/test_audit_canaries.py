@@ -191,3 +191,4 @@ def test_the_configurations_that_make_other_releases_are_found_and_reached() -> 
     assert distributed.reached["alg4_hessian"] == pytest.approx(instance.constants["L"] / m)
     assert distributed.reached["alg4_grad"] == pytest.approx(1.0)
     assert "sosp_selection" in reports["selection=above_threshold"].reached
+    assert {"O1", "alg4_grad", "alg4_hessian"} <= set(distributed.released)
