@@ -516,9 +516,8 @@ def _escape_rounds(runs: pd.DataFrame, _: PaperResults) -> Sample:
     ours = _of(runs, OURS)
     rounds = int(numeric(ours, "diag_escape_rounds").fillna(0).sum())
     escapes = int(numeric(ours, "diag_escapes").fillna(0).sum())
-    return Sample.of([1.0] * escapes + [0.0] * (rounds - escapes),
-                     note=f"each 'run' above is one escape round: {rounds} rounds from "
-                          f"{len(ours)} runs")
+    return Sample.of([1.0] * escapes + [0.0] * (rounds - escapes), note=TEXT.fill(
+        "statistics.escape_rounds", rounds=rounds, runs=len(ours)))
 
 
 def _extra_noise_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -531,10 +530,9 @@ def _never_fired(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """Per Gauss-PSGD run: 1 if its escape test ‖ĝ‖ ≤ 3χ never fired."""
     ours = _of(runs, OURS)
     noise, limit = numeric(ours, "diag_noise_norm_o1"), numeric(ours, "diag_trigger_threshold")
-    return Sample.of((numeric(ours, "diag_triggers") == 0).to_numpy(float),
-                     note=f"O1 noise norm {noise.min():.3g}–{noise.max():.3g} against 3χ = "
-                          f"{limit.max():g}; {numeric(ours, 'diag_trigger_tests').sum():.0f} "
-                          f"tests in {len(ours)} runs")
+    return Sample.of((numeric(ours, "diag_triggers") == 0).to_numpy(float), note=TEXT.fill(
+        "statistics.never_fired", low=noise.min(), high=noise.max(), limit=limit.max(),
+        tests=numeric(ours, "diag_trigger_tests").sum(), runs=len(ours)))
 
 
 def _selection_cost(runs: pd.DataFrame, _: PaperResults) -> Sample:
