@@ -684,7 +684,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
         done = group[_certified(group)]
         rows.append([str(problem), str(tau), f"{alpha:g}", f"{eps:g}", _links(group.iloc[0]),
                      f"{group['eps_pld'].max():.3g}", _summary(done["N"]),
-                     _summary(done["diag_first_certificate_t"]), f"{_t_thm(group).iloc[0]:g}",
+                     _summary(done[T_CERT]), f"{_t_thm(group).iloc[0]:g}",
                      f"{len(done)}/{len(group)}"])
     table, certified = TEXT.table("e3", rows, results.provenance(runs)), runs[_certified(runs)]
     if certified.empty:
