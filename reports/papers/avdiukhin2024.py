@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,8 @@ from reports.claims import (
     finished,
     numeric,
     paired_or_welch,
+    per_run,
+    span,
     stand_in_findings,
     truthy,
 )
@@ -96,25 +97,7 @@ TEXT = Prose.load(
 ROLES = {role: TEXT[f"roles.{role}"] for role in TEXT.section("roles")}
 RESOLUTIONS = tuple(tuple(text.format_map(TEXT.values) for text in row)
                     for row in TEXT.texts["resolutions"])
-Check = Callable[[pd.DataFrame, PaperResults], Any]
-
-
-def _say(key: str, **values: Any) -> str:
-    """The evidence text ``evidence.<key>`` filled with ``values`` (and the constants)."""
-    return replace(TEXT, values={**TEXT.values, **values})[f"evidence.{key}"]
-
-
-# -- candidates for the shared vocabulary -----------------------------------------------------
-
-def _span(values: pd.Series) -> str:
-    """'lo–hi' of ``values`` (one number when they agree to 0.1 %)."""
-    lo, hi = float(values.min()), float(values.max())
-    return f"{lo:.3g}" if math.isclose(lo, hi, rel_tol=1e-3) else f"{lo:.3g}–{hi:.3g}"
-
-
-def _rate(test: Check) -> Callable[[pd.DataFrame, PaperResults], Sample]:
-    """The statistic 'runs for which ``test`` holds': one 0/1 value per run."""
-    return lambda runs, results: Sample.of(np.asarray(test(runs, results), float))
+Test = Callable[[pd.DataFrame, PaperResults], pd.Series]  # a per-run property
 
 
 # -- run columns ---------------------------------------------------------------------------
@@ -146,9 +129,9 @@ def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
         return None, "per-sample norms not recorded"
     over = seen[seen["over"]]
     held = over.empty
-    return held, _say("within_bound" if held else "over_bound", runs=len(seen), over=len(over),
-                      largest=(seen if held else over)["largest"].max(),
-                      C=_span((seen if held else over)["bound"]))
+    shown = seen if held else over
+    return held, TEXT.fill(f"evidence.{'within' if held else 'over'}_bound", runs=len(seen),
+                           over=len(over), largest=shown["largest"].max(), C=span(shown["bound"]))
 
 
 def _rule(rows: pd.DataFrame) -> pd.Series:
@@ -207,7 +190,9 @@ def _private_minus_sgd(runs: pd.DataFrame, results: PaperResults) -> Sample:
     sgd = _reference(runs, pool[pool["algorithm"] == "sgd"],
                      ("problem", "steps", "batch_size", "p_alg_lr")) if len(pool) else pool
     clipped = numeric(runs, "prem_clipped_fraction").dropna() * 100
-    note = f"Algorithm 1 clipped {_span(clipped)} % of per-sample gradients" \
+    if len(clipped) and math.isclose(clipped.min(), clipped.max(), rel_tol=1e-3):
+        clipped = clipped.nsmallest(1)  # one number where the runs agree to 0.1 %
+    note = f"Algorithm 1 clipped {span(clipped)} % of per-sample gradients" \
         if len(clipped) else ""
     private, reference = (pd.Series(_accuracy(r), index=r["seed"].to_numpy())
                           for r in (runs, sgd))
@@ -222,7 +207,7 @@ def _same_c(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str
     if bounds.empty or clip.empty:
         return None, "no noisy SGD run with the empirical C on this problem"
     same = np.isclose(clip.to_numpy()[:, None], bounds.to_numpy()[None, :]).all()
-    return bool(same), f"Algorithm 1 clips at {_span(clip)}, noisy SGD's C = {_span(bounds)}"
+    return bool(same), f"Algorithm 1 clips at {span(clip)}, noisy SGD's C = {span(bounds)}"
 
 
 def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
@@ -235,7 +220,7 @@ def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 def _within_bound(runs: pd.DataFrame, _: PaperResults) -> Sample:
     seen = _seen(runs)
-    note = (f"largest per-sample norm {seen['largest'].max():.3g} vs C = {_span(seen['bound'])}"
+    note = (f"largest per-sample norm {seen['largest'].max():.3g} vs C = {span(seen['bound'])}"
             if len(seen) else "")
     return Sample.of((~seen["over"]).to_numpy(float), note=note)
 
@@ -245,8 +230,8 @@ def _paper_model(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]
     about the paper's own model and data; no dimensionless match on a stand-in exists (the
     CIFAR-10 CNN's smoothness is not reported)."""
     problems = sorted(set(runs["problem"].astype(str))) if "problem" in runs else []
-    return set(problems) <= {PAPER_MODEL_NAME}, _say(
-        "paper_model", problems=", ".join(problems) or "nothing", model=PAPER_MODEL_NAME)
+    return set(problems) <= {PAPER_MODEL_NAME}, TEXT.fill(
+        "evidence.paper_model", problems=", ".join(problems) or "nothing", model=PAPER_MODEL_NAME)
 
 
 def _failed_to_converge(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
@@ -262,8 +247,14 @@ PAPER_MODELS = PaperSetting(TEXT["settings.paper_models"], (
     "cifar10_cnn", "cifar10_resnet18", "cifar100_resnet18", "cola_bert"))
 
 
-def _statistic(claim_id: str, compute: Check) -> Statistic:
+def _statistic(claim_id: str, compute: Callable[[pd.DataFrame, PaperResults], Sample]
+               ) -> Statistic:
     return Statistic(TEXT[f"claims.{claim_id}.statistic"], compute)
+
+
+def _rate(claim_id: str, test: Test) -> Statistic:
+    """Claim ``claim_id``'s statistic: the runs for which ``test`` holds (0/1 per run)."""
+    return per_run(TEXT[f"claims.{claim_id}.statistic"], test)
 
 
 def _monotone(claim_id: str, role: str, figure: str, setting: PaperSetting | str,
@@ -307,7 +298,7 @@ def _accuracy_claims() -> tuple[Claim, ...]:
         TEXT.claim("P6", "Appendix A",
                    Runs(("lr_sweep",), {**NOISY, "p_alg_lr": lambda c: c > PAPER_LR},
                         by=("problem", "epsilon")),
-                   _statistic("P6", _rate(_failed_to_converge)),
+                   _rate("P6", _failed_to_converge),
                    Fraction(WHP, event="no convergence"), include_diverged=True,
                    premises=(TEXT.premise("paper_model", _paper_model),), kind="paper",
                    setting=CIFAR10_CNN))
@@ -325,7 +316,7 @@ def _ledger_epsilon(runs: pd.DataFrame) -> pd.Series:
     return spent.where(~runs["diag_guarantee_void"].eq(True), numeric(runs, "eps_planned"))
 
 
-def _calibrated(runs: pd.DataFrame, _: PaperResults) -> np.ndarray:
+def _calibrated(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
     """σ·(ε − ε_s) = c₂ B √(T ln(1/δ)) / n (Theorem 3.3) recomputed from the run's n, B, T,
     δ, c₂, and the realised ledger spends the planned ε (PLD)."""
     select_eps = numeric(runs, "p_alg_select_epsilon", 0.0).where(truthy(runs, "p_alg_select"), 0.0)
@@ -336,7 +327,7 @@ def _calibrated(runs: pd.DataFrame, _: PaperResults) -> np.ndarray:
     formula = np.isclose(product, theorem, rtol=T1_RTOL, atol=0)
     planned, spent = numeric(runs, "eps_planned"), _ledger_epsilon(runs)
     ledger = planned.isna() | spent.isna() | np.isclose(spent, planned, rtol=1e-6, atol=0)
-    return formula & ledger.to_numpy()
+    return ledger & formula
 
 
 def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
@@ -349,7 +340,8 @@ def _spent(runs: pd.DataFrame, _: PaperResults) -> Sample:
     ratio = (spent / target)[recorded]
     c2 = numeric(runs, "plan_noise_ratio_tight_over_paper").dropna()
     c1 = (target / numeric(runs, "plan_abadi_max_epsilon")).dropna()
-    note = "".join(_say(key, spent=_span(spent[recorded]), ratio=_span(ratio), c=_span(c))
+    note = "".join(TEXT.fill(f"evidence.{key}", spent=span(spent[recorded]), ratio=span(ratio),
+                             c=span(c))
                    for key, c in (("spent", ratio), ("spent_c2", c2), ("spent_c1", c1))
                    if len(c)) if recorded.any() else "ε spent (PLD) not recorded"
     return Sample.of((ratio <= OVERSPEND).to_numpy(float), note=note)
@@ -402,8 +394,9 @@ def _at_saddle(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, 
         return None, "λ_min(x₀) not recorded"
     edge = -np.sqrt(start["rho"] * SADDLE_ALPHA)
     ok = (start["grad_norm"] < SADDLE_ALPHA) & (start["lambda_min"] <= edge)
-    return bool(ok.all()), _say("at_saddle", grad=start["grad_norm"].max(), edge=edge.max(),
-                                lam=start["lambda_min"].max(), ok=int(ok.sum()), runs=len(ok))
+    return bool(ok.all()), TEXT.fill(
+        "evidence.at_saddle", grad=start["grad_norm"].max(), edge=edge.max(),
+        lam=start["lambda_min"].max(), ok=int(ok.sum()), runs=len(ok))
 
 
 def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
@@ -414,11 +407,11 @@ def _horizon(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
         return None, "T or η not recorded"
     short = steps < needed
     recorded = numeric(runs, "prem_horizon").dropna()
-    return not bool(short.any()), _say(
-        "horizon", T=_span(steps), sign="<" if short.any() else "≥", needed=needed.max(),
-        lr=_span(lr), f_max=_span(2 * numeric(runs, "p_prob_lam", STRICT.lam)),
+    return not bool(short.any()), TEXT.fill(
+        "evidence.horizon", T=span(steps), sign="<" if short.any() else "≥", needed=needed.max(),
+        lr=span(lr), f_max=span(2 * numeric(runs, "p_prob_lam", STRICT.lam)),
         short=int(short.sum()) if short.any() else len(runs), runs=len(runs),
-        note=_say("recorded", T=_span(recorded)) if len(recorded) else "")
+        note=TEXT.fill("evidence.recorded", T=span(recorded)) if len(recorded) else "")
 
 
 def _selected_sosp(runs: pd.DataFrame, _: PaperResults) -> pd.Series:
@@ -453,8 +446,9 @@ def _same_clip(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, 
         return False, "no Algorithm-1 (dp_sgd) run with the same seed, ε and problem"
     clipped = pairs["clip_over"].astype(bool)
     ok = np.isclose(pairs["clip"], pairs["C"], rtol=1e-12, atol=0) & ~clipped
-    return bool(ok.all()), _say("same_clip", clip=_span(pairs["clip"]), C=_span(pairs["C"]),
-                                active=int(clipped.sum()), ok=int(ok.sum()), runs=len(pairs))
+    return bool(ok.all()), TEXT.fill(
+        "evidence.same_clip", clip=span(pairs["clip"]), C=span(pairs["C"]),
+        active=int(clipped.sum()), ok=int(ok.sum()), runs=len(pairs))
 
 
 def _identical(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
@@ -473,11 +467,11 @@ AT_SADDLE = TEXT.premise("at_saddle", _at_saddle)
 PAPER_CALIBRATED = {"algorithm": "noisy_sgd", "calibration": "paper"}
 
 
-def _control(key: str, test: Check, rule: str) -> Control:
+def _control(key: str, test: Test, rule: str) -> Control:
     """Noise-free SGD at the exact saddle, as ``controls.<key>`` expects."""
     return Control(TEXT[f"controls.{key}.name"], Runs(("saddle",), NOISE_FREE_SGD),
                    TEXT[f"controls.{key}.expect"],
-                   Statistic(TEXT[f"controls.{key}.statistic"], _rate(test)), Always(rule))
+                   per_run(TEXT[f"controls.{key}.statistic"], test), Always(rule))
 
 
 def _theorem_claims() -> tuple[Claim, ...]:
@@ -485,7 +479,7 @@ def _theorem_claims() -> tuple[Claim, ...]:
     return (
         TEXT.claim("T1", "Theorem 3.3",
                    Runs((*ACCURACY_ROLES, "saddle"), PAPER_CALIBRATED, by=("problem",)),
-                   _statistic("T1", _rate(_calibrated)),
+                   _rate("T1", _calibrated),
                    Always("σ·(ε − ε_s) = c₂B√(T ln(1/δ))/n and ε spent = ε planned"),
                    kind="implementation"),
         TEXT.claim("T1p", "Theorem 3.3",
@@ -496,16 +490,16 @@ def _theorem_claims() -> tuple[Claim, ...]:
         TEXT.claim("T2", "Theorem 3.3",
                    Runs(("saddle",), {**NOISY, "p_alg_select": lambda c: c.astype(object).ne(True)},
                         by=("p_prob_sigma1", "epsilon")),
-                   _statistic("T2", _rate(_identical)), Always("bitwise-equal outputs"),
+                   _rate("T2", _identical), Always("bitwise-equal outputs"),
                    premises=(WITHIN_BOUND, TEXT.premise("same_clip", _same_clip)),
                    kind="paper"),
         TEXT.claim("T4", "Theorem 3.4", Runs(("saddle",), NOISY, by=saddle_by),
-                   _statistic("T4", _rate(_escaped)), Fraction(ESCAPE_PROB, event="escape"),
+                   _rate("T4", _escaped), Fraction(ESCAPE_PROB, event="escape"),
                    premises=(AT_SADDLE,), kind="paper",
                    controls=(_control("escape", lambda r, res: ~_escaped(r, res),
                                       "output λ_min ≤ −√(ρα)"),)),
         TEXT.claim("T5", "Theorem 3.4", Runs(("saddle",), NOISY, by=saddle_by),
-                   _statistic("T5", _rate(lambda r, res: _sosp_share(r, res) >= 0.5)),
+                   _rate("T5", lambda r, res: _sosp_share(r, res) >= 0.5),
                    Fraction(WHP, event="≥ half the iterates are α-SOSPs"),
                    premises=(TEXT.premise("horizon", _horizon), AT_SADDLE), kind="paper",
                    controls=(_control("sosp", lambda r, res: _sosp_share(r, res) == 0,
@@ -513,7 +507,7 @@ def _theorem_claims() -> tuple[Claim, ...]:
         TEXT.claim("T8", "§3.4 (private SOSP selection)",
                    Runs(("saddle",), {**NOISY, "p_alg_select": True},
                         by=("p_prob_sigma1", "epsilon")),
-                   _statistic("T8", _rate(_selected_sosp)),
+                   _rate("T8", _selected_sosp),
                    Fraction(WHP, event="selected a 4α-SOSP"), premises=(WITHIN_BOUND,),
                    kind="paper"))
 
@@ -654,21 +648,17 @@ def _figures(results: PaperResults, out: Path) -> list[Figure]:
 
 # -- tables --------------------------------------------------------------------------------
 
-def _table(key: str, rows: list[list[str]], provenance: Provenance,
-           row_runs: list[list[str]] | None = None) -> dict[str, Any]:
-    """Table ``key`` of the sidecar (title, note, columns) with its rows."""
-    table = {"title": TEXT[f"tables.{key}.title"], "note": TEXT[f"tables.{key}.note"],
-             "columns": TEXT.items(f"tables.{key}.columns"), "rows": rows}
-    return {**table, **({"row_runs": row_runs} if row_runs is not None else {}),
-            "provenance": provenance}
-
-
-def _per_setting(key: str, results: PaperResults, runs: pd.DataFrame, by: list[str],
-                 row: Callable[[tuple[Any, ...], pd.DataFrame], list[str]]) -> dict[str, Any]:
-    """Table ``key``: one ``row(setting, runs)`` per setting of ``by``, with its run ids."""
+def _per_setting(key: str, results: PaperResults, runs: pd.DataFrame, needs: set[str],
+                 by: list[str], row: Callable[[tuple[Any, ...], pd.DataFrame], list[str]]
+                 ) -> dict[str, Any] | None:
+    """Table ``key``: one ``row(setting, runs)`` per setting of ``by`` of the finished (or
+    diverged) ``runs``, with its run ids; None where none ran or they lack ``needs``."""
+    runs = finished(runs, include_diverged=True)
+    if runs.empty or not needs <= set(runs):
+        return None
     groups = list(runs.groupby(by))
-    return _table(key, [row(s, part) for s, part in groups], results.provenance(runs),
-                  [sorted(str(i) for i in part["run_id"]) for _, part in groups])
+    return {**TEXT.table(key, [row(s, part) for s, part in groups], results.provenance(runs)),
+            "row_runs": [sorted(str(i) for i in part["run_id"]) for _, part in groups]}
 
 
 def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float) -> float:
@@ -694,30 +684,21 @@ def _holding_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
 
 
 def _holding_table(results: PaperResults) -> dict[str, Any] | None:
-    runs = _empirical(finished(results.role_runs(*EMPIRICAL_ROLES), include_diverged=True))
-    if runs.empty or not {"sigma", "steps", "n", "batch_size", "eps_pld"} <= set(runs):
-        return None
-    return _per_setting("holding", results, runs, ["problem", "calibration", "epsilon"],
-                        _holding_row)
+    return _per_setting("holding", results, _empirical(results.role_runs(*EMPIRICAL_ROLES)),
+                        {"sigma", "steps", "n", "batch_size", "eps_pld"},
+                        ["problem", "calibration", "epsilon"], _holding_row)
 
 
 def _lemma_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
     """Lemma 3.2's precondition η ≤ min(1/L, 1/(σ√T)) and its bound C."""
     seen = _norms(part)
-    spans = [_span(numeric(part, c)) for c in ("diag_lemma_L", "diag_lemma_grad_std",
+    spans = [span(numeric(part, c)) for c in ("diag_lemma_L", "diag_lemma_grad_std",
                                                "diag_lemma_f_max")]
     return [setting[0], f"{setting[1]:g}", str(part["diag_lemma_data"].iloc[0]), *spans,
-            _span(seen["bound"]), f"{seen['largest'].max():.3g}",
-            f"{int(seen['over'].sum())}/{len(part)}", _span(numeric(part, "p_alg_lr")),
-            _span(numeric(part, "diag_lemma_lr_max")),
+            span(seen["bound"]), f"{seen['largest'].max():.3g}",
+            f"{int(seen['over'].sum())}/{len(part)}", span(numeric(part, "p_alg_lr")),
+            span(numeric(part, "diag_lemma_lr_max")),
             f"{int(truthy(part, 'diag_lemma_lr_ok').sum())}/{len(part)}"]
-
-
-def _lemma_table(results: PaperResults) -> dict[str, Any] | None:
-    runs = finished(results.role_runs("fig3b"), include_diverged=True)
-    if runs.empty or "diag_lemma_lr_max" not in runs:
-        return None
-    return _per_setting("lemma", results, runs, ["problem", "epsilon"], _lemma_row)
 
 
 def _coupling_table() -> dict[str, Any]:
@@ -725,7 +706,7 @@ def _coupling_table() -> dict[str, Any]:
     rows = [[f"{e:g}", f"{2 * PAPER_DELTA:.3g}", f"{(2 + math.exp(e)) * PAPER_DELTA:.3g}"
              + (" (vacuous: ≥ 1)" if (2 + math.exp(e)) * PAPER_DELTA >= 1 else "")]
             for e in EPSILONS]
-    return _table("coupling", rows, Provenance("", computed=TEXT["tables.coupling.computed"]))
+    return TEXT.table("coupling", rows, Provenance("", computed=TEXT["tables.coupling.computed"]))
 
 
 def _paper_scale_calibration() -> dict[str, Any]:
@@ -741,8 +722,8 @@ def _paper_scale_calibration() -> dict[str, Any]:
         rows.append([f"{eps:g}", f"{plan.sigma:.4g}", f"{tight.sigma:.4g}", f"{tight.ratio:.3g}",
                      *(f"{e:.4g}" if e is not None else "–" for e in (plan.eps.pld,
                                                                        plan.eps.rdp))])
-    return _table("paper_scale", rows,
-                  Provenance("paper", computed=TEXT["tables.paper_scale.computed"]))
+    return TEXT.table("paper_scale", rows,
+                      Provenance("paper", computed=TEXT["tables.paper_scale.computed"]))
 
 
 def sections(results: PaperResults, out: Path) -> PaperSections:
@@ -756,7 +737,9 @@ def sections(results: PaperResults, out: Path) -> PaperSections:
     calibration = calibration_table(results, TEXT["tables.calibration.note"], extra=[
         ("ε < c₁q²T", lambda r: "yes" if r["epsilon"] < r.get(
             "plan_abadi_max_epsilon", math.inf) else "no")])
-    tables = (_holding_table(results), _coupling_table(), _lemma_table(results), calibration,
+    lemma = _per_setting("lemma", results, results.role_runs("fig3b"), {"diag_lemma_lr_max"},
+                         ["problem", "epsilon"], _lemma_row)
+    tables = (_holding_table(results), _coupling_table(), lemma, calibration,
               _paper_scale_calibration())
     page.tables = [t for t in tables if t]
     page.deviations = deviations([
@@ -795,13 +778,13 @@ def _per_problem(value: Callable[[pd.DataFrame], str], at: Any = None,
 def _noise_per_bound(runs: pd.DataFrame) -> str:
     d = numeric(runs, "plan_d")
     value = np.sqrt(d) * numeric(runs, "sigma") / numeric(runs, "batch_size")
-    return f"{_span(value.dropna())} (d = {_span(d)}, n = {_span(numeric(runs, 'n'))})"
+    return f"{span(value.dropna())} (d = {span(d)}, n = {span(numeric(runs, 'n'))})"
 
 
 def _ours_horizon(results: PaperResults) -> str:
     runs = results.role_runs("saddle")
     runs = runs[(runs["algorithm"] == "noisy_sgd") & ~truthy(runs, "p_alg_select")]
-    return f"{_span((numeric(runs, 'steps') / _t_thm(runs)).dropna())} (α = {SADDLE_ALPHA:g})"
+    return f"{span((numeric(runs, 'steps') / _t_thm(runs)).dropna())} (α = {SADDLE_ALPHA:g})"
 
 
 def _regime(key: str, ours: Callable[[PaperResults], str], lead: bool = False) -> Regime:
@@ -814,9 +797,9 @@ REGIME = (
         _noise_per_bound, lambda r: (r["calibration"] == "paper") & np.isclose(r["epsilon"], 4.0),
         " (fig1 runs at ε = 4)"), lead=True),
     _regime("per_pass", _per_problem(
-        lambda r: _span(numeric(r, "n") / numeric(r, "batch_size"))), lead=True),
+        lambda r: span(numeric(r, "n") / numeric(r, "batch_size"))), lead=True),
     _regime("passes", _per_problem(
-        lambda r: _span(numeric(r, "steps") * numeric(r, "batch_size") / numeric(r, "n")))),
+        lambda r: span(numeric(r, "steps") * numeric(r, "batch_size") / numeric(r, "n")))),
     _regime("horizon", _ours_horizon))
 
 
