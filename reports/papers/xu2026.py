@@ -282,7 +282,7 @@ def constant_differences(judged: dict[str, Any], reference: dict[str, Any],
             low, high = tuned[name]
             if ref is None or not low <= float(ref) <= high:
                 out.append(f"{name} {_show(ref)} outside the tuned {low:g}–{high:g}")
-        elif not (np.isclose(float(value), float(ref)) if numbers else value == ref):
+        elif ref is None or not (np.isclose(float(value), float(ref)) if numbers else value == ref):
             out.append(f"{name} {_show(ref)} ≠ {_show(value)}")
     return out
 
@@ -305,13 +305,13 @@ def _reference(runs: pd.DataFrame, results: PaperResults, label: str
         return refs.iloc[0:0], f"σ → 0 {label} reference not run"
     grid = pd.DataFrame([c["params"] for t in tuning_of(judged, results)
                          for c in t.get("candidates") or []])
-    want, tuned = _constants(judged.iloc[0]), {k: (grid[k].min(), grid[k].max()) for k in grid}
+    want, tuned = _constants(judged.iloc[0]), {str(k): (grid[k].min(), grid[k].max()) for k in grid}
     differences: dict[Any, list[str]] = {
         i: constant_differences(want, _constants(r), tuned) for i, r in refs.iterrows()}
     if matched := [i for i, d in differences.items() if not d]:
         return refs.loc[matched], ""
-    return refs.iloc[0:0], TEXT.fill("notes.no_reference", label=label, nearest=", ".join(
-        min(differences.values(), key=len)))
+    nearest = min(differences.values(), key=len)
+    return refs.iloc[0:0], TEXT.fill("notes.no_reference", label=label, nearest=", ".join(nearest))
 
 
 def _progress(runs: pd.DataFrame, results: PaperResults) -> tuple[bool | None, str]:
