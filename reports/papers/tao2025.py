@@ -771,7 +771,7 @@ def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
     table = []
     for (name, eps, m), part in rows.groupby(["data", "epsilon", "clients"], sort=False):
         first = part.iloc[0]
-        table.append([name, f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
+        table.append([str(name), f"{first['d']:,}", f"{eps:g}", f"{m:g}", f"{first['sigma']:.2f}",
                       f"{first['eps_pld']:.2f}", f"{first['noise_formula']:.2f}",
                       f"{part['noise_norm'].min():.2f}–{part['noise_norm'].max():.2f}",
                       f"{part['lower_bound'].min():.2f}", f"{first['threshold']:g}",
@@ -937,7 +937,7 @@ def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
         return None
     alpha = float(4 * run_chi(_of(runs, OURS)).median())
     runs = runs.assign(sosp=is_sosp(runs, alpha), violation=violation(runs))
-    rows = [[label, str(len(part)), f"{int(part['sosp'].sum())}/{len(part)}",
+    rows = [[str(label), str(len(part)), f"{int(part['sosp'].sum())}/{len(part)}",
              f"{part['final_grad_norm'].mean():.3g}", f"{part['final_lambda_min'].mean():.3g}",
              f"{part['violation'].mean():.3g}"] for label, part in runs.groupby("label")]
     return TEXT.table("saddle", rows, results.provenance(runs), alpha=alpha)
