@@ -675,10 +675,14 @@ def stand_in_findings(claims: Iterable[Claim], results: PaperResults,
     return found
 
 def tuning_of(runs: pd.DataFrame, results: PaperResults) -> list[dict[str, Any]]:
-    """The tuning records (a suite's ``tuning``, ``bench/tuning.py``) that chose ``runs``."""
+    """The tuning records (a suite's ``tuning``, ``bench/tuning.py``) that chose ``runs``, in
+    their own suites: a run id is a content hash, so two suites that chose the same run
+    (e.g. tuned with and without a regime cap) each keep their own record."""
     ids = set(runs["run_id"]) if "run_id" in runs else set()
+    suites = set(runs["suite"]) if "suite" in runs else None
     return [t for m in results.suites for t in m.get("tuning") or []
-            if ids & set(t.get("run_ids") or ())]
+            if (suites is None or m.get("suite") in suites)
+            and ids & set(t.get("run_ids") or ())]
 
 
 def tuned_inside_grid(*params: str) -> Premise:
