@@ -118,13 +118,8 @@ def _norms(runs: pd.DataFrame) -> pd.DataFrame:
                          "measured": measured}, index=runs.index)
 
 
-def _seen(runs: pd.DataFrame) -> pd.DataFrame:
-    seen = _norms(runs)
-    return seen[seen["measured"]]
-
-
 def _bound_check(runs: pd.DataFrame, _: PaperResults) -> tuple[bool | None, str]:
-    seen = _seen(runs)
+    seen = _norms(runs).query("measured")
     if seen.empty:
         return None, "per-sample norms not recorded"
     over = seen[seen["over"]]
@@ -219,7 +214,7 @@ def _lemma_minus_empirical(runs: pd.DataFrame, results: PaperResults) -> Sample:
 
 
 def _within_bound(runs: pd.DataFrame, _: PaperResults) -> Sample:
-    seen = _seen(runs)
+    seen = _norms(runs).query("measured")
     note = (f"largest per-sample norm {seen['largest'].max():.3g} vs C = {span(seen['bound'])}"
             if len(seen) else "")
     return Sample.of((~seen["over"]).to_numpy(float), note=note)
