@@ -41,7 +41,10 @@ def test_above_threshold_finds_first_query_below_and_is_lazy() -> None:
     asked: list[int] = []
 
     def query(j: int, value: float) -> Any:
-        return lambda: asked.append(j) or value
+        def ask() -> float:
+            asked.append(j)
+            return value
+        return ask
 
     values = [3.0, 2.5, 1.0, 0.2, 0.1]
     chosen = mech.above_threshold((query(j, v) for j, v in enumerate(values)), threshold=1.5,
@@ -118,7 +121,8 @@ def test_selection_outputs_a_private_sosp_and_accounts_for_it() -> None:
     np.testing.assert_array_equal(trace.point(), iterates[diag["selected_step"]])
     out = trace.point()
     assert np.linalg.norm(setup.oracle.grad(out)) < 4 * 0.1
-    assert setup.instance.lambda_min(out) > -math.sqrt(setup.instance.constants["rho"] * 0.4)
+    lam = setup.instance.lambda_min(out)
+    assert lam is not None and lam > -math.sqrt(setup.instance.constants["rho"] * 0.4)
     spent = epsilons(mech.ledger, 1e-5)
     assert spent.pld == pytest.approx(plan.eps.pld)
     assert plan.eps.pld == pytest.approx(2.0, rel=2e-3)  # the target includes ε_s
@@ -220,7 +224,8 @@ def write_paper_fixtures(root: Path) -> None:
     write_tsv(root / "CoLA" / "train.tsv", rows)
     write_tsv(root / "CoLA" / "dev.tsv", rows[:6])
     model_dir = root / "bert-base-uncased"
-    config = transformers.BertConfig(**{**TINY_BERT, "max_position_embeddings": 64})
+    settings: dict[str, Any] = {**TINY_BERT, "max_position_embeddings": 64}
+    config = transformers.BertConfig(**settings)
     transformers.BertModel(config).save_pretrained(model_dir)
     transformers.BertTokenizer(vocab={t: i for i, t in enumerate(char_vocab())}
                                ).save_pretrained(model_dir)
@@ -694,7 +699,8 @@ def test_lemma_c_from_held_out_data_records_its_step_size_condition() -> None:
     _, trace = traced(alg, setup.oracle, plan, Mechanism(setup.backend.noise_source(0),
                                                          np.random.default_rng(1)))
     diag = alg.diagnostics(trace)
-    held = setup.instance.held_out_oracle(setup.backend)
+    instance: Any = setup.instance  # digits_mlp's instance has the held-out split
+    held = instance.held_out_oracle(setup.backend)
     assert held.n == setup.instance.constants["n_test"] != setup.oracle.n
     assert diag["lemma_data"] == "held_out"
     assert diag["lemma_f_max"] == pytest.approx(float(setup.backend.to_numpy(held.loss(
@@ -723,8 +729,8 @@ def test_c_that_holds_costs_epsilon_where_norms_exceeded_c() -> None:
 
     sigma = 64 * math.sqrt(315 * math.log(100)) / 1347  # Theorem 3.3 at ε = 1
     spent = _planned_epsilon(1347, 315, 64, sigma, 0.01)
-    base = {"sigma": sigma, "n": 1347, "steps": 315, "batch_size": 64, "delta": 0.01,
-            "eps_pld": spent}
+    base: dict[str, Any] = {"sigma": sigma, "n": 1347, "steps": 315, "batch_size": 64,
+                            "delta": 0.01, "eps_pld": spent}
     over = [accuracy_run(1, 0.8, s, diag_max_per_sample_grad_norm=18.0 + s,
                          diag_guarantee_void=True, **base) for s in range(2)]
     clean = [dict(accuracy_run(1, 0.8, s, **base), calibration="pld") for s in range(2)]
