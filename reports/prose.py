@@ -75,6 +75,15 @@ class Prose:
                  "columns": self.items(f"tables.{key}.columns"), "rows": rows}
         return table if provenance is None else {**table, "provenance": provenance}
 
+    def grouped(self, key: str, runs: pd.DataFrame, by: list[str],
+                row: Callable[[Any, pd.DataFrame], list[str]], provenance: Any = None,
+                **groupby: Any) -> dict[str, Any]:
+        """:meth:`table` ``key`` with one ``row(values, part)`` per group of ``runs`` by
+        ``by`` (``groupby``: pandas' options), each row with its run ids (``row_runs``)."""
+        parts = list(runs.groupby(by, **groupby))
+        return {**self.table(key, [row(values, part) for values, part in parts], provenance),
+                "row_runs": [sorted(part["run_id"].astype(str)) for _, part in parts]}
+
     def get(self, key: str, default: str = "") -> str:
         try:
             return self[key]

@@ -52,3 +52,14 @@ def test_run_time_texts_and_sidecar_tables(tmp_path: Path) -> None:
     assert table == {"title": "at ε = 1", "note": "2 runs, T = 400",
                      "columns": ["ε", "accuracy"], "rows": [["1", "90 %"]]}
     assert text.table("t", [], provenance="p", eps=2.0, n=0)["provenance"] == "p"
+
+
+def test_a_grouped_table_has_one_row_and_its_run_ids_per_group(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "tables:\n  g:\n    title: per ε\n    note: ''\n    columns: [ε, runs]\n",
+        encoding="utf-8")
+    runs = pd.DataFrame({"epsilon": [1.0, 2.0, 1.0], "run_id": ["b", "c", "a"]})
+    table = Prose.load(tmp_path / "p.py").grouped(
+        "g", runs, ["epsilon"], lambda values, part: [f"{values[0]:g}", str(len(part))])
+    assert table["rows"] == [["1", "2"], ["2", "1"]]
+    assert table["row_runs"] == [["a", "b"], ["c"]]

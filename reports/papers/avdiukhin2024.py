@@ -651,9 +651,7 @@ def _per_setting(key: str, results: PaperResults, runs: pd.DataFrame, needs: set
     runs = finished(runs, include_diverged=True)
     if runs.empty or not needs <= set(runs):
         return None
-    groups = list(runs.groupby(by))
-    return {**TEXT.table(key, [row(s, part) for s, part in groups], results.provenance(runs)),
-            "row_runs": [sorted(str(i) for i in part["run_id"]) for _, part in groups]}
+    return TEXT.grouped(key, runs, by, row, results.provenance(runs))
 
 
 def _planned_epsilon(n: int, steps: int, batch: int, sigma: float, delta: float) -> float:

@@ -753,16 +753,6 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
 
 # -- tables and findings ------------------------------------------------------------------
 
-def _per_group(key: str, runs: pd.DataFrame, by: list[str],
-               row: Callable[[Any, pd.DataFrame], list[str]], results: PaperResults,
-               **groupby: Any) -> dict[str, Any]:
-    """Table ``key`` with one ``row(values, part)`` per group of ``runs`` by ``by``."""
-    parts = list(runs.groupby(by, **groupby))
-    return {**TEXT.table(key, [row(values, part) for values, part in parts],
-                         results.provenance(runs)),
-            "row_runs": [sorted(part["run_id"].astype(str)) for _, part in parts]}
-
-
 def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
     """Claim E0's arithmetic per cell of the Figures' settings (study paper_scale_trigger)."""
     rows = results.study(TRIGGER_STUDY)
@@ -799,7 +789,8 @@ def _real_table(results: PaperResults) -> dict[str, Any] | None:
                 f"{100 * _of(part, OURS)['final_test_acc'].mean():.1f} %"]
 
     runs = _real_runs(results)
-    return None if runs.empty else _per_group("real", runs, SETTING_KEYS, row, results)
+    return None if runs.empty else TEXT.grouped("real", runs, SETTING_KEYS, row,
+                                                results.provenance(runs))
 
 
 def _real_findings(results: PaperResults) -> list[dict[str, str]]:
@@ -863,8 +854,9 @@ def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
                 _gap(part, results), f"{_stopped(ours)}/{len(ours)}"]
 
     runs = _horizon_cells(results)
-    return None if runs.empty else _per_group(
-        "horizon", runs, ["epsilon", "p_prob_clients", "p_alg_epochs", "judged"], row, results)
+    return None if runs.empty else TEXT.grouped(
+        "horizon", runs, ["epsilon", "p_prob_clients", "p_alg_epochs", "judged"], row,
+        results.provenance(runs))
 
 
 def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
@@ -903,7 +895,8 @@ def _escape_table(results: PaperResults) -> dict[str, Any] | None:
     if runs.empty or "diag_triggers" not in runs:
         return None
     ours = runs[(runs["algorithm"] == OURS) & (runs["status"] == "done")]
-    return _per_group("escape", ours, ["suite", "label", "epsilon", "calibration"], row, results)
+    return TEXT.grouped("escape", ours, ["suite", "label", "epsilon", "calibration"], row,
+                        results.provenance(ours))
 
 
 def _chi_table(results: PaperResults) -> dict[str, Any] | None:
@@ -926,8 +919,9 @@ def _chi_table(results: PaperResults) -> dict[str, Any] | None:
     runs = _done(results.role_runs(CHI_SWEEP, CHI_SELECT))
     if runs.empty or "diag_trigger_tests" not in runs:
         return None
-    return _per_group("chi", runs.assign(chi_used=run_chi(runs)),
-                      ["suite", "label", "p_alg_chi_scale"], row, results, dropna=False)
+    return TEXT.grouped("chi", runs.assign(chi_used=run_chi(runs)),
+                        ["suite", "label", "p_alg_chi_scale"], row, results.provenance(runs),
+                        dropna=False)
 
 
 def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
