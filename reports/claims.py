@@ -180,7 +180,12 @@ class Premise:
     remedy: str = ""
 
     def __call__(self, runs: pd.DataFrame, results: PaperResults) -> PremiseCheck:
-        passed, measured = self.check(runs, results)
+        """The check on a setting's runs; one whose runs lack what it reads (a column, a
+        value: KeyError, ValueError) is "not recorded", as a regime row is."""
+        try:
+            passed, measured = self.check(runs, results)
+        except (KeyError, ValueError) as exc:
+            passed, measured = None, f"not recorded ({type(exc).__name__}: {exc})"
         return PremiseCheck(self.name, passed, measured, self.remedy)
 
 

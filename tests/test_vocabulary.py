@@ -63,3 +63,11 @@ def test_a_grouped_table_has_one_row_and_its_run_ids_per_group(tmp_path: Path) -
         "g", runs, ["epsilon"], lambda values, part: [f"{values[0]:g}", str(len(part))])
     assert table["rows"] == [["1", "2"], ["2", "1"]]
     assert table["row_runs"] == [["a", "b"], ["c"]]
+
+
+def test_a_premise_whose_runs_lack_what_it_reads_is_not_recorded() -> None:
+    from reports.claims import Premise
+
+    premise = Premise("C holds", lambda runs, results: (True, f"C = {span(runs['bound'])}"))
+    check = premise(RUNS, RESULTS)
+    assert check.passed is None and check.measured.startswith("not recorded (KeyError")
