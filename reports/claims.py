@@ -768,9 +768,10 @@ class Paper:
                 raise ValueError(f"{self.key} claim {claim.id}: roles {unknown} not declared")
             read = {c for r in (claim.runs, *(c.runs for c in claim.controls)) if not r.study
                     for c in (*r.where, *r.by)}
-            if undeclared(read):
+            unknown_columns = undeclared(read)
+            if unknown_columns:
                 raise ValueError(f"{self.key} claim {claim.id}: reads columns "
-                                 f"{undeclared(read)} the run frame does not declare "
+                                 f"{unknown_columns} the run frame does not declare "
                                  "(bench/columns.py)")
             studies = {claim.runs.study, *(c.runs.study for c in claim.controls)} - {""}
             if studies - set(self.studies):

@@ -26,8 +26,7 @@ import yaml
 if TYPE_CHECKING:
     import pandas as pd
 
-    from reports.claims import Claim, Premise
-    from reports.results import PaperResults
+    from reports.claims import Check, Claim, Premise
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,18 @@ class Prose:
             raise ValueError(f"{path}: a mapping of sections expected")
         return cls(texts, values, str(path))
 
-    def __getitem__(self, key: str) -> str:
-        """The text at dotted ``key`` (e.g. ``"premises.selective.remedy"``), filled in."""
+    def _node(self, key: str, what: str) -> Any:
+        """The entry at dotted ``key``; KeyError ("no ``what`` …") where there is none."""
         node: Any = self.texts
         for part in key.split("."):
             if not isinstance(node, Mapping) or part not in node:
-                raise KeyError(f"{self.source}: no text {key!r}")
+                raise KeyError(f"{self.source}: no {what} {key!r}")
             node = node[part]
+        return node
+
+    def __getitem__(self, key: str) -> str:
+        """The text at dotted ``key`` (e.g. ``"premises.selective.remedy"``), filled in."""
+        node = self._node(key, "text")
         if not isinstance(node, str):
             raise KeyError(f"{self.source}: {key!r} is a section, not a text")
         try:
@@ -92,26 +96,20 @@ class Prose:
 
     def section(self, key: str) -> Mapping[str, Any]:
         """The mapping at dotted ``key`` ({} when absent), unfilled."""
-        node: Any = self.texts
-        for part in key.split("."):
-            node = node.get(part, {}) if isinstance(node, Mapping) else {}
+        try:
+            node = self._node(key, "section")
+        except KeyError:
+            return {}
         return node if isinstance(node, Mapping) else {}
 
     def items(self, key: str) -> list[str]:
         """The list of texts at dotted ``key``, each filled in."""
-        node: Any = self.texts
-        for part in key.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                raise KeyError(f"{self.source}: no list {key!r}")
-            node = node[part]
-        return [str(t).format_map(self.values) for t in node]
+        return [str(t).format_map(self.values) for t in self._node(key, "list")]
 
     def claim_ids(self) -> set[str]:
         return set(self.section("claims"))
 
-    def premise(self, key: str,
-                check: Callable[[pd.DataFrame, PaperResults], tuple[bool | None, str]]
-                ) -> Premise:
+    def premise(self, key: str, check: Check) -> Premise:
         """The :class:`reports.claims.Premise` named by ``premises.<key>.name`` with its
         ``remedy`` (optional)."""
         from reports.claims import Premise
