@@ -1,6 +1,6 @@
 """A paper's claims as data, and their verdicts.
 
-A paper module (``reports/papers/<paper>.py``) exports one :class:`Paper`: its claims, the
+A paper module (``reports/papers/<paper>/paper.py``) exports one :class:`Paper`: its claims, the
 roles its experiment files play (``role:`` in the YAML), the studies ``reproduce`` runs
 for it and the builder of its figures and tables. Each :class:`Claim` is declared once:
 
@@ -732,7 +732,7 @@ class Paper:
     ours, quantity by quantity (:class:`Regime`); ``experiments``: the folder of its
     experiment files, ``<scale>/*.yaml`` (None: ``bench/experiments/<key>``; a plugin's
     paper names its own); ``url``: the paper's arXiv or DOI page ("" where its text names
-    none); ``text``: its prose sidecar (``reports/papers/<key>.yaml``), whose claim ids
+    none); ``text``: its prose sidecar (``reports/papers/<key>/paper.yaml``), whose claim ids
     must all be claims of the paper.
     """
 

@@ -3,7 +3,7 @@ contradicted / inconclusive / out of regime / not run, with its evidence and pre
 the genuine findings, why runs are out of regime, figures drawn as the paper draws them,
 every resolved ambiguity, and ε as the paper computes it beside the accountants' ε.
 
-A paper module ``reports/papers/<paper>.py`` exports one :class:`reports.claims.Paper`;
+A paper module ``reports/papers/<paper>/paper.py`` exports one :class:`reports.claims.Paper`;
 this module collects the results, evaluates the claims and renders.
 """
 
@@ -28,6 +28,7 @@ from reports.claims import (
     VERDICTS,
     ClaimResult,
     aggregate,
+    finished,
     study_path,
 )
 from reports.published import published_for
@@ -131,6 +132,40 @@ def format_mean_se(mean: float, se: float | None) -> str:
     if not math.isfinite(mean):
         return f"{mean:g}"
     return f"{mean:.4g}" + ("" if se is None or not math.isfinite(se) else f" ± {se:.2g}")
+
+
+def mean_se_cell(runs: pd.DataFrame, metric: str, scale: float = 1.0, by: str = "epsilon"
+                 ) -> str:
+    """'mean ± s.e.' of the final ``metric`` (× ``scale``) over ``runs`` ('–' without): one
+    table cell, the runs being one value of ``by``."""
+    s = final_stats(runs, metric, by)
+    return format_mean_se(scale * float(s["mean"].iloc[0]),
+                          scale * float(s["se"].iloc[0])) if len(s) else "–"
+
+
+def median_range(values: pd.Series, fmt: str = "{:.3g}") -> str:
+    """'median (min–max)' of ``values``, the one value where they agree, '–' for none
+    (:func:`reports.claims.span` writes 'low–high')."""
+    v = values.dropna().astype(float)
+    if v.empty:
+        return "–"
+    lo, mid, hi = (fmt.format(x) for x in (v.min(), v.median(), v.max()))
+    return mid if lo == hi else f"{mid} ({lo}–{hi})"
+
+
+Build = Callable[[PaperResults, str, pd.DataFrame], Any]
+
+
+def per_suite(results: PaperResults, role: str, build: Build, done: bool = True) -> list[Any]:
+    """``build(results, suite, runs)`` for each suite of ``role`` with runs (its finished
+    runs where ``done``), leaving out what comes back None: a section's table or figure
+    per suite."""
+    out = []
+    for suite in results.role_suites(role):
+        runs = finished(results.suite_runs(suite)) if done else results.suite_runs(suite)
+        if not runs.empty and (item := build(results, suite, runs)) is not None:
+            out.append(item)
+    return out
 
 
 def settings(results: PaperResults) -> list[tuple[str, str]]:

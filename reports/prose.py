@@ -1,4 +1,4 @@
-"""A paper's prose, kept out of its code: ``reports/papers/<paper>.yaml`` beside the module.
+"""A paper's prose, kept out of its code: ``paper.yaml`` beside the paper module.
 
 The sidecar holds what a reader reads and the code never computes: each claim's statement
 and location (``claims: {id: {statement, where}}``), premise names and remedies, captions,
@@ -26,7 +26,8 @@ import yaml
 if TYPE_CHECKING:
     import pandas as pd
 
-    from reports.claims import Check, Claim, Premise
+    from reports.claims import Check, Claim, Premise, Regime
+    from reports.results import PaperResults
 
 
 @dataclass(frozen=True)
@@ -126,3 +127,15 @@ class Prose:
 
         claim = Claim(claim_id, self[f"claims.{claim_id}.statement"], *args, **kwargs)
         return replace(claim, where=self[f"claims.{claim_id}.where"])
+
+    def regime(self, key: str, ours: Callable[[PaperResults], str],
+               paper: str | Callable[[PaperResults], str] | None = None,
+               lead: bool = False) -> Regime:
+        """:class:`reports.claims.Regime` row ``key``: its quantity, note and (unless
+        ``paper`` is given, e.g. computed from our instance) the paper's value from
+        ``regime.<key>``; ``ours`` measures it; ``lead``: quoted in the bottom line."""
+        from reports.claims import Regime
+
+        return Regime(self[f"regime.{key}.quantity"],
+                      self[f"regime.{key}.paper"] if paper is None else paper, ours,
+                      self.get(f"regime.{key}.note"), lead)

@@ -24,7 +24,7 @@ from bench.runner import run_one
 from problems import DataSize
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.avdiukhin2024 import PAPER, _figures
+from reports.papers.avdiukhin2024.paper import PAPER, _figures
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "avdiukhin2024"
@@ -715,7 +715,7 @@ def test_lemma_c_from_held_out_data_records_its_step_size_condition() -> None:
 
 
 def test_coupling_reading_beside_the_papers_delta() -> None:
-    from reports.papers.avdiukhin2024 import _coupling_table
+    from reports.papers.avdiukhin2024.paper import _coupling_table
 
     table = _coupling_table()
     rows = {r[0]: r for r in table["rows"]}
@@ -725,7 +725,7 @@ def test_coupling_reading_beside_the_papers_delta() -> None:
 
 
 def test_c_that_holds_costs_epsilon_where_norms_exceeded_c() -> None:
-    from reports.papers.avdiukhin2024 import _holding_table, _planned_epsilon
+    from reports.papers.avdiukhin2024.paper import _holding_table, _planned_epsilon
 
     sigma = 64 * math.sqrt(315 * math.log(100)) / 1347  # Theorem 3.3 at ε = 1
     spent = _planned_epsilon(1347, 315, 64, sigma, 0.01)
@@ -745,7 +745,7 @@ def test_c_that_holds_costs_epsilon_where_norms_exceeded_c() -> None:
 
 
 def test_regime_rows_measure_our_runs() -> None:
-    from reports.papers.avdiukhin2024 import REGIME, _noise_to_bound
+    from reports.papers.avdiukhin2024.paper import REGIME, _noise_to_bound
 
     assert _noise_to_bound(4.0) == pytest.approx(
         math.sqrt(2_274_880 * 2328 * math.log(100)) / (50_000 * 4))
@@ -760,7 +760,7 @@ def test_regime_rows_measure_our_runs() -> None:
 def test_quick_experiments_sit_in_the_papers_regime() -> None:
     """Figure 1's stand-in has the paper's noise-to-bound ratio at every ε and 24 passes;
     the lr grid brackets the paper's 0.1; the saddle runs reach Theorem 3.4's horizon."""
-    from reports.papers.avdiukhin2024 import SADDLE_ALPHA, _noise_to_bound
+    from reports.papers.avdiukhin2024.paper import SADDLE_ALPHA, _noise_to_bound
 
     fig1 = [s for s in load_experiment(EXPERIMENTS / "quick" / "fig1_digits_mlp.yaml").specs
             if s.algorithm.name == "noisy_sgd" and s.privacy.calibration == "paper"]
@@ -851,7 +851,7 @@ def fig1_frame(real: bool) -> PaperResults:
 
 @pytest.mark.parametrize("real", [True, False])
 def test_p1_p3_judged_on_real_images_where_they_ran(real: bool) -> None:
-    from reports.papers.avdiukhin2024 import _stand_in_findings
+    from reports.papers.avdiukhin2024.paper import _stand_in_findings
 
     results = fig1_frame(real)
     verdicts = {c.claim.id: c for c in PAPER.evaluate(results) if c.claim.id in ("P1", "P3")}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.papers import FOLDER, builtin_keys, declared_info, get_paper
+from reports.papers import FOLDER, builtin_keys, declaration, declared_info, get_paper
 from saddlebench.cli import main
 
 #: what ``--version`` and ``--help`` need none of (seconds of imports between them)
@@ -18,7 +18,7 @@ HEAVY = ("numpy", "scipy", "torch", "jax", "pandas", "pydantic", "matplotlib", "
 #: what ``list`` needs none of: the backends are found, not imported; no audit, no sweep;
 #: the papers' titles and roles are read from their modules' source, not imported
 NOT_FOR_LIST = ("torch", "jax", "matplotlib", "pandas", "scipy", "bench.audit", "bench.sweep",
-                "bench.executors", *(f"reports.papers.{key}" for key in builtin_keys()))
+                "bench.executors", *(declaration(key) for key in builtin_keys()))
 
 
 def imported(*args: str) -> set[str]:
@@ -51,7 +51,7 @@ def test_list_imports_no_backend_and_no_run_machinery() -> None:
 
 @pytest.mark.parametrize("key", builtin_keys())
 def test_what_list_reads_of_a_paper_is_what_its_module_declares(key: str) -> None:
-    info, paper = declared_info(FOLDER / f"{key}.py"), get_paper(key)
+    info, paper = declared_info(FOLDER / key / "paper.py"), get_paper(key)
     assert info == (paper.key, paper.title, paper.source, paper.url, tuple(paper.roles))
 
 

@@ -27,7 +27,7 @@ from problems.backend import get_backend
 from problems.partition import partition
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.huang2025 import (
+from reports.papers.huang2025.paper import (
     PAPER,
     corollary_sigma,
     group_privacy,
@@ -800,7 +800,7 @@ def test_claims_1_2_4_are_judged_on_real_images_and_the_digits_are_a_stand_in() 
     """With Fashion-MNIST runs beside the digits, claims 1, 2 and 4 read only the real
     images (their settings name fashion_mnist_mlp); the digits' verdicts are findings marked
     stand-in, not counted; without real runs the digits are judged as before."""
-    from reports.papers.huang2025 import _stand_in_findings
+    from reports.papers.huang2025.paper import _stand_in_findings
 
     digits = [{str(k): v for k, v in r.items()} for r in table1(
         {4.0: 3.0, 32.0: 0.0}).runs.to_dict("records")]

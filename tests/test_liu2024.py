@@ -33,7 +33,7 @@ from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.liu2024 import PAPER, PRIVACY_DOMINATES
+from reports.papers.liu2024.paper import PAPER, PRIVACY_DOMINATES
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "liu2024"
 NUMPY = get_backend(BackendSpec(name="numpy"))

@@ -764,7 +764,7 @@ def test_a_run_that_returned_before_the_first_pass_counts_at_its_output() -> Non
 
 
 def test_per_pass_carries_a_returned_output_to_the_last_pass() -> None:
-    from reports.papers.tao2025 import per_pass
+    from reports.papers.tao2025.paper import per_pass
 
     rows = pd.DataFrame([
         {"run_id": "a", "point": "iterate", "step": s, "epoch": e, "test_acc": 0.5 + e / 10}
@@ -864,7 +864,7 @@ def test_the_page_reads_the_escape_test_on_real_images() -> None:
     """E0's control, the table per cell, the findings (the test never fired, the methods
     identical in every seed pair, the stand-in's E3 and E6 not counted) and the regime row
     naming each data set with the claims it serves, from fabricated runs."""
-    from reports.papers.tao2025 import _real_findings, _real_table
+    from reports.papers.tao2025.paper import _real_findings, _real_table
 
     stand_in = [fig_run(OURS, s, 0.5 + 0.01 * s, eps=e) for e in (0.5, 1.0, 2.0)
                 for s in range(3)]
@@ -1072,7 +1072,7 @@ def test_figures_lr_must_be_the_tuning_suites_choice() -> None:
 def test_figures_lr_at_the_regime_cap_is_the_constrained_optimum() -> None:
     """The in-regime grid stops at LR_REGIME_CAP: a choice there is not a grid-edge failure,
     and a learning rate whose O2 gain exceeds O2_GAIN_MAX is out of the claims' regime."""
-    from reports.papers.tao2025 import LR_REGIME_CAP, O2_GAIN_MAX
+    from reports.papers.tao2025.paper import LR_REGIME_CAP, O2_GAIN_MAX
 
     def e1(lr: float) -> Any:
         runs = figure_runs(0.03, p_alg_lr=lr, sigma=5.0, diag_d=441, p_alg_batch_diff=64,
@@ -1090,7 +1090,7 @@ def test_figures_lr_at_the_regime_cap_is_the_constrained_optimum() -> None:
 
 
 def test_regime_rows_measure_the_figures_runs() -> None:
-    from reports.papers.tao2025 import PAPER_GAIN, REGIME
+    from reports.papers.tao2025.paper import PAPER_GAIN, REGIME
 
     runs = figure_runs(0.03, sigma=5.0, diag_d=1600, p_alg_batch_refresh=200,
                        p_alg_batch_diff=50, p_alg_diff_clip=0.5, p_alg_lr=1.0,
@@ -1108,7 +1108,7 @@ def test_regime_rows_measure_the_figures_runs() -> None:
 def test_horizon_table_sets_the_longer_horizon_beside_the_judged_one() -> None:
     """The horizon check (role horizon) is shown per (ε, m, passes) beside the judged
     Figures cells with the gap's interval and the SOSP exits, and is no claim's setting."""
-    from reports.papers.tao2025 import _horizon_finding, _horizon_table
+    from reports.papers.tao2025.paper import _horizon_finding, _horizon_table
 
     def runs(role: str, passes: int, gap: float, m: int, stopped: bool = False
              ) -> list[dict[str, Any]]:

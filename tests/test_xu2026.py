@@ -30,7 +30,7 @@ from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.xu2026 import DATA, PAPER, SUBSUMED, app_d_sigma, constant_differences
+from reports.papers.xu2026.paper import DATA, PAPER, SUBSUMED, app_d_sigma, constant_differences
 from reports.published import PublishedError, load_published, published_for
 from reports.tables import compare
 
@@ -759,7 +759,7 @@ def test_the_data_check_can_fail_both_ways() -> None:
     """The data share is about 1 without noise (zeroed data leave x₀ in place), 0 on data
     that are zeros already, and below the declared 0.1 under App. D's noise."""
     from bench.studies.xu2026 import data_influence, table2_specs, zeroed
-    from reports.papers.xu2026 import DATA_SHARE
+    from reports.papers.xu2026.paper import DATA_SHARE
 
     spec = next(r for r in table2_specs("quick", ("dp_rgda",))
                 if r.problem.params["x_star_norm"] == 100)

@@ -1,6 +1,6 @@
 """huang2025's studies (no stored runs): Theorem 3 where its condition (18) holds, and
 Lemma D.2's clipping-bias inequality (40) on random vector sets. ``saddlebench reproduce
-huang2025`` runs them through ``reports.papers.huang2025.PAPER.studies`` and stores their
+huang2025`` runs them through ``reports.papers.huang2025.paper.PAPER.studies`` and stores their
 frames (one row per setting or trial); the page only reads them. Beside them, the paper's
 calibration at settings no run reaches (Corollary 1's σ̂ at Table 1's CNN setting,
 DPSGD-GC's noise at Figure 1's grid corner) and group privacy, which the page shows."""

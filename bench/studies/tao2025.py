@@ -1,6 +1,6 @@
 """tao2025's study (no training): claim E0, whether Gauss-PSGD's escape test ‖ĝ‖ ≤ 3χ can fire
 at the experiments' own settings (App. E). ``saddlebench reproduce tao2025`` runs
-:func:`trigger_study` through ``reports.papers.tao2025.PAPER.studies`` and stores its rows;
+:func:`trigger_study` through ``reports.papers.tao2025.paper.PAPER.studies`` and stores its rows;
 the page reads them back. It replays no run: each draw seeds the mechanism with its own
 ``seed`` (the draws, and so the page, are those the study had before it moved here).
 

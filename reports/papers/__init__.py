@@ -1,6 +1,9 @@
-"""Per-paper report pages: one module per paper key, each exporting ``PAPER`` (a
-:class:`reports.claims.Paper`), plus the papers of installed plugins (entry points in the
-group ``saddlebench.papers``, each pointing to a ``Paper``).
+"""Per-paper report pages: one package per paper key, ``reports/papers/<key>/``, laid out as a
+plugin paper is: ``paper.py`` declares ``PAPER`` (a :class:`reports.claims.Paper`: claims,
+premises, regime, sections) and ``paper.yaml`` holds its prose; the paper's own measures and
+its tables and figures may stand beside them (``measures.py``, ``sections.py``). Plus the
+papers of installed plugins (entry points in the group ``saddlebench.papers``, each pointing
+to a ``Paper``).
 
 :func:`paper_info` reads what ``saddlebench list`` shows of a built-in paper (title,
 source, url, roles) from its module's source, the literal arguments of ``PAPER = Paper(...)``
@@ -37,7 +40,12 @@ def plugin_papers() -> dict[str, Paper]:
 
 
 def builtin_keys() -> list[str]:
-    return sorted(p.stem for p in FOLDER.glob("*.py") if not p.stem.startswith("_"))
+    return sorted(p.parent.name for p in FOLDER.glob("*/paper.py"))
+
+
+def declaration(key: str) -> str:
+    """The module that declares built-in paper ``key``."""
+    return f"reports.papers.{key}.paper"
 
 
 def plugin_sources() -> dict[str, Path]:
@@ -66,9 +74,9 @@ def get_paper(key: str) -> Paper:
         return plugin_papers()[key]
     if key not in builtin_keys():
         raise KeyError(f"no paper page module for {key!r} (known: {', '.join(paper_keys())})")
-    paper: Paper = importlib.import_module(f"reports.papers.{key}").PAPER
+    paper: Paper = importlib.import_module(declaration(key)).PAPER
     if paper.key != key:
-        raise ValueError(f"reports/papers/{key}.py declares Paper key {paper.key!r}")
+        raise ValueError(f"reports/papers/{key}/paper.py declares Paper key {paper.key!r}")
     return paper
 
 
@@ -89,7 +97,7 @@ def paper_info(key: str) -> PaperInfo:
     """A paper's :class:`PaperInfo`, read from its module's source (its ``PAPER = Paper(...)``
     arguments, literals or module constants), a built-in's or a plugin's; else from its
     ``Paper``."""
-    module = FOLDER / f"{key}.py" if key in builtin_keys() else plugin_sources().get(key)
+    module = FOLDER / key / "paper.py" if key in builtin_keys() else plugin_sources().get(key)
     if module is not None:
         try:
             return declared_info(module, key)
@@ -114,7 +122,7 @@ def declared_info(module: Path, key: str = "") -> PaperInfo:
     values = {f: literal(given[f], names, texts=texts) if f in given else ""
               for f in INFO_FIELDS}
     roles = declared_roles(given["roles"], names, texts) if "roles" in given else ()
-    return PaperInfo(key or module.stem, **values, roles=tuple(roles))
+    return PaperInfo(key or module.parent.name, **values, roles=tuple(roles))
 
 
 def declared_roles(node: ast.expr, names: dict[str, ast.expr], texts: Any) -> list[str]:

@@ -1,0 +1,1 @@
+"""avdiukhin2024: the paper declared in paper.py, its prose in paper.yaml."""

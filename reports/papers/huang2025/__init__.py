@@ -1,0 +1,1 @@
+"""huang2025: the paper declared in paper.py, its prose in paper.yaml."""

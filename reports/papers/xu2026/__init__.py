@@ -1,0 +1,1 @@
+"""xu2026: the paper declared in paper.py, its prose in paper.yaml."""
