@@ -39,10 +39,15 @@ UNHASHED = ("download",)
 @dataclass(frozen=True)
 class ComponentSpec:
     """A registered component (problem or algorithm) and its complete params, as Python
-    values (∞ is ``math.inf``; only the JSON form spells it "inf")."""
+    values (∞ is ``math.inf``; only the JSON form spells it "inf"), with the validated
+    (frozen) Params object they were built from where :func:`component` built them, so that
+    a worker does not validate again what the parent validated."""
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: the validated Params object (None: read back from a sidecar or written by hand, and
+    #: validated by :func:`instantiate_params`); compared and hashed by ``params`` alone
+    typed: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "params": _jsonable(dict(self.params))}
@@ -219,7 +224,7 @@ def build_params(params_cls: type, given: Mapping[str, Any] | None, where: str) 
 def component(kind: str, name: Any, params: Mapping[str, Any] | None, where: str) -> ComponentSpec:
     """A validated :class:`ComponentSpec` with its params completed by the defaults."""
     obj = build_params(component_class(kind, name, where).Params, params, f"{where} ({name})")
-    return ComponentSpec(name, dataclasses.asdict(obj))
+    return ComponentSpec(name, dataclasses.asdict(obj), obj)
 
 
 def component_class(kind: str, name: Any, where: str) -> Any:
@@ -236,6 +241,10 @@ def component_class(kind: str, name: Any, where: str) -> Any:
 
 
 def instantiate_params(kind: str, spec: ComponentSpec) -> Any:
-    """The Params object of a stored :class:`ComponentSpec`."""
+    """The Params object of a :class:`ComponentSpec`: the one it was validated as while its
+    params are still those, else built and validated from them (a spec read back from a
+    sidecar, written by hand, or whose params were replaced)."""
+    if spec.typed is not None and dataclasses.asdict(spec.typed) == dict(spec.params):
+        return spec.typed
     cls = get_problem(spec.name) if kind == "problem" else get_algorithm(spec.name)
     return build_params(cls.Params, spec.params, f"{kind} {spec.name}")

@@ -610,3 +610,25 @@ def test_store_flatten_reads_sidecars(tmp_path: Path) -> None:
     traj = store.trajectories()
     assert len(traj) == len(record.rows)
     assert set(traj["run_id"]) == {record.run_id}
+
+
+def test_a_validated_spec_carries_its_params_object_to_the_worker() -> None:
+    """Issue 42, item 6: the Params object validated when the file was read travels with the
+    spec (pickled to a worker as it is) and is not validated again; a spec read back from its
+    sidecar, or whose params were replaced, is validated from its params."""
+    import dataclasses
+    import pickle
+
+    from bench.spec import instantiate_params
+
+    spec = component("algorithm", "dp_sgd", {"lr": 0.5, "steps": 20}, "here")
+    assert isinstance(spec.typed, DPSGDParams)
+    assert instantiate_params("algorithm", spec) is spec.typed
+    shipped = pickle.loads(pickle.dumps(spec))
+    assert shipped == spec and shipped.typed == spec.typed
+    read_back = ComponentSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert read_back.typed is None and read_back == spec and hash(read_back) == hash(spec)
+    assert instantiate_params("algorithm", read_back) == spec.typed
+    broken = dataclasses.replace(spec, params={**spec.params, "lr": -1.0})
+    with pytest.raises(SpecError, match="lr"):
+        instantiate_params("algorithm", broken)
