@@ -24,7 +24,8 @@ from bench.runner import run_one
 from problems import DataSize
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.avdiukhin2024.paper import PAPER, _figures
+from reports.papers.avdiukhin2024 import measures, sections
+from reports.papers.avdiukhin2024.paper import PAPER, REGIME, STAND_IN
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENTS = ROOT / "bench" / "experiments" / "avdiukhin2024"
@@ -654,7 +655,7 @@ def provenance_results() -> tuple[PaperResults, dict[str, set[str]]]:
 def test_figures_name_exactly_the_suites_and_runs_they_draw(tmp_path: Path) -> None:
     results, expected = provenance_results()
     assert set(results.role_suites("fig3a")) == {f"{KEY}_quick_fig1_digits_mlp"}
-    figures = {f.path: f for f in _figures(results, tmp_path)}
+    figures = {f.path: f for f in sections.figures(results, tmp_path)}
     stems = {"test": "test_acc_curves.png", "train": "train_acc_curves.png",
              "saddle": "saddle_lambda_min.png", "lr": "lr_sweep.png"}
     assert set(figures) == set(stems.values())
@@ -715,9 +716,7 @@ def test_lemma_c_from_held_out_data_records_its_step_size_condition() -> None:
 
 
 def test_coupling_reading_beside_the_papers_delta() -> None:
-    from reports.papers.avdiukhin2024.paper import _coupling_table
-
-    table = _coupling_table()
+    table = sections.coupling_table()
     rows = {r[0]: r for r in table["rows"]}
     assert rows["1"][1] == "0.02" and rows["1"][2] == f"{(2 + math.e) * 0.01:.3g}"
     assert "vacuous" in rows["8"][2] and "vacuous" not in rows["4"][2]
@@ -725,29 +724,25 @@ def test_coupling_reading_beside_the_papers_delta() -> None:
 
 
 def test_c_that_holds_costs_epsilon_where_norms_exceeded_c() -> None:
-    from reports.papers.avdiukhin2024.paper import _holding_table, _planned_epsilon
-
     sigma = 64 * math.sqrt(315 * math.log(100)) / 1347  # Theorem 3.3 at ε = 1
-    spent = _planned_epsilon(1347, 315, 64, sigma, 0.01)
+    spent = sections.planned_epsilon(1347, 315, 64, sigma, 0.01)
     base: dict[str, Any] = {"sigma": sigma, "n": 1347, "steps": 315, "batch_size": 64,
                             "delta": 0.01, "eps_pld": spent}
     over = [accuracy_run(1, 0.8, s, diag_max_per_sample_grad_norm=18.0 + s,
                          diag_guarantee_void=True, **base) for s in range(2)]
     clean = [dict(accuracy_run(1, 0.8, s, **base), calibration="pld") for s in range(2)]
-    table = _holding_table(synthetic_results(KEY, over + clean))
+    table = sections.holding_table(synthetic_results(KEY, over + clean))
     assert table is not None
     rows = {r[1]: r for r in table["rows"]}
     assert rows["paper"][4:7] == ["19", "2/2", "19"]
     assert float(rows["paper"][8]) == pytest.approx(
-        _planned_epsilon(1347, 315, 64, sigma * 12 / 19, 0.01), rel=1e-3)
+        sections.planned_epsilon(1347, 315, 64, sigma * 12 / 19, 0.01), rel=1e-3)
     assert float(rows["paper"][8]) > 1.5 * spent  # the same noise certifies a larger ε
     assert rows["pld"][6] == "12" and rows["pld"][8] == rows["pld"][7]  # C held: no cost
 
 
 def test_regime_rows_measure_our_runs() -> None:
-    from reports.papers.avdiukhin2024.paper import REGIME, _noise_to_bound
-
-    assert _noise_to_bound(4.0) == pytest.approx(
+    assert measures.noise_to_bound(4.0) == pytest.approx(
         math.sqrt(2_274_880 * 2328 * math.log(100)) / (50_000 * 4))
     runs = [accuracy_run(4, 0.9, s, sigma=0.5, batch_size=64, n=1347, steps=505,
                          plan_d=7510.0) for s in range(2)]
@@ -760,8 +755,6 @@ def test_regime_rows_measure_our_runs() -> None:
 def test_quick_experiments_sit_in_the_papers_regime() -> None:
     """Figure 1's stand-in has the paper's noise-to-bound ratio at every ε and 24 passes;
     the lr grid brackets the paper's 0.1; the saddle runs reach Theorem 3.4's horizon."""
-    from reports.papers.avdiukhin2024.paper import SADDLE_ALPHA, _noise_to_bound
-
     fig1 = [s for s in load_experiment(EXPERIMENTS / "quick" / "fig1_digits_mlp.yaml").specs
             if s.algorithm.name == "noisy_sgd" and s.privacy.calibration == "paper"]
     instance = make_setup("digits_mlp", "torch", **fig1[0].problem.params).instance
@@ -769,7 +762,7 @@ def test_quick_experiments_sit_in_the_papers_regime() -> None:
         alg = noisy(**spec.algorithm.params)
         sigma = alg.paper_sigma(instance, spec.privacy)
         ratio = math.sqrt(instance.d) * sigma / alg.params.batch_size
-        assert ratio == pytest.approx(_noise_to_bound(spec.privacy.epsilon), rel=0.02)
+        assert ratio == pytest.approx(measures.noise_to_bound(spec.privacy.epsilon), rel=0.02)
         assert alg.steps(instance) * alg.params.batch_size / instance.n == pytest.approx(
             24, rel=0.01)
     lrs = {s.algorithm.params["lr"] for s in load_experiment(
@@ -779,7 +772,7 @@ def test_quick_experiments_sit_in_the_papers_regime() -> None:
         for spec in load_experiment(EXPERIMENTS / "quick" / name).specs:
             p = spec.algorithm.params
             lam = spec.problem.params["lam"]
-            assert p["steps"] >= 64 * 2 * lam / (p["lr"] * SADDLE_ALPHA**2)
+            assert p["steps"] >= 64 * 2 * lam / (p["lr"] * measures.SADDLE_ALPHA**2)
 
 
 def test_claims_declare_kind_headline_and_the_papers_setting() -> None:
@@ -851,14 +844,12 @@ def fig1_frame(real: bool) -> PaperResults:
 
 @pytest.mark.parametrize("real", [True, False])
 def test_p1_p3_judged_on_real_images_where_they_ran(real: bool) -> None:
-    from reports.papers.avdiukhin2024.paper import _stand_in_findings
-
     results = fig1_frame(real)
     verdicts = {c.claim.id: c for c in PAPER.evaluate(results) if c.claim.id in ("P1", "P3")}
     judged = "fashion_mnist_cnn" if real else "digits_mlp"
     for claim in verdicts.values():
         assert all(judged in s.setting for s in claim.settings), claim.settings
     assert verdicts["P3"].verdict == ("contradicted" if real else "inconclusive")
-    findings = _stand_in_findings(results)
+    findings = sections.stand_ins(results, STAND_IN)
     assert [f["what"][:2] for f in findings] == (["P1", "P3"] if real else [])
     assert all(f["kind"] == "stand-in (not counted)" for f in findings)
