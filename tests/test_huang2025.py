@@ -21,19 +21,21 @@ from algorithms.privacy.ledger import Mechanism
 from bench.experiment import load_experiment, parse_experiment
 from bench.runner import run_one
 from bench.spec import SpecError
-from bench.studies.huang2025 import THEOREM3_SETTINGS, lemma_d2_study, theorem3_study
+from bench.studies.huang2025 import (
+    THEOREM3_SETTINGS,
+    corollary_sigma,
+    group_privacy,
+    lemma_d2_study,
+    paper_noise,
+    theorem3_study,
+)
 from problems import DataSize, get_problem
 from problems.backend import get_backend
 from problems.partition import partition
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.huang2025.paper import (
-    PAPER,
-    corollary_sigma,
-    group_privacy,
-    noise_to_signal,
-    paper_noise,
-)
+from reports.papers.huang2025.measures import noise_to_signal
+from reports.papers.huang2025.paper import PAPER
 from saddlebench import cli
 
 ROOT = Path(__file__).resolve().parent.parent
