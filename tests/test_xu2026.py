@@ -25,12 +25,14 @@ from algorithms.privacy.accounting import advanced_composition, calibrate, epsil
 from algorithms.privacy.ledger import Ledger, Mechanism, Release, Sampling
 from bench.experiment import load_experiment, parse_experiment
 from bench.spec import instantiate_params
+from bench.studies.xu2026 import app_d_sigma
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from problems.minimax import MinimaxOracle
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
-from reports.papers.xu2026.paper import DATA, PAPER, SUBSUMED, app_d_sigma, constant_differences
+from reports.papers.xu2026.measures import DATA_SHARE, constant_differences
+from reports.papers.xu2026.paper import DATA, PAPER, SUBSUMED
 from reports.published import PublishedError, load_published, published_for
 from reports.tables import compare
 
@@ -759,7 +761,6 @@ def test_the_data_check_can_fail_both_ways() -> None:
     """The data share is about 1 without noise (zeroed data leave x₀ in place), 0 on data
     that are zeros already, and below the declared 0.1 under App. D's noise."""
     from bench.studies.xu2026 import data_influence, table2_specs, zeroed
-    from reports.papers.xu2026.paper import DATA_SHARE
 
     spec = next(r for r in table2_specs("quick", ("dp_rgda",))
                 if r.problem.params["x_star_norm"] == 100)

@@ -1,7 +1,7 @@
 """xu2026's studies (no stored runs): the matrix-sensing instance at every X* scale, the
 data's share of each private Table 2 method's displacement, and the σ sweep ("where progress
 stops"). ``saddlebench reproduce xu2026`` runs them through :data:`STUDIES` and stores their
-frames; the page (reports/papers/xu2026/paper.py) reads them back. Runs are replayed with the
+frames; the page (reports/papers/xu2026/) reads them back. Runs are replayed with the
 runner's seeding (:func:`bench.runner.mechanism`) and planned, never mutated, at a σ."""
 
 from __future__ import annotations
