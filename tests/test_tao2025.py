@@ -764,7 +764,7 @@ def test_a_run_that_returned_before_the_first_pass_counts_at_its_output() -> Non
 
 
 def test_per_pass_carries_a_returned_output_to_the_last_pass() -> None:
-    from reports.papers.tao2025.paper import per_pass
+    from reports.papers.tao2025.measures import per_pass
 
     rows = pd.DataFrame([
         {"run_id": "a", "point": "iterate", "step": s, "epoch": e, "test_acc": 0.5 + e / 10}
@@ -864,7 +864,8 @@ def test_the_page_reads_the_escape_test_on_real_images() -> None:
     """E0's control, the table per cell, the findings (the test never fired, the methods
     identical in every seed pair, the stand-in's E3 and E6 not counted) and the regime row
     naming each data set with the claims it serves, from fabricated runs."""
-    from reports.papers.tao2025.paper import _real_findings, _real_table
+    from reports.papers.tao2025.paper import E3, E6
+    from reports.papers.tao2025.sections import _real_findings, _real_table
 
     stand_in = [fig_run(OURS, s, 0.5 + 0.01 * s, eps=e) for e in (0.5, 1.0, 2.0)
                 for s in range(3)]
@@ -880,7 +881,7 @@ def test_the_page_reads_the_escape_test_on_real_images() -> None:
     assert first["O1 noise norm"] == f"{2 * 5.0 * math.sqrt(101_770) / 256:.3g}"
     assert (first["Gauss-PSGD tests fired"], first["baseline tests fired"],
             first["identical seed pairs"]) == ("0/300", "0/300", "3/3")
-    escape, *others = _real_findings(results)
+    escape, *others = _real_findings(results, (E3, E6))
     assert "fired at 0/1800 tests, the baseline's at 0/1800" in escape["numbers"]
     assert "identical in 18/18 seed pairs" in escape["numbers"]
     assert [f["what"].split()[0] for f in others] == ["E3", "E6"]
@@ -889,7 +890,7 @@ def test_the_page_reads_the_escape_test_on_real_images() -> None:
     ours = row.row(results)[2]
     assert "Fashion-MNIST, d = 101,770, 6,000 per client: E3, E6" in ours
     assert "p (stand-in)" in ours and _real_findings(synthetic_results(
-        "tao2025", stand_in)) == []
+        "tao2025", stand_in), (E3, E6)) == []
 
 
 def test_real_image_suites_skip_cleanly_where_fashion_mnist_is_absent(
@@ -1072,7 +1073,7 @@ def test_figures_lr_must_be_the_tuning_suites_choice() -> None:
 def test_figures_lr_at_the_regime_cap_is_the_constrained_optimum() -> None:
     """The in-regime grid stops at LR_REGIME_CAP: a choice there is not a grid-edge failure,
     and a learning rate whose O2 gain exceeds O2_GAIN_MAX is out of the claims' regime."""
-    from reports.papers.tao2025.paper import LR_REGIME_CAP, O2_GAIN_MAX
+    from reports.papers.tao2025.measures import LR_REGIME_CAP, O2_GAIN_MAX
 
     def e1(lr: float) -> Any:
         runs = figure_runs(0.03, p_alg_lr=lr, sigma=5.0, diag_d=441, p_alg_batch_diff=64,
@@ -1090,7 +1091,8 @@ def test_figures_lr_at_the_regime_cap_is_the_constrained_optimum() -> None:
 
 
 def test_regime_rows_measure_the_figures_runs() -> None:
-    from reports.papers.tao2025.paper import PAPER_GAIN, REGIME
+    from reports.papers.tao2025.measures import PAPER_GAIN
+    from reports.papers.tao2025.paper import REGIME
 
     runs = figure_runs(0.03, sigma=5.0, diag_d=1600, p_alg_batch_refresh=200,
                        p_alg_batch_diff=50, p_alg_diff_clip=0.5, p_alg_lr=1.0,
@@ -1098,17 +1100,17 @@ def test_regime_rows_measure_the_figures_runs() -> None:
     rows = {r.quantity.split(" (")[0]: r.row(synthetic_results("tao2025", runs))
             for r in REGIME}
     # O1: 2 · 5 · 40 / 200 = 2; O2 gain: 2 · 5 · 0.5 · 1 · 40 / 50 = 4; per data set
-    assert rows["O1 noise-to-signal 2σ√(d/m)/b₁"][2].startswith("p (stand-in): 2 ")
-    assert rows["O2 gain 2σMη√(d/m)/b₂"][2].startswith("p (stand-in): 4 ")
-    assert rows["oracle calls per O1 refresh"][2].startswith("p (stand-in): 5 ")  # 100/20
-    assert rows["per-client n"][2].startswith("p (stand-in): 750 ")
+    assert rows["O1 noise-to-signal 2σ√(d/m)/b₁"][2] == "p (stand-in): 2"
+    assert rows["O2 gain 2σMη√(d/m)/b₂"][2] == "p (stand-in): 4"
+    assert rows["oracle calls per O1 refresh"][2] == "p (stand-in): 5"  # 100/20
+    assert rows["per-client n"][2] == "p (stand-in): 750"
     assert 0.04 < PAPER_GAIN < 0.06  # 2 · 4.84 · 1e-3 · √101,770 / 64
 
 
 def test_horizon_table_sets_the_longer_horizon_beside_the_judged_one() -> None:
     """The horizon check (role horizon) is shown per (ε, m, passes) beside the judged
     Figures cells with the gap's interval and the SOSP exits, and is no claim's setting."""
-    from reports.papers.tao2025.paper import _horizon_finding, _horizon_table
+    from reports.papers.tao2025.sections import _horizon_finding, _horizon_table
 
     def runs(role: str, passes: int, gap: float, m: int, stopped: bool = False
              ) -> list[dict[str, Any]]:
