@@ -798,12 +798,11 @@ def real_table1(gaps: dict[float, float], noise_scale: float = 1.0) -> list[dict
     return rows
 
 
-def test_claims_1_2_4_are_judged_on_real_images_and_the_digits_are_a_stand_in() -> None:
+def test_claims_1_2_4_are_judged_on_real_images_and_the_digits_are_a_stand_in(
+        tmp_path: Path) -> None:
     """With Fashion-MNIST runs beside the digits, claims 1, 2 and 4 read only the real
     images (their settings name fashion_mnist_mlp); the digits' verdicts are findings marked
     stand-in, not counted; without real runs the digits are judged as before."""
-    from reports.papers.huang2025.paper import _stand_in_findings
-
     digits = [{str(k): v for k, v in r.items()} for r in table1(
         {4.0: 3.0, 32.0: 0.0}).runs.to_dict("records")]
     both = synthetic_results("huang2025", digits + real_table1({4.0: -3.0, 32.0: 0.0}))
@@ -814,13 +813,13 @@ def test_claims_1_2_4_are_judged_on_real_images_and_the_digits_are_a_stand_in() 
     for claim in ("2", "4"):
         assert {s.split(",")[0] for s in settings_of(verdict_of("huang2025", claim, both))} == {
             "problem = fashion_mnist_mlp"}
-    found = _stand_in_findings(both)
+    found = PAPER.sections(both, tmp_path).findings
     assert [f["what"].split()[1] for f in found] == ["1", "2", "4"]
     assert all(f["kind"] == "stand-in (not counted)" for f in found)
     assert found[0]["numbers"].startswith("held")  # the digits' +3 pp, reported beside
     alone = synthetic_results("huang2025", digits)
     assert verdict_of("huang2025", "1", alone).verdict == "held"
-    assert _stand_in_findings(alone) == []
+    assert PAPER.sections(alone, tmp_path).findings == []
 
 
 def test_real_images_are_in_the_papers_noise_regime_or_named_out_of_it() -> None:
