@@ -1,8 +1,8 @@
 """tao2025's study (no training): claim E0, whether Gauss-PSGD's escape test ‖ĝ‖ ≤ 3χ can fire
 at the experiments' own settings (App. E). ``saddlebench reproduce tao2025`` runs
 :func:`trigger_study` through ``reports.papers.tao2025.paper.PAPER.studies`` and stores its rows;
-the page reads them back. It replays no run: each draw seeds the mechanism with its own
-``seed`` (the draws, and so the page, are those the study had before it moved here).
+the page reads them back. Each draw is seeded as the runner seeds a run
+(:func:`bench.runner.mechanism` of its ``seed``).
 
 The paper's MNIST setting (App. E): d = 101,770, n = 6,000 per client, η = 1e-3, κ = 0.1,
 χ = 0.01, Def. 8's σ = √(2 ln(1.25/δ))/ε = 4.84 at ε = 1; b₁ = 256, b₂ = 64, M = 1, G = 1
@@ -19,7 +19,7 @@ import pandas as pd
 
 from algorithms.base import Plan, PrivacyTarget
 from algorithms.gauss_psgd import GaussPSGD, o1_noise_std
-from algorithms.privacy.ledger import Mechanism
+from bench.runner import mechanism
 from problems.backend import get_backend
 from problems.base import DataSize
 from problems.models.mlp import MLP, layer_sizes
@@ -52,10 +52,11 @@ def paper_gauss_psgd(lr: float) -> GaussPSGD:
 def averaged_o1_noise(alg: GaussPSGD, plan: Plan[Any], data: DataSize, seed: int
                       ) -> np.ndarray:
     """ξ̄ of one O1 answer: each client's Gaussian release (σ from the plan, sensitivity
-    2G/b₁ as Algorithm 2 line 5) drawn through the mechanism on its first batch, averaged
-    as the server does (Algorithm 3); the answer is the clipped mean gradient + ξ̄."""
+    2G/b₁ as Algorithm 2 line 5) drawn on its first batch through the mechanism of a run
+    seeded ``seed`` (the runner's streams), averaged as the server does (Algorithm 3); the
+    answer is the clipped mean gradient + ξ̄."""
     p = alg.params
-    mech = Mechanism(get_backend("numpy").noise_source(seed), np.random.default_rng(seed))
+    mech, _ = mechanism(seed, get_backend("numpy"))
     batches = [mech.pool(client, epochs=p.epochs, party=j).take(p.batch_refresh)
                for j, client in enumerate(data.clients)]
     noisy = mech.gaussian(np.zeros((len(batches), data.d)), sensitivity=2 * p.grad_clip
