@@ -20,19 +20,12 @@ from algorithms.privacy.ledger import Ledger, Mechanism, Pool, Release, Sampling
 from algorithms.privacy.tree import GaussianSums, TreeSums, leaf_node_counts, tree_depth, tree_nodes
 from algorithms.spider_sosp import SpiderSOSP, _Run, escape
 from bench.experiment import load_experiment
-from bench.studies.liu2024 import (
-    TRIALS,
-    escape_summary,
-    escape_trials,
-    lam_for_ratio,
-    noise_summary,
-    noise_trials,
-    quarter_growth,
-)
+from bench.studies.liu2024 import TRIALS, escape_trials, lam_for_ratio, noise_trials
 from problems import get_problem
 from problems.backend import BackendSpec, get_backend
 from reports.known_answers import synthetic_results, verdict_of
 from reports.paper import PaperResults
+from reports.papers.liu2024.measures import escape_summary, noise_summary, quarter_growth
 from reports.papers.liu2024.paper import PAPER, PRIVACY_DOMINATES
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "bench" / "experiments" / "liu2024"

@@ -3,7 +3,8 @@ E4(i), the noise of tree-aggregated against per-step Gaussian prefix sums at equ
 
 Both are simulations outside the run grid: the liu2024 paper declares them as its
 ``studies`` (:func:`e1_escape` and :func:`e4_noise_growth`, one row per trial), and
-``saddlebench reproduce`` runs and stores them; the page only reads them.
+``saddlebench reproduce`` runs and stores them; the page only reads them (the readers are
+in reports/papers/liu2024/measures.py).
 
 Testbed A's population at an anchor on the u-axis (u = e₁ by rotation invariance):
 F(x) = λ cos x₁ + μ h(x₂..x_d), h(w) = √(1 + ‖w‖²) − 1; at the saddle x = 0, ∇F = 0 and
@@ -134,24 +135,6 @@ def escape_trials(ratios: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0),
     return pd.concat(frames, ignore_index=True)
 
 
-def escape_summary(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per (d, ratio, anchor): P(escape), mean steps and the mean and smallest decrease of
-    the escaped trials, beside the prediction, Γ and Φ."""
-    rows = []
-    for (d, ratio, anchor), part in trials.groupby(["d", "ratio", "anchor"], sort=False):
-        hit = part[part["escaped"]]
-        first = part.iloc[0]
-        rows.append({"d": d, "ratio": ratio, "anchor": anchor, "trials": len(part),
-                     "escape_rate": float(part["escaped"].mean()),
-                     "steps_mean": float(hit["steps"].mean()) if len(hit) else math.nan,
-                     "steps_predicted": float(first["steps_predicted"]),
-                     "horizon": int(first["horizon"]),
-                     "decrease_mean": float(hit["decrease"].mean()) if len(hit) else math.nan,
-                     "decrease_min": float(hit["decrease"].min()) if len(hit) else math.nan,
-                     "phi": float(first["phi"])})
-    return pd.DataFrame(rows)
-
-
 def noise_trials(leaves: int = 256, d: int = 10, sigma: float = 1.0, trials: int = 200,
                  seed: int = 0) -> pd.DataFrame:
     """E4(i): ‖noise_k‖ of prefix sums after k leaves, tree (node std σ) against per-leaf
@@ -173,19 +156,6 @@ def noise_trials(leaves: int = 256, d: int = 10, sigma: float = 1.0, trials: int
     return pd.DataFrame({"trial": np.repeat(np.arange(trials), leaves),
                          "leaf": np.tile(np.arange(1, leaves + 1), trials), "depth": depth,
                          **{kind: v.ravel() for kind, v in norms.items()}})
-
-
-def noise_summary(trials: pd.DataFrame) -> pd.DataFrame:
-    """Mean ‖noise‖ per leaf over trials."""
-    return trials.groupby("leaf", as_index=False)[["tree", "gaussian"]].mean()
-
-
-def quarter_growth(trials: pd.DataFrame, kind: str) -> np.ndarray:
-    """Per trial: mean ‖noise‖ over the last quarter of the leaves / over the first."""
-    leaves = int(trials["leaf"].max())
-    quarter = max(leaves // 4, 1)
-    wide = trials.pivot(index="trial", columns="leaf", values=kind).to_numpy(float)
-    return wide[:, -quarter:].mean(axis=1) / wide[:, :quarter].mean(axis=1)
 
 
 def e1_escape(scale: str) -> pd.DataFrame:
