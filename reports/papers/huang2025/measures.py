@@ -163,11 +163,8 @@ def paper_ls_noise(results: PaperResults) -> str:
                      HIGH=figure1_corner_noise(12000, g0))
 
 
-Measured = Callable[[PaperResults], str]
-
-
 def on_fig1(quantity: Callable[[pd.DataFrame], pd.Series | None], fmt: str = "{:.3g}"
-            ) -> Measured:
+            ) -> Callable[[PaperResults], str]:
     """A Figure 1 regime row's measured side: ``quantity`` over the finished runs."""
     def measured(results: PaperResults) -> str:
         values = quantity(done(results, "fig1"))
@@ -176,7 +173,8 @@ def on_fig1(quantity: Callable[[pd.DataFrame], pd.Series | None], fmt: str = "{:
     return measured
 
 
-def per_data(quantity: Callable[[pd.DataFrame], pd.Series], fmt: str = "{:.3g}") -> Measured:
+def per_data(quantity: Callable[[pd.DataFrame], pd.Series], fmt: str = "{:.3g}"
+             ) -> Callable[[PaperResults], str]:
     """A Table 1 regime row's measured side: ``quantity`` per data set (real images first)."""
     def measured(results: PaperResults) -> str:
         parts = sorted(done(results, "table1").groupby("problem"),
@@ -287,20 +285,20 @@ def beside_paper(statistic: Statistic, paper: Callable[[float], tuple[float, flo
 def _slopes(runs: pd.DataFrame, label: str) -> pd.Series:
     """seed → slope of log ‖∇F(x_T)‖ on log N over that seed's runs of ``label`` (a seed
     counts only when it ran every N of the setting)."""
-    part = runs[runs["label"] == label].assign(N=per_client_n(runs))
-    part = part[np.isfinite(part["final_grad_norm"]) & (part["final_grad_norm"] > 0)] \
-        if "final_grad_norm" in part else part.iloc[0:0]
-    everyone = set(runs["N"] if "N" in runs else per_client_n(runs))
+    frame = runs.assign(N=per_client_n(runs), grad=numeric(runs, "final_grad_norm"))
+    everyone = set(frame["N"])
+    part = frame[(frame["label"] == label) & np.isfinite(frame["grad"]) & (frame["grad"] > 0)]
     out = {}
     for seed, g in part.groupby("seed"):
         if set(g["N"]) == everyone and len(everyone) >= 2 and g["N"].is_unique:
-            out[seed] = float(np.polyfit(np.log(g["N"]), np.log(g["final_grad_norm"]), 1)[0])
+            out[seed] = float(np.polyfit(np.log(g["N"]), np.log(g["grad"]), 1)[0])
     return pd.Series(out, dtype=float)
 
 
 def slope_gap(runs: pd.DataFrame, _: PaperResults) -> Sample:
     """PriSMA − DPSGD-GC per-seed slope of log ‖∇F‖ in log N (claims 7, 7e)."""
-    return paired_or_welch(*(_slopes(runs, m) for m in METHODS))
+    ours, baseline = (_slopes(runs, m) for m in METHODS)
+    return paired_or_welch(ours, baseline)
 
 
 def log_grad_by_n(runs: pd.DataFrame, _: PaperResults) -> Sample:
