@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from bench.columns import undeclared
-from reports.results import PaperResults, PaperSections
+from reports.results import At, PaperResults, PaperSections
 from reports.rules import ALPHA, Decision, Rule, Sample, as_float, holm, noted
 
 VERDICTS = ("held", "contradicted", "inconclusive", "out of regime", "not run")
@@ -264,15 +264,18 @@ def per_run(name: str, test: Callable[[pd.DataFrame, PaperResults], pd.Series | 
     return Statistic(name, compute)
 
 
-def final(metric: str, scale: float = 1.0, unit: str = "") -> Statistic:
-    """The final ``metric`` of each run (× ``scale``)."""
+def final(metric: str, scale: float = 1.0, unit: str = "", at: At = "output") -> Statistic:
+    """Each run's ``metric`` (× ``scale``) at its output, or at its last or best evaluated
+    iterate (:meth:`PaperResults.at`)."""
     column = f"final_{metric}"
 
-    def compute(runs: pd.DataFrame, _: PaperResults) -> Sample:
-        values = runs[column].to_numpy(float) * scale if column in runs else np.array([])
-        return Sample.of(values, unit=unit)
+    def compute(runs: pd.DataFrame, results: PaperResults) -> Sample:
+        if at == "output" and column not in runs:
+            return Sample.of(np.array([]), unit=unit)
+        return Sample.of(results.at(runs, metric, at).to_numpy(float) * scale, unit=unit)
 
-    return Statistic(f"final {metric.replace('_', ' ')}" + (f" ({unit})" if unit else ""),
+    where = "final" if at == "output" else f"{at} iterate's"
+    return Statistic(f"{where} {metric.replace('_', ' ')}" + (f" ({unit})" if unit else ""),
                      compute)
 
 

@@ -5,9 +5,14 @@ module shares, below :mod:`reports.claims` (which evaluates claims on them) and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
+
+#: where a run's metric is read: its scored output (``final_<metric>``, the output rule's
+#: point), its last evaluated iterate x_T, or the best (least) evaluated iterate after x₀
+At = Literal["output", "last", "best"]
 
 
 @dataclass
@@ -40,6 +45,23 @@ class PaperResults:
         if self.runs.empty:
             return self.runs
         return self.runs[self.runs["suite"].isin(suites)]
+
+    def at(self, runs: pd.DataFrame, metric: str, at: At = "output") -> pd.Series:
+        """``metric`` of each of ``runs`` (aligned with them) where :data:`At` says: the
+        output's ``final_<metric>``; else read from the evaluated iterates of the trajectory
+        (nan where a run has none): the last one's, or the least after step 0 (the best
+        iterate a theorem bounds, not an output the algorithm returns)."""
+        if at == "output":
+            column = f"final_{metric}"
+            return runs[column].astype(float) if column in runs \
+                else pd.Series(np.nan, index=runs.index)
+        traj = self.trajectories
+        if runs.empty or traj.empty or metric not in traj:
+            return pd.Series(np.nan, index=runs.index, dtype=float)
+        its = traj[(traj["point"] == "iterate") & traj["run_id"].isin(runs["run_id"])]
+        per_run = (its.sort_values("step").groupby("run_id")[metric].last() if at == "last"
+                   else its[its["step"] > 0].groupby("run_id")[metric].min())
+        return runs["run_id"].map(per_run).astype(float)
 
     def study(self, name: str) -> pd.DataFrame:
         """The rows of a stored study (empty if ``reproduce`` has not run it)."""

@@ -14,6 +14,8 @@ import yaml
 
 import bench.experiment
 from reports.claims import VERDICTS
+from reports.diff import differences
+from reports.page import build_paper_page
 from reports.papers import builtin_keys, get_paper
 from saddlebench import cli
 
@@ -141,3 +143,20 @@ def test_the_page_sets_the_papers_setting_beside_ours(reproduced: tuple[str, Pat
     html = (page / "index.html").read_text()
     assert html.index('id="findings"') < html.index('id="setting-table"') \
         < html.index('id="regime"')
+
+
+def test_a_page_renders_the_same_again_from_its_stored_runs(reproduced: tuple[str, Path],
+                                                             tmp_path: Path) -> None:
+    """A page is a function of its stored runs: rendered again into a copy of the site, its
+    status.json, tables, LaTeX and HTML are the same (timestamps aside), so that a change
+    that should leave the pages alone is checked by rendering before and after from the
+    same runs and comparing (``python -m reports.diff OLD NEW``, issue 42)."""
+    paper, out = reproduced
+    site = tmp_path / "site"
+    shutil.copytree(out / "report", site)
+    page = site / paper / "quick"
+    shutil.rmtree(page)
+    page.mkdir()
+    (page / "status.json").write_text("{}")  # the site's navigation reads it, as before
+    build_paper_page(paper, "quick", out, page)
+    assert differences(out / "report" / paper, site / paper) == []

@@ -1,6 +1,7 @@
 """Known answers for the shared analysis vocabulary a paper module declares with
-(reports/claims.py, reports/prose.py): premise checks that need columns, "none of the runs",
-ranges, per-run properties, run-time texts and sidecar tables."""
+(reports/claims.py, reports/prose.py, reports/paper.py): premise checks that need columns,
+"none of the runs", ranges, per-run properties, a metric at a run's output, last or best
+iterate, run-time texts, sidecar tables and regime rows, per-suite sections."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports.claims import in_none, needs, per_run, span
+from reports.claims import final, in_none, needs, per_run, span
+from reports.paper import median_range, per_suite
 from reports.prose import Prose
 from reports.results import PaperResults
 
@@ -71,3 +73,34 @@ def test_a_premise_whose_runs_lack_what_it_reads_is_not_recorded() -> None:
     premise = Premise("C holds", lambda runs, results: (True, f"C = {span(runs['bound'])}"))
     check = premise(RUNS, RESULTS)
     assert check.passed is None and check.measured.startswith("not recorded (KeyError")
+
+
+def test_a_metric_at_the_output_the_last_or_the_best_iterate() -> None:
+    """Run a's iterates have ‖∇F‖ 5 (x₀), 1, 3; its output (the output rule's pick) 2; run b
+    has no trajectory: nan beside the output's."""
+    runs = pd.DataFrame({"run_id": ["a", "b"], "final_grad_norm": [2.0, 4.0]})
+    traj = pd.DataFrame({"run_id": ["a"] * 4, "point": ["iterate"] * 3 + ["output"],
+                         "step": [0, 5, 10, 10], "grad_norm": [5.0, 1.0, 3.0, 2.0]})
+    results = PaperResults("p", "quick", [], runs, traj)
+    assert results.at(runs, "grad_norm").tolist() == [2.0, 4.0]
+    assert results.at(runs, "grad_norm", "last").tolist()[0] == 3.0
+    assert results.at(runs, "grad_norm", "best").tolist()[0] == 1.0
+    assert pd.isna(results.at(runs, "grad_norm", "best").iloc[1])
+    best = final("grad_norm", 10.0, at="best")
+    assert best.name == "best iterate's grad norm"
+    assert best.compute(runs.iloc[:1], results).values.tolist() == [10.0]
+
+
+def test_median_range_and_per_suite() -> None:
+    assert median_range(pd.Series([3.0, 1.0, 2.0])) == "2 (1–3)"
+    assert median_range(pd.Series([0.5, 0.5])) == "0.5"
+    assert median_range(pd.Series([None], dtype=float)) == "–"
+    runs = pd.DataFrame({"suite": ["s1", "s1", "s2"], "status": ["done", "error", "done"],
+                         "run_id": ["a", "b", "c"]})
+    results = PaperResults("p", "quick", [{"suite": "s1", "roles": ["fig"]},
+                                          {"suite": "s2", "roles": ["table"]}],
+                           runs, pd.DataFrame(), roles=frozenset({"fig", "table"}))
+    built = per_suite(results, "fig", lambda r, suite, part: (suite, len(part)))
+    assert built == [("s1", 1)]
+    assert per_suite(results, "fig", lambda r, s, part: len(part), done=False) == [2]
+    assert per_suite(results, "table", lambda r, s, part: None) == []

@@ -71,11 +71,7 @@ def last_iterates(runs: pd.DataFrame, results: PaperResults) -> pd.DataFrame:
 def best_iterate(runs: pd.DataFrame, results: PaperResults) -> pd.Series:
     """min_t ‖∇Φ(x_t)‖ over each run's evaluated iterates (the trajectory, not an output):
     what Theorem 1 bounds for the best of x_1..x_T."""
-    traj = results.trajectories
-    if runs.empty or traj.empty or "grad_norm" not in traj:
-        return pd.Series(np.nan, index=runs.index)
-    its = traj[(traj["point"] == "iterate") & (traj["step"] > 0)]
-    return runs["run_id"].map(its.groupby("run_id")["grad_norm"].min())
+    return results.at(runs, "grad_norm", "best")
 
 
 def early_stops(runs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
