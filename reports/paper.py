@@ -143,14 +143,17 @@ def mean_se_cell(runs: pd.DataFrame, metric: str, scale: float = 1.0, by: str = 
                           scale * float(s["se"].iloc[0])) if len(s) else "–"
 
 
-def median_range(values: pd.Series, fmt: str = "{:.3g}") -> str:
+def median_range(values: pd.Series, fmt: str = "{:.3g}", runs: bool = False) -> str:
     """'median (min–max)' of ``values``, the one value where they agree, '–' for none
-    (:func:`reports.claims.span` writes 'low–high')."""
+    (:func:`reports.claims.span` writes 'low–high'); with ``runs``, how many values
+    ('median (min–max, k runs)', 'value (k runs)')."""
     v = values.dropna().astype(float)
     if v.empty:
         return "–"
     lo, mid, hi = (fmt.format(x) for x in (v.min(), v.median(), v.max()))
-    return mid if lo == hi else f"{mid} ({lo}–{hi})"
+    count = f"{len(v)} runs" if runs else ""
+    inside = ", ".join(part for part in ("" if lo == hi else f"{lo}–{hi}", count) if part)
+    return f"{mid} ({inside})" if inside else mid
 
 
 Build = Callable[[PaperResults, str, pd.DataFrame], Any]

@@ -1100,10 +1100,10 @@ def test_regime_rows_measure_the_figures_runs() -> None:
     rows = {r.quantity.split(" (")[0]: r.row(synthetic_results("tao2025", runs))
             for r in REGIME}
     # O1: 2 · 5 · 40 / 200 = 2; O2 gain: 2 · 5 · 0.5 · 1 · 40 / 50 = 4; per data set
-    assert rows["O1 noise-to-signal 2σ√(d/m)/b₁"][2] == "p (stand-in): 2"
-    assert rows["O2 gain 2σMη√(d/m)/b₂"][2] == "p (stand-in): 4"
-    assert rows["oracle calls per O1 refresh"][2] == "p (stand-in): 5"  # 100/20
-    assert rows["per-client n"][2] == "p (stand-in): 750"
+    assert rows["O1 noise-to-signal 2σ√(d/m)/b₁"][2] == "p (stand-in): 2 (5 runs)"
+    assert rows["O2 gain 2σMη√(d/m)/b₂"][2] == "p (stand-in): 4 (5 runs)"
+    assert rows["oracle calls per O1 refresh"][2] == "p (stand-in): 5 (5 runs)"  # 100/20
+    assert rows["per-client n"][2] == "p (stand-in): 750 (5 runs)"
     assert 0.04 < PAPER_GAIN < 0.06  # 2 · 4.84 · 1e-3 · √101,770 / 64
 
 

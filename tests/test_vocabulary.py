@@ -95,6 +95,8 @@ def test_median_range_and_per_suite() -> None:
     assert median_range(pd.Series([3.0, 1.0, 2.0])) == "2 (1–3)"
     assert median_range(pd.Series([0.5, 0.5])) == "0.5"
     assert median_range(pd.Series([None], dtype=float)) == "–"
+    assert median_range(pd.Series([3.0, 1.0, 2.0]), runs=True) == "2 (1–3, 3 runs)"
+    assert median_range(pd.Series([0.5, 0.5]), runs=True) == "0.5 (2 runs)"
     runs = pd.DataFrame({"suite": ["s1", "s1", "s2"], "status": ["done", "error", "done"],
                          "run_id": ["a", "b", "c"]})
     results = PaperResults("p", "quick", [{"suite": "s1", "roles": ["fig"]},

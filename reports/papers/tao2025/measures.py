@@ -539,9 +539,9 @@ def _per_data(results: PaperResults, row: Callable[[pd.DataFrame], str]) -> str:
 
 
 def per_data(quantity: Callable[[pd.DataFrame], pd.Series]) -> Callable[[PaperResults], str]:
-    """A regime row's measured side: the median and range of ``quantity`` per data."""
-    return lambda results: _per_data(results,
-                                     lambda part: f": {median_range(quantity(part))}")
+    """A regime row's measured side: the median, range and runs of ``quantity`` per data."""
+    return lambda results: _per_data(
+        results, lambda part: f": {median_range(quantity(part), runs=True)}")
 
 
 def ratio(top: str, bottom: str) -> Callable[[pd.DataFrame], pd.Series]:
