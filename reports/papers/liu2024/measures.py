@@ -17,7 +17,7 @@ import pandas as pd
 from bench.audit import gdp_epsilon, gdp_mu
 from bench.studies.liu2024 import HESSIAN_THIRD
 from problems.synthetic.saddle_chain import SaddleChainParams, link
-from reports.claims import Check, Runs, Statistic, in_none, needs, numeric, span
+from reports.claims import Check, Runs, Statistic, finished, in_none, needs, numeric, span
 from reports.prose import Prose
 from reports.results import PaperResults
 from reports.rules import Sample, as_float, log_slope
@@ -61,9 +61,9 @@ T_THM = ("p_alg_c_steps", "p_alg_gap", "plan_c_M", "p_alg_alpha")
 # -- runs and per-run quantities ----------------------------------------------------------------
 
 def done(results: PaperResults, *roles: str, **where: Any) -> pd.DataFrame:
-    """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate)."""
-    runs = Runs(roles, where).select(results)
-    return runs[runs["status"].eq("done")] if len(runs) else runs
+    """The finished runs of ``roles`` whose columns match ``where`` (a value or a predicate),
+    diverged runs left out as every paper leaves them (:func:`reports.claims.finished`)."""
+    return finished(Runs(roles, where).select(results))
 
 
 def spider(results: PaperResults, *roles: str) -> pd.DataFrame:
