@@ -32,7 +32,7 @@ from reports.claims import (
     study_path,
 )
 from reports.published import published_for
-from reports.results import PaperResults, PaperSections, Provenance
+from reports.results import PaperResults, PaperSections, Provenance, Table
 from reports.rules import as_float
 from reports.scaling import ExponentCheck, ScalingFit, compare, declared_exponents, fit_exponents
 from reports.tables import Comparison
@@ -189,18 +189,19 @@ Column = tuple[str, Callable[[pd.Series], str]]
 
 
 def calibration_table(results: PaperResults, note: str,
-                      extra: Sequence[Column] = ()) -> dict[str, Any] | None:
+                      extra: Sequence[Column] = ()) -> Table | None:
     """ε as the paper computes it beside the accountant, for every paper-calibrated setting."""
     runs = results.runs
     if runs.empty or "plan_sigma_tight" not in runs:
         return None
     paper = runs[(runs["calibration"] == "paper") & runs["plan_sigma_tight"].notna()]
-    rows = []
+    rows: list[list[str]] = []
     for (suite, problem, label, eps), part in paper.groupby(["suite", "problem", "label",
                                                              "epsilon"]):
         r = part.iloc[0]
-        rows.append([suite, problem, label, f"{eps:g}", f"{r['n']:g}", f"{r['batch_size']:g}",
-                     f"{r['steps']:g}", f"{r['sigma']:.4g}", f"{r['plan_sigma_tight']:.4g}",
+        rows.append([str(suite), str(problem), str(label), f"{eps:g}", f"{r['n']:g}",
+                     f"{r['batch_size']:g}", f"{r['steps']:g}", f"{r['sigma']:.4g}",
+                     f"{r['plan_sigma_tight']:.4g}",
                      f"{r['plan_noise_ratio_tight_over_paper']:.3g}",
                      "–" if pd.isna(r["eps_paper"]) else f"{r['eps_paper']:.4g}",
                      f"{r['eps_pld']:.4g}", *(fn(r) for _, fn in extra)])
@@ -279,7 +280,7 @@ MIN_R2 = 0.5  # below it a log-log fit explains too little to read an exponent f
 
 
 def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: int = 6
-                  ) -> dict[str, Any] | None:
+                  ) -> Table | None:
     """Fitted exponents of the final ``metric`` in n, d and ε beside those each algorithm's
     declared rate predicts (reports/scaling.py), one row per predictor of each group of
     :func:`scaling_fits`; a group whose fit has R² < :data:`MIN_R2` is one row marked
@@ -317,7 +318,7 @@ def scaling_table(results: PaperResults, metric: str = "grad_norm", min_runs: in
                         "declared", "declared vs CI", "runs", "R²"], "rows": rows}
 
 
-def rates_table(paper: str) -> dict[str, Any] | None:
+def rates_table(paper: str) -> Table | None:
     """A paper's table of utility bounds from reports/published/<paper>.yaml."""
 
     published = published_for(paper)

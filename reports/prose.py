@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from reports.claims import Check, Claim, Premise, Regime
-    from reports.results import PaperResults
+    from reports.results import PaperResults, Provenance, Table
 
 
 @dataclass(frozen=True)
@@ -71,23 +71,26 @@ class Prose:
         """The text at ``key`` with run-time ``values`` filled in beside the module's."""
         return Prose(self.texts, {**self.values, **values}, self.source)[key]
 
-    def table(self, key: str, rows: list[list[str]], provenance: Any = None,
-              **values: Any) -> dict[str, Any]:
+    def table(self, key: str, rows: list[list[str]], provenance: Provenance | None = None,
+              **values: Any) -> Table:
         """A page table whose title, note and columns are ``tables.<key>`` (title and note
         filled with ``values``), with its ``rows`` and ``provenance`` (None: the page's)."""
-        table = {"title": self.fill(f"tables.{key}.title", **values),
-                 "note": self.fill(f"tables.{key}.note", **values),
-                 "columns": self.items(f"tables.{key}.columns"), "rows": rows}
-        return table if provenance is None else {**table, "provenance": provenance}
+        table: Table = {"title": self.fill(f"tables.{key}.title", **values),
+                        "note": self.fill(f"tables.{key}.note", **values),
+                        "columns": self.items(f"tables.{key}.columns"), "rows": rows}
+        if provenance is not None:
+            table["provenance"] = provenance
+        return table
 
     def grouped(self, key: str, runs: pd.DataFrame, by: list[str],
-                row: Callable[[Any, pd.DataFrame], list[str]], provenance: Any = None,
-                **groupby: Any) -> dict[str, Any]:
+                row: Callable[[Any, pd.DataFrame], list[str]],
+                provenance: Provenance | None = None, **groupby: Any) -> Table:
         """:meth:`table` ``key`` with one ``row(values, part)`` per group of ``runs`` by
         ``by`` (``groupby``: pandas' options), each row with its run ids (``row_runs``)."""
         parts = list(runs.groupby(by, **groupby))
-        return {**self.table(key, [row(values, part) for values, part in parts], provenance),
-                "row_runs": [sorted(part["run_id"].astype(str)) for _, part in parts]}
+        table = self.table(key, [row(values, part) for values, part in parts], provenance)
+        table["row_runs"] = [sorted(part["run_id"].astype(str)) for _, part in parts]
+        return table
 
     def get(self, key: str, default: str = "") -> str:
         try:

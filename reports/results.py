@@ -5,7 +5,7 @@ module shares, below :mod:`reports.claims` (which evaluates claims on them) and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Required, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -122,15 +122,26 @@ class Figure:
     provenance: Provenance | None = None  # default: every run of the page
 
 
+class Table(TypedDict, total=False):
+    """A page table: its ``title``, ``note``, ``columns`` and rows of cell texts; where its
+    numbers come from (``provenance``; default: every run of the page) and the run ids
+    behind each row (``row_runs``, shown per row)."""
+
+    title: Required[str]
+    note: Required[str]
+    columns: Required[list[str]]
+    rows: Required[list[list[str]]]
+    provenance: Provenance
+    row_runs: list[list[str]]
+
+
 @dataclass
 class PaperSections:
     """What a paper module contributes to its page."""
 
     settings: list[tuple[str, str]] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
-    # {title, note, columns, rows} and optionally "provenance" (a Provenance; default: every
-    # run of the page) and "row_runs" (the run ids behind each row, shown per row)
-    tables: list[dict[str, Any]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
     deviations: list[tuple[str, str]] = field(default_factory=list)  # (algorithm, text)
     # {kind, what, numbers}: findings beside the claims' (e.g. a sensitivity check that
     # qualifies a verdict), listed after them at the top of the page

@@ -32,7 +32,7 @@ from reports.papers.avdiukhin2024.measures import (
     norms,
     trained,
 )
-from reports.results import Figure, PaperResults, PaperSections, Provenance
+from reports.results import Figure, PaperResults, PaperSections, Provenance, Table
 from reports.rules import as_float
 
 EPSILONS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # §4: the paper's ε grid
@@ -175,7 +175,7 @@ def figures(results: PaperResults, out: Path) -> list[Figure]:
 
 def _per_setting(key: str, results: PaperResults, runs: pd.DataFrame, needs: set[str],
                  by: list[str], row: Callable[[tuple[Any, ...], pd.DataFrame], list[str]]
-                 ) -> dict[str, Any] | None:
+                 ) -> Table | None:
     """Table ``key``: one ``row(setting, runs)`` per setting of ``by`` of the finished (or
     diverged) ``runs``, with its run ids; None where none ran or they lack ``needs``."""
     runs = finished(runs, include_diverged=True)
@@ -206,7 +206,7 @@ def _holding_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
             f"{first['eps_pld']:.3g}", "∞" if math.isinf(spent) else f"{spent:.3g}"]
 
 
-def holding_table(results: PaperResults) -> dict[str, Any] | None:
+def holding_table(results: PaperResults) -> Table | None:
     """Per (problem, calibration, ε) of noisy SGD with the empirical C: the C that holds."""
     return _per_setting("holding", results, empirical(results.role_runs(*EMPIRICAL_ROLES)),
                         {"sigma", "steps", "n", "batch_size", "eps_pld"},
@@ -225,7 +225,7 @@ def _lemma_row(setting: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
             f"{int(truthy(part, 'diag_lemma_lr_ok').sum())}/{len(part)}"]
 
 
-def coupling_table() -> dict[str, Any]:
+def coupling_table() -> Table:
     """Theorem 3.3's δ as stated, (ε, 2δ), beside our reading of its proof, (ε, (2+e^ε)δ)."""
     rows = [[f"{e:g}", f"{2 * PAPER_DELTA:.3g}", f"{(2 + math.exp(e)) * PAPER_DELTA:.3g}"
              + (" (vacuous: ≥ 1)" if (2 + math.exp(e)) * PAPER_DELTA >= 1 else "")]
@@ -233,7 +233,7 @@ def coupling_table() -> dict[str, Any]:
     return TEXT.table("coupling", rows, Provenance("", computed=TEXT["tables.coupling.computed"]))
 
 
-def _paper_scale_calibration() -> dict[str, Any]:
+def _paper_scale_calibration() -> Table:
     """Theorem 3.3's σ against the accountant at the paper's own CIFAR-10 setting (no runs;
     σ does not depend on C)."""
     s, cls = PAPER_SETTING, get_algorithm("noisy_sgd")

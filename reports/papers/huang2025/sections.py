@@ -10,7 +10,6 @@ import math
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +30,7 @@ from reports.paper import (
 )
 from reports.papers.huang2025 import measures as m
 from reports.papers.huang2025.measures import METHODS, NAMES, PAPER_STRICTEST, TEXT
-from reports.results import Figure, PaperResults, PaperSections, Provenance
+from reports.results import Figure, PaperResults, PaperSections, Provenance, Table
 from reports.rules import as_float, mean_difference
 
 ABLATIONS = ("prisma", "prisma_no_c2", "prisma_no_c3", "prisma_gamma1")
@@ -86,7 +85,7 @@ def _table1_figure(results: PaperResults, suite: str, runs: pd.DataFrame, out: P
                   results.provenance(runs))
 
 
-def _table1(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+def _table1(results: PaperResults, suite: str, runs: pd.DataFrame) -> Table:
     """Table 1: mean ± s.e. per method and ε, with the paired gaps."""
     rows = []
     for eps in sorted(set(runs["epsilon"])):
@@ -111,7 +110,7 @@ def _show_group(k: float, eps: float, delta: float) -> str:
     return f"{group_eps:g} (δ = {group_delta:.2g})"
 
 
-def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> Table:
     """Figure 1's numbers per N, with the per-record ε and a person's group-privacy ε, for
     our runs and for the paper's duplication scheme (2,000 records copied N/2,000 times)."""
     runs = runs.assign(N=m.per_client_n(runs), copies=m.dup_factor(runs))
@@ -127,7 +126,7 @@ def _figure1_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dic
     return TEXT.table("figure1", rows, results.provenance(runs), SUITE=suite)
 
 
-def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> dict[str, Any]:
+def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> Table:
     """PriSMA against itself without each part: final ‖∇F‖, Δ₁, σ̂Δ₁, largest step / ηC₂."""
     rows = []
     for label in [lab for lab in ABLATIONS if lab in set(runs["label"])]:
@@ -140,7 +139,7 @@ def _ablation_table(results: PaperResults, suite: str, runs: pd.DataFrame) -> di
     return TEXT.table("ablation", rows, results.provenance(runs), SUITE=suite)
 
 
-def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
+def _pilot_table(results: PaperResults) -> list[Table]:
     """The pilot's best mean accuracy per swept value and ε, its choice, and what Table 1 uses."""
     scores = m.pilot_scores(results)
     if scores.empty:
@@ -163,7 +162,7 @@ def _pilot_table(results: PaperResults) -> list[dict[str, Any]]:
     return [{**table, "columns": [*head, *(f"acc % at ε = {e:g}" for e in eps), *tail]}]
 
 
-def _evidence_table(scale: str) -> dict[str, Any]:
+def _evidence_table(scale: str) -> Table:
     """Table 1's own gaps and their z, from its published means ± s.e."""
     rows = [[f"{e:g}", m.show_z(m.paper_gap("test_acc", e), " pp"),
              m.show_z(m.paper_gap("test_loss", e)),
@@ -173,7 +172,7 @@ def _evidence_table(scale: str) -> dict[str, Any]:
                       Provenance(scale, computed="reports/published/huang2025.yaml"))
 
 
-def _study_tables(results: PaperResults) -> list[dict[str, Any]]:
+def _study_tables(results: PaperResults) -> list[Table]:
     """The Theorem 3 and Lemma D.2 studies (bench/studies/huang2025.py), where stored."""
     tables = []
     theorem, lemma = results.study("theorem3"), results.study("lemma_d2")

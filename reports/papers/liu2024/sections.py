@@ -24,7 +24,7 @@ from reports.paper import (
 )
 from reports.papers.liu2024 import measures as m
 from reports.papers.liu2024.measures import E1, E4I, SAMPLES, T_CERT, TEXT
-from reports.results import Figure, PaperResults, PaperSections, Provenance
+from reports.results import Figure, PaperResults, PaperSections, Provenance, Table
 
 
 def _summary(values: pd.Series) -> str:
@@ -36,7 +36,7 @@ def _number(value: Any, spec: str) -> str:
     return format(value, spec) if math.isfinite(value) else ("∞" if value > 0 else "–")
 
 
-def _why(results: PaperResults) -> dict[str, Any]:
+def _why(results: PaperResults) -> Table:
     """"Why our results differ from the paper's": each cause once, with its numbers."""
     def theorem_batches(results: PaperResults) -> str:
         return "; ".join(f"τ {tau}: {m.horizon_note(g)}"
@@ -77,7 +77,7 @@ def _study_provenance(results: PaperResults, name: str) -> Provenance:
         "tables.study", name=name, scale=results.scale, trials=trials_for(results.scale)))
 
 
-def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
+def _e1(results: PaperResults, out: Path) -> tuple[list[Table], list[Figure]]:
     trials = results.study(E1)
     if trials.empty:
         return [], []
@@ -96,7 +96,7 @@ def _e1(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
             [Figure(draw(plot, out, "e1_escape"), TEXT["tables.e1.caption"], provenance)])
 
 
-def _e2(results: PaperResults) -> list[dict[str, Any]]:
+def _e2(results: PaperResults) -> list[Table]:
     runs = m.e2_outputs(results)
     if runs.empty:
         return []
@@ -114,7 +114,7 @@ def _e2(results: PaperResults) -> list[dict[str, Any]]:
     return [TEXT.table("e2", rows, results.provenance(runs), alpha=alpha)]
 
 
-def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
+def _e3(results: PaperResults, out: Path) -> tuple[list[Table], list[Figure]]:
     runs = pd.concat([m.done(results, role) for role in ("e3", "e3_chain")], ignore_index=True)
     if runs.empty:
         return [], []
@@ -142,7 +142,7 @@ def _e3(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Fi
                             results.provenance(runs))]
 
 
-def _e4(results: PaperResults, out: Path) -> tuple[list[dict[str, Any]], list[Figure]]:
+def _e4(results: PaperResults, out: Path) -> tuple[list[Table], list[Figure]]:
     """E4's table, and E4(i)'s figure from its study."""
     runs, tables, figures = m.done(results, "e4"), [], []
     if len(runs):

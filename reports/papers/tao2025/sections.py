@@ -48,7 +48,7 @@ from reports.papers.tao2025.measures import (
     tuned_lr,
     violation,
 )
-from reports.results import Figure, PaperResults, PaperSections, Provenance
+from reports.results import Figure, PaperResults, PaperSections, Provenance, Table
 
 TRIGGER_STUDY = "paper_scale_trigger"
 DASHES = ("-", "--", ":", "-.")  # Figures 1-2: one per number of clients m
@@ -125,7 +125,7 @@ def _dimension_figure(results: PaperResults, out: Path) -> list[Figure]:
 
 # -- tables and findings ------------------------------------------------------------------
 
-def _trigger_table(results: PaperResults) -> dict[str, Any] | None:
+def _trigger_table(results: PaperResults) -> Table | None:
     """Claim E0's arithmetic per cell of the Figures' settings (study paper_scale_trigger)."""
     rows = results.study(TRIGGER_STUDY)
     if rows.empty:
@@ -148,7 +148,7 @@ def _real_runs(results: PaperResults) -> pd.DataFrame:
                        limit=3 * run_chi(runs))
 
 
-def _real_table(results: PaperResults) -> dict[str, Any] | None:
+def _real_table(results: PaperResults) -> Table | None:
     """The escape test on real images at the paper's settings, per setting."""
     def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
         (problem, cal, m, eps, passes), (same, pairs) = cell, identical_pairs(part)
@@ -212,7 +212,7 @@ def _stopped(ours: pd.DataFrame) -> int:
         else 0
 
 
-def _horizon_table(results: PaperResults) -> dict[str, Any] | None:
+def _horizon_table(results: PaperResults) -> Table | None:
     """E1's comparison at the judged horizon and at the longer one, per cell."""
     tuned = {FIGURES: tuned_lr(results), HORIZON: tuned_lr(results, HORIZON_TUNING)}
 
@@ -249,7 +249,7 @@ def _horizon_finding(results: PaperResults) -> list[dict[str, str]]:
              "numbers": TEXT.fill("findings.horizon.numbers", cells="; ".join(cells))}]
 
 
-def _escape_table(results: PaperResults) -> dict[str, Any] | None:
+def _escape_table(results: PaperResults) -> Table | None:
     """Gauss-PSGD's escape statistics per (suite, label, ε, calibration), means per run."""
     def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
         mean = {c: part[f"diag_{c}"].mean() for c in ("triggers", "escape_rounds", "escapes",
@@ -271,7 +271,7 @@ def _escape_table(results: PaperResults) -> dict[str, Any] | None:
                         results.provenance(ours))
 
 
-def _chi_table(results: PaperResults) -> dict[str, Any] | None:
+def _chi_table(results: PaperResults) -> Table | None:
     """The χ sweep: how often each method's escape test fires, per (suite, label, χ)."""
     def row(cell: tuple[Any, ...], part: pd.DataFrame) -> list[str]:
         (suite, label, scale), ours = cell, part["algorithm"].eq(OURS).all()
@@ -296,7 +296,7 @@ def _chi_table(results: PaperResults) -> dict[str, Any] | None:
                         dropna=False)
 
 
-def _saddle_table(results: PaperResults) -> dict[str, Any] | None:
+def _saddle_table(results: PaperResults) -> Table | None:
     """Every method's outputs from the strict saddle, judged at Gauss-PSGD's α = 4χ."""
     runs = finished(results.role_runs(SADDLE))
     if runs.empty or "final_lambda_min" not in runs:

@@ -29,7 +29,7 @@ from reports.papers.xu2026.measures import (
     last_iterates,
     noise_to_signal,
 )
-from reports.results import Figure, PaperResults, PaperSections, Provenance
+from reports.results import Figure, PaperResults, PaperSections, Provenance, Table
 from reports.scaling import ScalingFit, fit_exponents
 
 
@@ -40,7 +40,7 @@ def _computed(results: PaperResults, key: str) -> Provenance:
 
 # -- tables ----------------------------------------------------------------------------------
 
-def _table2(results: PaperResults, role: str = "table2") -> list[dict[str, Any]]:
+def _table2(results: PaperResults, role: str = "table2") -> list[Table]:
     """Table 2 regenerated per (scale, calibration): each method at x_T and at its output,
     mean ± s.e. over the runs that did not diverge, with the diverged runs and early stops."""
     runs = last_iterates(results.role_runs(role), results)
@@ -80,7 +80,7 @@ def _table2(results: PaperResults, role: str = "table2") -> list[dict[str, Any]]
     return tables
 
 
-def _calibration(results: PaperResults) -> dict[str, Any] | None:
+def _calibration(results: PaperResults) -> Table | None:
     runs = finished(results.role_runs("table2"))
     if runs.empty:
         return None
@@ -97,7 +97,7 @@ def _calibration(results: PaperResults) -> dict[str, Any] | None:
         for r in [part.iloc[0]]], results.provenance(runs))
 
 
-def _scale_table(results: PaperResults) -> dict[str, Any] | None:
+def _scale_table(results: PaperResults) -> Table | None:
     """Φ, ‖∇Φ‖ at x₀ and the spectrum of ∇²Φ(0) per X* scale (the instance study)."""
     study = results.study("instance")
     if study.empty:
@@ -112,7 +112,7 @@ def _scale_table(results: PaperResults) -> dict[str, Any] | None:
         _computed(results, "tables.scale.computed"))
 
 
-def _data_table(results: PaperResults) -> dict[str, Any] | None:
+def _data_table(results: PaperResults) -> Table | None:
     study = results.study("data")
     if study.empty or "variant" not in study:
         return None
@@ -128,7 +128,7 @@ def _data_table(results: PaperResults) -> dict[str, Any] | None:
     return TEXT.table("data", rows, _computed(results, "tables.data.computed"))
 
 
-def _why_table(results: PaperResults) -> dict[str, Any] | None:
+def _why_table(results: PaperResults) -> Table | None:
     """Why our Table 2 differs from the paper's: each cause with the number that measures it."""
     runs = last_iterates(finished(results.role_runs("table2", "table2_literal")), results)
     if runs.empty or "phi_ratio" not in runs:
@@ -179,7 +179,7 @@ def _rate_fit(results: PaperResults) -> tuple[pd.DataFrame, ScalingFit | None]:
     return pts, fit_exponents(pts, "final_grad_norm", ["eps_bar"])
 
 
-def _rate_table(results: PaperResults) -> dict[str, Any] | None:
+def _rate_table(results: PaperResults) -> Table | None:
     pts, fit = _rate_fit(results)
     if fit is None:
         return None
