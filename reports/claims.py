@@ -35,7 +35,7 @@ Runs whose metric is non-finite, or whose loss grew past the paper's declared fa
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -542,6 +542,18 @@ def finished(runs: pd.DataFrame, include_diverged: bool = False) -> pd.DataFrame
         return runs
     ok = runs["status"].isin(["done", "diverged"] if include_diverged else ["done"])
     return runs[ok & (include_diverged | ~diverged_mask(runs))]
+
+
+def of_problems(runs: pd.DataFrame, problems: Collection[str]) -> pd.Series:
+    """Whether each run's problem is one of ``problems`` (False where none is recorded)."""
+    return runs["problem"].isin(problems) if "problem" in runs \
+        else pd.Series(False, index=runs.index)
+
+
+def real_else_stand_in(real: pd.Series) -> pd.Series:
+    """The runs a claim judged on real data reads: the ``real`` ones wherever any ran, else
+    the stand-in's (a stand-in's verdict is never presented where real data ran)."""
+    return real if real.any() else ~real
 
 
 def numeric(runs: pd.DataFrame, column: str, default: float = math.nan) -> pd.Series:

@@ -10,7 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports.claims import final, in_none, needs, per_run, span
+from reports.claims import (
+    final,
+    in_none,
+    needs,
+    of_problems,
+    per_run,
+    real_else_stand_in,
+    span,
+)
 from reports.paper import median_range, per_suite
 from reports.prose import Prose
 from reports.results import PaperResults
@@ -106,3 +114,12 @@ def test_median_range_and_per_suite() -> None:
     assert built == [("s1", 1)]
     assert per_suite(results, "fig", lambda r, s, part: len(part), done=False) == [2]
     assert per_suite(results, "table", lambda r, s, part: None) == []
+
+
+def test_claims_on_real_data_read_the_real_runs_wherever_any_ran() -> None:
+    runs = pd.DataFrame({"problem": ["digits_mlp", "fashion_mnist_mlp", "digits_mlp"]})
+    real = of_problems(runs, {"fashion_mnist_mlp"})
+    assert real.tolist() == [False, True, False]
+    assert real_else_stand_in(real).tolist() == [False, True, False]
+    assert real_else_stand_in(of_problems(runs.iloc[[0, 2]], {"fashion_mnist_mlp"})).all()
+    assert not of_problems(pd.DataFrame(index=[0, 1]), {"x"}).any()

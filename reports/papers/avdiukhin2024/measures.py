@@ -14,7 +14,15 @@ import numpy as np
 import pandas as pd
 
 from problems.synthetic.strict_saddle import StrictSaddleParams
-from reports.claims import finished, numeric, paired_or_welch, span, truthy
+from reports.claims import (
+    finished,
+    numeric,
+    of_problems,
+    paired_or_welch,
+    real_else_stand_in,
+    span,
+    truthy,
+)
 from reports.prose import Prose
 from reports.results import PaperResults
 from reports.rules import Sample
@@ -81,15 +89,13 @@ def empirical(pool: pd.DataFrame) -> pd.DataFrame:
 
 def is_real(runs: pd.DataFrame) -> pd.Series:
     """Runs on real images at 28×28 with the paper's CNN (:data:`REAL_DATA`)."""
-    return runs["problem"].isin(REAL_DATA) if "problem" in runs else pd.Series(
-        False, index=runs.index)
+    return of_problems(runs, REAL_DATA)
 
 
 def judged_data(runs: pd.DataFrame) -> pd.Series:
     """The runs P1-P3 read: those on real images wherever any ran, else the stand-in's (a
     stand-in's verdict is never the one presented where real images ran)."""
-    real = is_real(runs)
-    return real if real.any() else ~real
+    return real_else_stand_in(is_real(runs))
 
 
 def trained(runs: pd.DataFrame) -> pd.Series:

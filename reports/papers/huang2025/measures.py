@@ -18,7 +18,16 @@ import numpy as np
 import pandas as pd
 
 from bench.studies.huang2025 import figure1_corner_noise, paper_noise
-from reports.claims import Check, Statistic, difference, finished, numeric, paired_or_welch
+from reports.claims import (
+    Check,
+    Statistic,
+    difference,
+    finished,
+    numeric,
+    of_problems,
+    paired_or_welch,
+    real_else_stand_in,
+)
 from reports.paper import median_range
 from reports.prose import Prose
 from reports.published import published_for
@@ -119,16 +128,13 @@ def copies(dup: pd.Series) -> str:
 
 def is_real(runs: pd.DataFrame) -> pd.Series:
     """Table 1 runs on real images at 28×28 (:data:`TABLE1_DATA`)."""
-    real = {p for p, (_, _, is_images) in TABLE1_DATA.items() if is_images}
-    return runs["problem"].isin(real) if "problem" in runs else pd.Series(False,
-                                                                           index=runs.index)
+    return of_problems(runs, {p for p, (_, _, is_images) in TABLE1_DATA.items() if is_images})
 
 
 def judged_data(runs: pd.DataFrame) -> pd.Series:
     """The Table 1 runs claims 1, 2 and 4 read: those on real images wherever any ran, else
     the stand-in's (a stand-in's verdict is never the paper's where real images ran)."""
-    real = is_real(runs)
-    return real if real.any() else ~real
+    return real_else_stand_in(is_real(runs))
 
 
 def table1_dims(runs: pd.DataFrame) -> pd.Series:

@@ -24,8 +24,10 @@ from reports.claims import (
     difference,
     finished,
     numeric,
+    of_problems,
     paired_or_welch,
     per_run,
+    real_else_stand_in,
 )
 from reports.paper import median_range
 from reports.prose import Prose
@@ -158,14 +160,12 @@ def o2_gain(runs: pd.DataFrame) -> pd.Series:
 
 def is_real(runs: pd.DataFrame) -> pd.Series:
     """Runs on real images at the paper's d (:data:`REAL_DATA`)."""
-    return runs["problem"].isin(REAL_DATA) if "problem" in runs else pd.Series(
-        False, index=runs.index)
+    return of_problems(runs, REAL_DATA)
 
 
 def judged_data(runs: pd.DataFrame) -> pd.Series:
     """The Figures runs E3 and E6 read: on real images wherever any ran, else the stand-in."""
-    real = is_real(runs)
-    return real if real.any() else ~real
+    return real_else_stand_in(is_real(runs))
 
 
 def data_name(problem: str) -> str:
