@@ -674,8 +674,10 @@ def canary_audit(setup: AuditSetup, directions: dict[str, np.ndarray], runs: int
                  mu_reached=reach)
 
 
-#: the ε_lb ÷ ε that L1's run count is planned for, and the least it should reach
-TARGET_RATIO, GOAL_RATIO = 0.8, 0.6
+#: the ε_lb ÷ ε that L1's run count is planned for, and the least it should reach (issue 40
+#: asks for ≥ 0.5; 0.7 leaves room for the estimate's spread, and at 0.8 L1 ran about twice
+#: the observations for +0.1, over the audit's 3-minute budget)
+TARGET_RATIO, GOAL_RATIO = 0.7, 0.6
 #: an audit with a canary that breaks the claim's assumption plans to show ε_lb this far above
 #: the claim
 VIOLATION_RATIO = 1.5
