@@ -270,7 +270,7 @@ def test_tuning_errors(patch: dict[str, Any], message: str) -> None:
 # -- experiment files and the page ------------------------------------------------------
 
 def test_experiment_files_are_valid() -> None:
-    for scale, count in (("quick", 6), ("standard", 1), ("paper", 2)):
+    for scale, count in (("quick", 5), ("standard", 2), ("paper", 2)):
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
         assert len(files) == count
         for path in files:
@@ -526,7 +526,7 @@ def test_claim_4_pairs_the_gains_by_seed_across_eps() -> None:
 
 
 def test_the_pilot_sweeps_each_table1_constant_with_lr_on_the_table1_setting() -> None:
-    pilot = load_experiment(EXPERIMENTS / "quick" / "table1_pilot_digits_mlp.yaml")
+    pilot = load_experiment(EXPERIMENTS / "standard" / "table1_pilot_digits_mlp.yaml")
     table = load_experiment(EXPERIMENTS / "quick" / "table1_digits_mlp.yaml")
     assert pilot.tuning is not None and len(pilot.tuning.seeds) == 3
     point = {g.candidates[0].algorithm.name: g.candidates[0].algorithm.params

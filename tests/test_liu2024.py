@@ -321,15 +321,15 @@ def test_escape_study_matches_theorem_3_4_on_a_small_grid() -> None:
 
 def test_experiment_files_are_valid() -> None:
     both = ["e2_sosp_vs_fosp.yaml", "e3_sample_complexity.yaml", "e4_ablations.yaml"]
-    for scale in ("quick", "paper"):
+    # quick adds seeds for E2a's probability (the paper-scale E2 file has 200 seeds), E3's
+    # chain (a file per α) and the theorem's batches with honest noise (claim 1U); standard
+    # E2b's FOSP methods at a uniformly random iterate
+    names = {"quick": sorted([*both, "e2_sosp_probability.yaml", "e4_honest_noise.yaml",
+                              *(f"e3_chain_a0{a}.yaml" for a in (20, 28, 40))]),
+             "standard": ["e2_uniform_iterate.yaml"], "paper": sorted(both)}
+    for scale, expected in names.items():
         files = sorted((EXPERIMENTS / scale).glob("*.yaml"))
-        # quick adds seeds for E2a's probability (the paper-scale E2 file has 200 seeds),
-        # E2b's FOSP methods at a uniformly random iterate, E3's chain (a file per α) and
-        # the theorem's batches with honest noise (claim 1U)
-        extra = (["e2_sosp_probability.yaml", "e2_uniform_iterate.yaml",
-                  *(f"e3_chain_a0{a}.yaml" for a in (20, 28, 40)), "e4_honest_noise.yaml"]
-                 if scale == "quick" else [])
-        assert [f.name for f in files] == sorted(both + extra)
+        assert [f.name for f in files] == expected
         for path in files:
             exp = load_experiment(path)
             assert exp.paper == "liu2024" and exp.scale == scale and exp.specs

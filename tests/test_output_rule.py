@@ -79,7 +79,8 @@ def test_the_option_is_left_out_of_the_run_id_at_its_default() -> None:
     # an existing experiment file: no spec carries the option (its ids are those before it)
     assert all("output" not in s.to_dict()["eval"]
                for s in load_experiment(E2 / "e2_sosp_vs_fosp.yaml").specs)
-    assert {s.eval.output for s in load_experiment(E2 / "e2_uniform_iterate.yaml").specs} \
+    uniform_file = E2.parent / "standard" / "e2_uniform_iterate.yaml"
+    assert {s.eval.output for s in load_experiment(uniform_file).specs} \
         == {"uniform_iterate"}
 
 

@@ -21,7 +21,11 @@ def test_standard_runs_quick_and_the_longer_checks() -> None:
         "standard/fig1_fashion_mnist_mlp_20_passes.yaml"} == standard
     huang = {p.parent.name + "/" + p.name for p in paper_experiments("huang2025", "standard")}
     assert huang == {f"quick/{p.name}" for p in paper_experiments("huang2025", "quick")} | {
-        "standard/table1_fashion_mnist_mlp_middle_eps.yaml"}  # Table 1's ε = 8, 16 on real images
+        "standard/table1_fashion_mnist_mlp_middle_eps.yaml",  # Table 1's ε = 8, 16 on real images
+        "standard/table1_pilot_digits_mlp.yaml"}  # the pilot that set Table 1's constants
+    liu = {p.parent.name + "/" + p.name for p in paper_experiments("liu2024", "standard")}
+    assert liu == {f"quick/{p.name}" for p in paper_experiments("liu2024", "quick")} | {
+        "standard/e2_uniform_iterate.yaml"}  # E2b (a design check)
     assert set(reproducible("quick")) <= set(reproducible("standard"))
     assert SCALES["paper"] == ("paper",)
 
