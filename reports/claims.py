@@ -64,16 +64,21 @@ class Runs:
     (or the rows of a stored ``study``), whose columns satisfy ``where`` (column → value,
     collection of values, or predicate on the column) and whose rows satisfy ``keep`` (a
     predicate on the frame, for a condition on several columns), split into one setting per
-    distinct value of the ``by`` columns."""
+    distinct value of the ``by`` columns. ``requires``: roles whose suites the statistic
+    reads beside them (e.g. the pilot whose choice it checks): where one has no recorded
+    suite (it runs at another scale), there are no runs (not run)."""
 
     roles: tuple[str, ...] = ()
     where: Mapping[str, Condition] = field(default_factory=dict)
     by: tuple[str, ...] = ()
     study: str = ""
     keep: Callable[[pd.DataFrame], pd.Series] | None = None
+    requires: tuple[str, ...] = ()
 
     def select(self, results: PaperResults) -> pd.DataFrame:
         frame = results.study(self.study) if self.study else results.role_runs(*self.roles)
+        if not all(results.role_suites(role) for role in self.requires):
+            return frame.iloc[0:0]
         if frame.empty:
             return frame
         mask = pd.Series(True, index=frame.index)

@@ -518,10 +518,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
                              above_bound=tuple(args.above_bound or ABOVE_BOUND))
                 for name in names]
     results = run_audits(requests, args.jobs, functools.partial(console.print, markup=False))
-    table = Table(title=f"privacy audit ({args.runs} canary runs per side, {args.setting} "
-                        "setting)")
+    table = Table(title=f"privacy audit (L1: at most {args.runs} canary runs per side, planned "
+                        f"from L0's leakage; {args.setting} setting)")
     for col in ("algorithm", "ε claimed", "L0", "μ lb", "ε lb", "ε lb ÷ ε", "detects ε ≥",
-                "L1", "one-run ε lb", "in training", "CPU s"):
+                "L1", "L1 runs a side", "one-run ε lb", "in training", "CPU s"):
         table.add_column(col)
     for result in results:
         record = {**result.to_dict(), "git_sha": git_sha()}
@@ -539,7 +539,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
                       verdict(result.exact_passed),
                       number(c.mu_lb_gdp if c.exact_gdp else c.mu_lb),
                       number(c.eps_lower), number(c.ratio), number(c.eps_detectable),
-                      verdict(l1), number(result.one_run.eps_lb if result.one_run else None),
+                      verdict(l1), str(c.runs // 2),
+                      number(result.one_run.eps_lb if result.one_run else None),
                       number(result.one_run_training.eps_lb if result.one_run_training
                              else None), f"{result.cpu_seconds:.0f}")
         for failure in e.failures + (result.exact_l1.failures if result.exact_l1 else []):

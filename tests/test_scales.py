@@ -22,7 +22,8 @@ def test_standard_runs_quick_and_the_longer_checks() -> None:
     huang = {p.parent.name + "/" + p.name for p in paper_experiments("huang2025", "standard")}
     assert huang == {f"quick/{p.name}" for p in paper_experiments("huang2025", "quick")} | {
         "standard/table1_fashion_mnist_mlp_middle_eps.yaml",  # Table 1's ε = 8, 16 on real images
-        "standard/table1_pilot_digits_mlp.yaml"}  # the pilot that set Table 1's constants
+        "standard/table1_pilot_digits_mlp.yaml",  # the pilot that set Table 1's constants
+        "standard/fig1_least_squares_trials.yaml"}  # Figure 1's trials 10..24
     liu = {p.parent.name + "/" + p.name for p in paper_experiments("liu2024", "standard")}
     assert liu == {f"quick/{p.name}" for p in paper_experiments("liu2024", "quick")} | {
         "standard/e2_uniform_iterate.yaml"}  # E2b (a design check)
