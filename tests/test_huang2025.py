@@ -625,9 +625,16 @@ def test_figure_1_claims_need_the_papers_instance() -> None:
         assert "d = 5 (paper 10)" in result.settings[0].failed[0].measured
 
 
-def test_figure_1_runs_the_papers_25_trials() -> None:
-    fig1_file = load_experiment(EXPERIMENTS / "quick" / "fig1_least_squares.yaml")
-    assert all(set(g.seeds) == set(range(25)) for g in fig1_file.groups)  # §5(a)
+def test_figure_1_runs_the_papers_25_trials_at_standard_scale() -> None:
+    """§5(a)'s 25 trials: quick runs 0..9 (the main job's time), standard adds 10..24 with
+    the same grids and tuning seeds (so the same tuned configurations)."""
+    quick = load_experiment(EXPERIMENTS / "quick" / "fig1_least_squares.yaml")
+    more = load_experiment(EXPERIMENTS / "standard" / "fig1_least_squares_trials.yaml")
+    assert all(set(g.seeds) == set(range(10)) for g in quick.groups)
+    assert all(set(g.seeds) == set(range(10, 25)) for g in more.groups)
+    assert quick.tuning == more.tuning and [
+        [c.digest for c in g.candidates] for g in quick.groups] == [
+        [c.digest for c in g.candidates] for g in more.groups]
 
 
 @pytest.mark.known_answer("huang2025", "7")
@@ -777,10 +784,13 @@ def test_fresh_records_are_nested_and_duplicates_are_copies() -> None:
     np.testing.assert_array_equal(copied.a[:20], copied.a[20:40])
 
 
-def test_every_role_of_the_paper_is_played_by_a_quick_file() -> None:
-    roles = {r for path in (EXPERIMENTS / "quick").glob("*.yaml")
+def test_every_role_of_the_paper_is_played_by_a_quick_or_standard_file() -> None:
+    quick = {r for path in (EXPERIMENTS / "quick").glob("*.yaml")
              for r in load_experiment(path).roles}
-    assert roles == set(PAPER.roles)
+    standard = {r for path in (EXPERIMENTS / "standard").glob("*.yaml")
+                for r in load_experiment(path).roles}
+    assert quick | standard == set(PAPER.roles)
+    assert set(PAPER.roles) - quick == {"pilot"}  # it set constants: standard scale
 
 
 # -- Table 1 on real images (Fashion-MNIST) ----------------------------------------------
