@@ -57,6 +57,8 @@ from algorithms.privacy.accounting import privacy_profile
 from algorithms.privacy.ledger import Ledger
 from bench.audit_variants import variant_checks
 from bench.canary import (
+    FLAT_BOUND,
+    FLAT_PARAMS,
     SMOOTHNESS_SETTINGS,
     AuditSetup,
     ExactReport,
@@ -928,10 +930,18 @@ class AuditRequest:
 
     def _variants(self) -> dict[str, ExactReport]:
         """L0 in each configuration that makes a release kind the default does not
-        (:func:`~bench.audit_variants.variant_checks`), in the subsampled setting."""
-        instance = audit_problem(self.name, self.problem)
-        return variant_checks(self.make(audit_params(self.name)), instance,
-                              (self.epsilon, self.delta), self.exact_runs, self.seed)
+        (:func:`~bench.audit_variants.variant_checks`), in the subsampled setting; for an
+        algorithm that assumes a bound C, on the default problem made flat
+        (:data:`~bench.canary.FLAT_PARAMS`), where its canary, which may not exceed C, moves
+        a gradient-norm query at first order."""
+        algorithm = self.make(audit_params(self.name))
+        if self.problem is None and algorithm.assumes_bound:
+            algorithm = self.make(audit_params(self.name, bound=FLAT_BOUND))
+            instance = audit_problem(self.name, **FLAT_PARAMS)
+        else:
+            instance = audit_problem(self.name, self.problem)
+        return variant_checks(algorithm, instance, (self.epsilon, self.delta),
+                              self.exact_runs, self.seed)
 
     def _assumptions(self) -> list[AssumptionAudit]:
         instance = audit_problem(self.name, self.problem)

@@ -116,6 +116,14 @@ SMOOTHNESS_SETTINGS: dict[str, Any] = {"clip3": None, "gamma": 0.05, "clip1": 0.
 #: default-problem sizes for algorithms whose batches follow from ε (Alg 3-R's b ≈ 400 at
 #: ε = 2: a single pass needs a few thousand records)
 AUDIT_DATA: dict[str, dict[str, Any]] = {"spider_sosp": {"n": 2000}}
+#: the default minimisation problem with no gradient or curvature of its own (no noise
+#: terms, λ = μ = 1e-6: ∇F = 0 exactly, ∇²F ≈ 0). A Dirac canary moves a query of the whole
+#: data's gradient norm only at second order over a background with a gradient (the two are
+#: orthogonal), at first order here: where it may not exceed an assumed bound C (noisy_sgd's
+#: §3.4 selection), this is the only way to reach that query. C is then given (this
+#: problem's own G is 1.4e-6): :data:`FLAT_BOUND`
+FLAT_PARAMS: dict[str, Any] = {"lam": 1e-6, "mu": 1e-6, "sigma1": 0.0, "sigma2": 0.0}
+FLAT_BOUND = 1.0
 TOLERANCE = 1e-6
 #: what the slots hold: one value (slot SLOT), or one per slot 0..m−1
 CanaryValues = float | Sequence[float] | np.ndarray

@@ -14,6 +14,7 @@ import pytest
 from algorithms import ALGORITHMS, PrivacyTarget
 from algorithms.privacy.ledger import Batch, Ledger, Mechanism, Release, Sampling
 from bench.audit import (
+    AuditRequest,
     detectable_epsilon,
     expected_ratio,
     gdp_epsilon,
@@ -192,3 +193,16 @@ def test_the_configurations_that_make_other_releases_are_found_and_reached() -> 
     assert distributed.reached["alg4_grad"] == pytest.approx(1.0)
     assert "sosp_selection" in reports["selection=above_threshold"].reached
     assert {"O1", "alg4_grad", "alg4_hessian"} <= set(distributed.released)
+
+
+def test_noisy_sgds_selection_query_is_reached_on_the_flat_problem() -> None:
+    """noisy_sgd's canary may not exceed C, so over data with a gradient of their own it
+    moves the §3.4 selection's norm query only at second order (not reached); on the flat
+    problem it moves it by C/n against the zero record: half the declared replace-one 2C/n,
+    all that the add/remove pair can show."""
+    (label, variant), = AuditRequest("noisy_sgd").part("variants")[0].items()
+    assert label == "select=True" and variant.passed
+    assert variant.reached["sosp_selection"] == pytest.approx(0.5, abs=0.02)
+    default = variant_checks(ALGORITHMS["noisy_sgd"](audit_params("noisy_sgd")),
+                             audit_problem("noisy_sgd"), (2.0, 1e-5), runs=5, seed=0)
+    assert "sosp_selection" not in default["select=True"].reached
