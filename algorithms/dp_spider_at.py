@@ -24,7 +24,11 @@ the larger of the two):
 * ``none``: output the last iterate (the paper's experiments evaluate the current iterate);
 * ``above_threshold`` (one client): AboveThreshold over candidate iterates on
   q(x) = max(‖∇f̂_S(x)‖/α, −λ_min(∇²f̂_S(x))/√(ρα)) (notes §3.6; the same reconstruction
-  as avdiukhin2024's, :mod:`algorithms.sosp_selection`), ε_s = ``select_epsilon``;
+  as avdiukhin2024's, :mod:`algorithms.sosp_selection`), ε_s = ``select_epsilon``, with
+  ∇f̂_S the mean of the held-out gradients clipped at ``grad_clip`` (ours: its declared
+  sensitivity 2C/(nα) needs them bounded by C, and the privacy audit's canary, far above C,
+  moved the unclipped query by 237× it); the eigenvalue term's 2L/n rests on the per-sample
+  smoothness, as Algorithm 4's Hessians do;
 * ``distributed`` (tao2025 Algorithm 4, adapted from [46, Alg. 5]): for each candidate, every
   client releases ∇f̂_{S_j} + N(0, c G² T log(1/δ)/(n²ε²) I) and ∇²f̂_{S_j} + a symmetric
   Gaussian matrix with entry variance c M² d T log(1/δ)/(n²ε²) (advanced composition over the
@@ -240,9 +244,9 @@ class DPSpiderAT(SpiderAlgorithm[DPSpiderATParams, DPSpiderATExtras]):
     def _select(self, oracle: Oracle, plan: Plan[DPSpiderATExtras], mech: Mechanism,
                 candidates: list[Any], held: list[np.ndarray]) -> int | None:
         """The index of the privately selected candidate (None: none passed)."""
-        if plan.extra.selection is not None:  # above_threshold
+        if plan.extra.selection is not None:  # above_threshold, its norm query clipped at C
             return select(oracle, candidates, self.params, plan.extra.selection, mech,
-                          idx=held[0], party=HELD_OUT)
+                          idx=held[0], party=HELD_OUT, clip=self.params.grad_clip)
         return self._algorithm_4(oracle, plan, mech, candidates, held)
 
     def _algorithm_4(self, oracle: Oracle, plan: Plan[DPSpiderATExtras], mech: Mechanism,

@@ -129,13 +129,21 @@ class Reservoir:
 
 
 def sosp_query(oracle: Oracle, p: SelectionParams, constants: SelectionConstants,
-               rng: np.random.Generator, idx: np.ndarray | None = None
-               ) -> Callable[[Any], float]:
-    """q(x) = max(‖∇F(x)‖/α, −λ_min(∇²F(x))/√(ρα)) on the records ``idx`` (all if None)."""
+               rng: np.random.Generator, idx: np.ndarray | None = None,
+               clip: float | None = None) -> Callable[[Any], float]:
+    """q(x) = max(‖∇F(x)‖/α, −λ_min(∇²F(x))/√(ρα)) on the records ``idx`` (all if None);
+    with ``clip``, ∇F is the mean of the per-sample gradients clipped at C = ``clip`` (so
+    the norm's sensitivity 2C/n holds for any record, not only for one with ‖∇f_i‖ ≤ C)."""
     scale = math.sqrt(constants.rho * p.alpha)
 
+    def gradient(x: Any) -> Any:
+        if clip is None:
+            return oracle.grad(x, idx)
+        rows = np.arange(oracle.n) if idx is None else idx
+        return oracle.clipped_grad_sum(x, rows, clip) / len(rows)
+
     def query(x: Any) -> float:
-        grad_norm = oracle.norm(oracle.grad(x, idx))
+        grad_norm = oracle.norm(gradient(x))
         if p.estimator == "power":
             lam = lambda_min_power(oracle, x, constants.smoothness, p.power_iters, rng, idx)
         else:
@@ -147,10 +155,11 @@ def sosp_query(oracle: Oracle, p: SelectionParams, constants: SelectionConstants
 
 def select(oracle: Oracle, candidates: list[Any], p: SelectionParams,
            constants: SelectionConstants, mech: Mechanism, idx: np.ndarray | None = None,
-           party: int = 0) -> int | None:
+           party: int = 0, clip: float | None = None) -> int | None:
     """Index of the privately selected candidate (None: no candidate passed), tested on the
-    records ``idx`` (all if None), which form the privacy group ``party``."""
-    query = sosp_query(oracle, p, constants, mech.public, idx)
+    records ``idx`` (all if None), which form the privacy group ``party``; ``clip``: the
+    gradient-norm query's per-sample clip (:func:`sosp_query`)."""
+    query = sosp_query(oracle, p, constants, mech.public, idx, clip)
     return mech.above_threshold((partial(query, x) for x in candidates),
                                 threshold=THRESHOLD,
                                 sensitivity=constants.query_sensitivity,

@@ -206,3 +206,26 @@ def test_noisy_sgds_selection_query_is_reached_on_the_flat_problem() -> None:
     default = variant_checks(ALGORITHMS["noisy_sgd"](audit_params("noisy_sgd")),
                              audit_problem("noisy_sgd"), (2.0, 1e-5), runs=5, seed=0)
     assert "sosp_selection" not in default["select=True"].reached
+
+
+def test_the_exact_checks_hold_every_release_on_every_neighbour_to_its_sensitivity(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that moves by more than its declared sensitivity fails L0 wherever it is in
+    the run and on either neighbour. dp_spider_at's AboveThreshold tests held-out records;
+    with its norm query unclipped (as it was), the canary, far above C, moves it 237× its
+    declared 2C/(nα) against the zero record (the anti-canary leaves a norm unchanged)."""
+    import algorithms.dp_spider_at as spider
+
+    instance = audit_problem("dp_spider_at")
+    algorithm = ALGORITHMS["dp_spider_at"](audit_params("dp_spider_at"))
+    clipped = variant_checks(algorithm, instance, (2.0, 1e-5), runs=20, seed=0)
+    assert clipped["selection=above_threshold"].passed
+
+    def unclipped(*args: object, **kw: object) -> int | None:
+        return spider_select(*args, **{**kw, "clip": None})
+
+    spider_select = spider.select
+    monkeypatch.setattr(spider, "select", unclipped)
+    failed = variant_checks(algorithm, instance, (2.0, 1e-5), runs=20, seed=0)
+    failures = failed["selection=above_threshold"].failures
+    assert any("(add): release 'sosp_selection' changed by" in f for f in failures)
