@@ -931,17 +931,20 @@ class AuditRequest:
     def _variants(self) -> dict[str, ExactReport]:
         """L0 in each configuration that makes a release kind the default does not
         (:func:`~bench.audit_variants.variant_checks`), in the subsampled setting; for an
-        algorithm that assumes a bound C, on the default problem made flat
-        (:data:`~bench.canary.FLAT_PARAMS`), where its canary, which may not exceed C, moves
-        a gradient-norm query at first order."""
+        algorithm that assumes a bound C, also on the default problem made flat
+        (:data:`~bench.canary.FLAT_PARAMS`, C given as :data:`~bench.canary.FLAT_BOUND`,
+        labels "… (flat problem)"), where its canary, which may not exceed C, moves a query
+        of the data's gradient norm (a selection's) at first order."""
+        target = (self.epsilon, self.delta)
         algorithm = self.make(audit_params(self.name))
+        checks = variant_checks(algorithm, audit_problem(self.name, self.problem), target,
+                                self.exact_runs, self.seed)
         if self.problem is None and algorithm.assumes_bound:
-            algorithm = self.make(audit_params(self.name, bound=FLAT_BOUND))
-            instance = audit_problem(self.name, **FLAT_PARAMS)
-        else:
-            instance = audit_problem(self.name, self.problem)
-        return variant_checks(algorithm, instance, (self.epsilon, self.delta),
-                              self.exact_runs, self.seed)
+            flat = variant_checks(self.make(audit_params(self.name, bound=FLAT_BOUND)),
+                                  audit_problem(self.name, **FLAT_PARAMS), target,
+                                  self.exact_runs, self.seed)
+            checks |= {f"{label} (flat problem)": report for label, report in flat.items()}
+        return checks
 
     def _assumptions(self) -> list[AssumptionAudit]:
         instance = audit_problem(self.name, self.problem)

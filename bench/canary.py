@@ -717,8 +717,8 @@ class ExactReport:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     canary: str = "dirac"
-    #: release tag → the largest change the canary made there ÷ its declared sensitivity
-    #: (the release kinds this canary reaches, and how fully)
+    #: release tag → the largest change the canary made there ÷ its declared sensitivity,
+    #: on either neighbour (the release kinds this canary reaches, and how fully)
     reached: dict[str, float] = field(default_factory=dict)
     #: √(mean over runs of Σ ‖Δm‖²/s² over the releases): the μ of a run's transcript, given
     #: its batches, between the canary and its neighbour (the leakage this canary measures)
@@ -779,12 +779,12 @@ def exact_checks(setup: AuditSetup, runs: int = 10, seed: int = 0) -> ExactRepor
                 if ratio > 1.0 + TOLERANCE:  # every release, on every neighbour
                     failures.append(f"{where}: release {a.tag!r} changed by {ratio:.4g}× its "
                                     "declared sensitivity")
+                if ratio > 0:  # on either neighbour: the anti-canary leaves a norm unchanged
+                    reached[a.tag] = max(reached.get(a.tag, 0.0), ratio)
                 if world != setup.world:
                     continue
                 if direction is not None:
                     diffs.setdefault(a.tag, direction)
-                if ratio > 0:
-                    reached[a.tag] = max(reached.get(a.tag, 0.0), ratio)
                 if a.std > 0:
                     leak += float(np.sum((a.value - b.value) ** 2)) / a.std**2
             if world == setup.world:
