@@ -208,7 +208,6 @@ def test_noisy_sgds_selection_query_is_reached_on_the_flat_problem() -> None:
     assert checks["select=True"].reached.get("sosp_selection", 0.0) < 0.01
 
 
-
 def test_the_exact_checks_hold_every_release_on_every_neighbour_to_its_sensitivity(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A release that moves by more than its declared sensitivity fails L0 wherever it is in
@@ -222,10 +221,11 @@ def test_the_exact_checks_hold_every_release_on_every_neighbour_to_its_sensitivi
     clipped = variant_checks(algorithm, instance, (2.0, 1e-5), runs=20, seed=0)
     assert clipped["selection=above_threshold"].passed
 
+    spider_select = spider.select
+
     def unclipped(*args: object, **kw: object) -> int | None:
         return spider_select(*args, **{**kw, "clip": None})
 
-    spider_select = spider.select
     monkeypatch.setattr(spider, "select", unclipped)
     failed = variant_checks(algorithm, instance, (2.0, 1e-5), runs=20, seed=0)
     failures = failed["selection=above_threshold"].failures

@@ -128,8 +128,9 @@ def load_idx(dataset: IdxDataset, root: PathArg | None = None, verify: bool | No
                + (f"run `{dataset.fetch}`, " if dataset.fetch else "")
                + torchvision_hint(download))
         raise missing_error(dataset.name, [raw / f"{name}[.gz]" for name in missing], how)
-    key = (dataset.name, verify, *sorted((name, str(path), path.stat().st_mtime_ns,
-                                          path.stat().st_size) for name, path in found.items()))
+    stats = {name: path.stat() for name, path in found.items()}
+    key = (dataset.name, verify, *sorted((name, str(found[name]), st.st_mtime_ns, st.st_size)
+                                         for name, st in stats.items()))
     if key not in _LOADED:
         if verify:
             verify_gz(dataset, found.values())

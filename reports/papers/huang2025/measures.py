@@ -410,8 +410,7 @@ def uses_pilot_choice(runs: pd.DataFrame, results: PaperResults) -> Sample:
     """1 for each Table 1 run whose fixed constants are the pilot's choice."""
     chosen = pilot_choice(results)
     if not chosen or runs.empty:
-        return Sample.of([], note="no pilot recorded (its file, role pilot, runs at "
-                                  "--scale standard)")
+        return Sample.of([], note="no pilot recorded (an experiment file with role: pilot)")
     ok = pd.Series(True, index=runs.index)
     shown = []
     for (method, param), value in chosen.items():
