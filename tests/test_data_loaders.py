@@ -240,6 +240,16 @@ def test_mnist_round_trip(tmp_path: Path, layout: str) -> None:
     np.testing.assert_array_equal(split.y_test, contents["t10k"][1])
 
 
+def test_a_split_is_read_once_until_its_files_change(tmp_path: Path) -> None:
+    """A worker building run after run gets the split it read (read-only, shared) until a
+    file's size or mtime changes; then it reads the new files."""
+    write_mnist(tmp_path, tmp_path, gz=False)
+    first = load_mnist(tmp_path)
+    assert load_mnist(tmp_path) is first and not first.x_train.flags.writeable
+    write_mnist(tmp_path, tmp_path, gz=False, n=(5, 4))
+    assert load_mnist(tmp_path).x_train.shape == (5, 1, 28, 28)
+
+
 def test_mnist_missing_files_are_named_with_full_paths_and_url(tmp_path: Path) -> None:
     write_mnist(tmp_path, tmp_path, gz=True)
     (tmp_path / "t10k-labels-idx1-ubyte.gz").unlink()
