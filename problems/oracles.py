@@ -509,8 +509,9 @@ class JaxOracle(_AutodiffOracle):
         if sizes.min() == 0:
             raise ValueError("a group mean needs a non-empty batch per group")
         width = _group_width(int(sizes.max()))
-        padded = np.stack([np.pad(np.asarray(group, dtype=np.int64), (0, width - len(group)),
-                                  mode="edge") for group in groups])
+        starts = np.cumsum(sizes) - sizes
+        at = starts[:, None] + np.minimum(np.arange(width), sizes[:, None] - 1)
+        padded = np.concatenate(groups).astype(np.int64, copy=False)[at]
         return sizes, padded, np.flatnonzero(np.arange(width) < sizes[:, None])
 
     def clipped_group_means(self, x: Any, x_prev: Any | None, groups: Sequence[np.ndarray],

@@ -92,6 +92,11 @@ LIMITS = {
                               "at a time, from Python, between ledger records and batch draws; "
                               "each add pays jax's dispatch (≈ 5 µs on this CPU) where torch's "
                               "costs less",
+    "clients_step_fm:jax": "m = 10 writes ten clients' 784 × 128 first-layer blocks (4 MB) where "
+                           "m = 1 writes one, each a product over its client's 26 samples, and "
+                           "the flat (m, d) rows take one more copy of them: d = 101,770 is not "
+                           "a multiple of the layer's 128 columns, so no product can write the "
+                           "rows in place (without that copy, measured once: 1.13 [1.11, 1.15])",
     "peak_memory": "per-sample rows of the largest layer are held at once",
     "clipped_sum_vs_plain_gpu_cifar10_cnn": "the early convolutions see 32 × 32 maps with few "
                                             "channels, so their L × L patch Grams exceed the "
@@ -115,9 +120,16 @@ def limit(r: Mapping[str, Any]) -> str:
     return next((LIMITS[k] for k in keys if k in LIMITS), "")
 
 
+def value(r: Mapping[str, Any]) -> str:
+    """A ratio's value, with its 95 % interval where it was measured in paired rounds."""
+    interval = r.get("interval")
+    return fmt(r["value"], 3) + (f" [{fmt(interval[0], 3)}, {fmt(interval[1], 3)}]"
+                                 if interval else "")
+
+
 def ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
     """One row of :data:`RATIO_COLUMNS` per ratio."""
-    return [[r["name"], fmt(r["value"], 3), f"{r['op']} {fmt(r['target'])}", status(r),
+    return [[r["name"], value(r), f"{r['op']} {fmt(r['target'])}", status(r),
              f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]), r["machine"],
              limit(r)]
             for r in ratios]

@@ -96,6 +96,25 @@ def test_ratios_use_the_chosen_statistic() -> None:
     assert jax["value"] == pytest.approx(1.5) and not jax["met"] and jax["stat"] == "mean"
 
 
+def paired_entry() -> dict[str, Any]:
+    """The clients' kernels timed in 100 alternating rounds: per-round ratios 1.10, 1.11, …,
+    2.09 under a machine whose speed drifts from round to round."""
+    drift = [1.0 + (i % 7) for i in range(100)]
+    times = {"client_means_m1": drift,
+             "client_means_m10": [f * (1.1 + 0.01 * i) for i, f in enumerate(drift)]}
+    return entry("fashion_mnist_mlp", "jax", "client_means", 1.0, batch=256, paired=times)
+
+
+def test_paired_rounds_give_the_median_per_round_ratio_and_its_interval() -> None:
+    data = {**synthetic(), "benchmarks": [paired_entry()]}
+    (ratio,) = compute_ratios(data)
+    assert ratio["rule"] == "clients_step_fm" and ratio["stat"] == "median of 100 paired rounds"
+    assert ratio["value"] == pytest.approx(1.595) and not ratio["met"]
+    # order statistics 40 and 61 of 100: P(40 ≤ Bin(100, ½) ≤ 60) = 0.965
+    assert ratio["interval"] == pytest.approx((1.49, 1.70))
+    assert "1.6 [1.49, 1.7]" in table([ratio])
+
+
 def test_machine_without_cpu_info() -> None:
     assert machine({"processor": "arm64"}, "cpu") == "arm64"
     assert machine({}, "cuda") == "unknown GPU"

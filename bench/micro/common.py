@@ -13,7 +13,8 @@ no problem (clipping, noise, tree sums) are run at a problem's dimension and car
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, partial
@@ -183,3 +184,26 @@ def record(benchmark: Any, fn: Callable[[], Any], *, rounds: int | None = None,
     if rounds is None:
         return benchmark(fn)
     return benchmark.pedantic(fn, rounds=rounds, iterations=1)
+
+
+def record_paired(benchmark: Any, calls: Mapping[str, Callable[[], None]], *, rounds: int,
+                  **info: Any) -> None:
+    """Time ``calls`` (kernel → a synced call) interleaved: each of ``rounds`` rounds runs
+    every call once, the order rotated from round to round, so that the machine's drift falls
+    on all of them alike. Each call's seconds per round go to ``extra_info["paired"]``, whose
+    per-round ratios :mod:`bench.micro.ratios` takes; pytest-benchmark's own figures time
+    whole rounds. ``info["kernel"]`` names the set."""
+    names = list(calls)
+    times: dict[str, list[float]] = {name: [] for name in names}
+
+    def one_round() -> None:
+        shift = len(times[names[0]]) % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - start)
+
+    for call in calls.values():
+        call()  # warm-up
+    record(benchmark, one_round, rounds=rounds, warmup=False, **info)
+    benchmark.extra_info["paired"] = times

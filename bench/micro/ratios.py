@@ -6,6 +6,12 @@ Benchmarks are matched through their ``extra_info`` (see :mod:`bench.micro.commo
 ratio divides a numerator benchmark by the one with the same problem, backend, device,
 kernel, batch and metric except for the fields its rule replaces. Times are the ``stat``
 (median by default) of each benchmark's rounds; memory is ``extra_info["peak_bytes"]``.
+
+A benchmark that timed several kernels interleaved (``extra_info["paired"]``: kernel →
+seconds per round, :func:`bench.micro.common.record_paired`) gives one measurement per
+kernel; a ratio of two kernels of one such benchmark is the median of their per-round
+ratios, with its distribution-free 95 % interval (the machine's drift falls on both sides
+of each round alike).
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+from scipy import stats
 
 KEY_FIELDS = ("problem", "backend", "device", "kernel", "batch", "metric")
 STATS = ("median", "mean", "min")
@@ -98,6 +107,7 @@ class Measurement:
     name: str
     info: Mapping[str, Any]
     value: float
+    rounds: tuple[float, ...] = ()  # its times per round, where timed interleaved
 
     @property
     def unit(self) -> str:
@@ -120,17 +130,33 @@ def scheme_info(bench: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def measurements(data: Mapping[str, Any], stat: str = "median") -> list[Measurement]:
-    """The benchmarks that follow the extra_info scheme (others are ignored)."""
+    """The benchmarks that follow the extra_info scheme (others are ignored); a paired one
+    as one measurement per kernel it timed."""
     out = []
     for bench in data["benchmarks"]:
         info = scheme_info(bench)
         if info is None:
             continue
+        name = bench.get("fullname", bench["name"])
+        for kernel, times in (info.get("paired") or {}).items():
+            out.append(Measurement(name, {**info, "kernel": kernel},
+                                   float(getattr(np, stat)(times)), tuple(times)))
         memory = info["metric"] == "peak_bytes"
         value = info.get("peak_bytes") if memory else bench["stats"][stat]
-        if value is not None:
-            out.append(Measurement(bench.get("fullname", bench["name"]), info, float(value)))
+        if value is not None and not info.get("paired"):
+            out.append(Measurement(name, info, float(value)))
     return out
+
+
+def paired_ratio(num: Measurement, den: Measurement, level: float = 0.95
+                 ) -> tuple[float, tuple[float, float]]:
+    """The median of the per-round ratios of two kernels timed in the same rounds, and its
+    distribution-free ``level`` interval (order statistics j and n + 1 − j, j from the
+    binomial(n, ½) quantile)."""
+    ratios = np.sort(np.asarray(num.rounds) / np.asarray(den.rounds))
+    n = len(ratios)
+    j = max(1, int(stats.binom.ppf((1 - level) / 2, n, 0.5)))
+    return float(np.median(ratios)), (float(ratios[j - 1]), float(ratios[n - j]))
 
 
 def machine(machine_info: Mapping[str, Any], device: str) -> str:
@@ -165,7 +191,9 @@ def compute_ratios(data: Mapping[str, Any], stat: str = "median") -> list[dict[s
             den = index.get(key({**num.info, **rule.denominator}))
             if den is None or den.value <= 0:
                 continue
-            value = num.value / den.value
+            paired = bool(num.rounds) and num.name == den.name
+            value, interval = (paired_ratio(num, den) if paired
+                               else (num.value / den.value, None))
             out.append({
                 "name": _title(rule, num.info), "rule": rule.name,
                 "problem": num.info["problem"], "backend": num.info.get("backend"),
@@ -174,15 +202,23 @@ def compute_ratios(data: Mapping[str, Any], stat: str = "median") -> list[dict[s
                 "numerator": _side(num), "denominator": _side(den),
                 "device": num.info["device"],
                 "machine": machine(data.get("machine_info") or {}, num.info["device"]),
-                "stat": "peak" if num.unit == "bytes" else stat,
+                "stat": ("peak" if num.unit == "bytes" else
+                         f"median of {len(num.rounds)} paired rounds" if paired else stat),
+                **({"interval": interval} if paired else {}),
             })
     return out
+
+
+def value_text(r: Mapping[str, Any]) -> str:
+    """A ratio's value, with its 95 % interval where it was measured paired."""
+    interval = r.get("interval")
+    return f"{r['value']:.3g}" + (f" [{interval[0]:.3g}, {interval[1]:.3g}]" if interval else "")
 
 
 def table(ratios: list[dict[str, Any]]) -> str:
     """The ratios as a plain-text table."""
     rows = [("ratio", "value", "target", "")] + [
-        (r["name"], f"{r['value']:.3g}", f"{r['op']} {r['target']:g}",
+        (r["name"], value_text(r), f"{r['op']} {r['target']:g}",
          "met" if r["met"] else "NOT MET") for r in ratios]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

@@ -6,6 +6,7 @@ Fashion-MNIST at batch 256, the clients' means of one distributed step included 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from bench.micro.common import (
     oracle_kernel,
     probe,
     record,
+    record_paired,
     setup,
     synced,
     targets,
@@ -37,6 +39,7 @@ FASHION = ("fashion_mnist_mlp", "fashion_mnist_cnn")  # tao2025's MLP, avdiukhin
 FASHION_BATCH = 256
 FASHION_KERNELS = ("grad", "clipped_grad_sum", "clipped_grad_diff_sum")
 CLIENTS = (1, 10)
+PAIRED_ROUNDS = 100  # rounds of the clients' kernels timed in alternation
 ANY_BACKEND = targets(PROBLEMS, ("numpy", "torch", "jax"), declared=False)
 TREE_LEAVES = 32
 NOISE_DRAWS = 64  # ≥ a jax block of any shape (problems.backend.BLOCK_ROWS)
@@ -73,26 +76,30 @@ def prisma_combination(xp: Any) -> Any:
 
 
 @pytest.mark.parametrize("kind", ["", "diff_", "combined_"])
-@pytest.mark.parametrize("clients", CLIENTS)
 @pytest.mark.parametrize(("problem", "backend", "device"), targets(FASHION[:1]))
-def test_client_means(benchmark: Any, problem: str, backend: str, device: str, clients: int,
+def test_client_means(benchmark: Any, problem: str, backend: str, device: str,
                       kind: str) -> None:
-    """A distributed step's private oracle work over ``clients`` batches that together hold
-    :data:`FASHION_BATCH` samples: every client's clipped mean of gradients (kernel
-    ``client_means_m<clients>``), of differences between two points
-    (``client_diff_means_m<clients>``), or PriSMA's clipped combination of both points'
-    gradients (``client_combined_means_m<clients>``)."""
+    """A distributed step's private oracle work over m ∈ :data:`CLIENTS` batches that
+    together hold :data:`FASHION_BATCH` samples, the two m timed in alternating rounds
+    (:func:`record_paired`): every client's clipped mean of gradients (kernels
+    ``client_means_m<m>``), of differences between two points (``client_diff_means_m<m>``),
+    or PriSMA's clipped combination of both points' gradients
+    (``client_combined_means_m<m>``)."""
     s = setup(problem, backend, device)
     x = s.oracle.x0
     x_prev = x - 1e-2 * probe(s.oracle)
-    groups = np.array_split(np.arange(FASHION_BATCH), clients)
-    calls = {"": lambda: s.oracle.clipped_group_means(x, None, groups, CLIP)[0],
-             "diff_": lambda: s.oracle.clipped_group_means(x, x_prev, groups, CLIP)[0],
-             "combined_": lambda: s.oracle.combined_group_means(
-                 x, x_prev, groups, prisma_combination(s.oracle.xp))}
-    record(benchmark, synced(s.backend, calls[kind]), rounds=ROUNDS[problem], problem=problem,
-           backend=backend, device=device, kernel=f"client_{kind}means_m{clients}",
-           batch=FASHION_BATCH, d=s.oracle.d)
+
+    def call(clients: int) -> Callable[[], None]:
+        groups = np.array_split(np.arange(FASHION_BATCH), clients)
+        calls = {"": lambda: s.oracle.clipped_group_means(x, None, groups, CLIP)[0],
+                 "diff_": lambda: s.oracle.clipped_group_means(x, x_prev, groups, CLIP)[0],
+                 "combined_": lambda: s.oracle.combined_group_means(
+                     x, x_prev, groups, prisma_combination(s.oracle.xp))}
+        return synced(s.backend, calls[kind])
+
+    record_paired(benchmark, {f"client_{kind}means_m{m}": call(m) for m in CLIENTS},
+                  rounds=PAIRED_ROUNDS, problem=problem, backend=backend, device=device,
+                  kernel=f"client_{kind}means", batch=FASHION_BATCH, d=s.oracle.d)
 
 
 def _on(problem: str, name: str, device: str) -> tuple[Backend, int]:
