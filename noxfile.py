@@ -1,11 +1,13 @@
 """Developer sessions: tests, lint, typecheck, bench, gpu, asv, reproduce, report.
 
-Every session installs into its own virtualenv: torch 2.13.0 first (a CPU wheel where
-the machine has one; a newer pin pulls a multi-GB CUDA build), then the package with the
-extras the session needs.
+Every session installs into its own virtualenv torch 2.13.0 (a CPU wheel where the
+machine has one; a newer pin pulls a multi-GB CUDA build) and the package with the extras
+the session needs (:func:`install`).
 """
 
 from __future__ import annotations
+
+import os
 
 import nox
 
@@ -16,8 +18,15 @@ TORCH = "torch==2.13.0"
 
 
 def install(session: nox.Session, extras: str) -> None:
-    session.install(TORCH)
-    session.install("-e", f".[{extras}]")
+    """torch and the package with ``extras``, without byte-compiling every installed module
+    (pip's default: about a minute on one core for torch, jax, scipy and pandas, most of
+    them never imported). The session's processes write the bytecode of the modules they
+    import, once, under the virtualenv, whatever PYTHONDONTWRITEBYTECODE says outside."""
+    venv = session.virtualenv.location
+    if venv:
+        session.env["PYTHONDONTWRITEBYTECODE"] = ""  # empty: unset, for Python
+        session.env["PYTHONPYCACHEPREFIX"] = os.path.join(venv, "pycache")
+    session.install("--no-compile", TORCH, "-e", f".[{extras}]")
 
 
 @nox.session
