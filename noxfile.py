@@ -101,7 +101,8 @@ def reproduce(session: nox.Session) -> None:
     where pdflatex is installed, report.pdf). The smoke experiment is ``nox -s smoke``.
 
     It installs only what it runs: torch, jax and the report's plotting, not the test,
-    benchmark, cluster, NLP and browser extras (install 68 → 48 s from a warm pip cache)."""
+    benchmark, cluster, NLP and browser extras (install 48 s from a warm pip
+    cache)."""
     install(session, "torch,jax,reports")
     # real images (Debian's package where apt and root are there, else torchvision); where
     # neither is, the suites that need them say "not run: data missing" with the fix
