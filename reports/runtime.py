@@ -19,7 +19,14 @@ from typing import Any
 
 from bench.env import git_sha
 from bench.gpu_check import STORED
-from bench.micro.ratios import Measurement, compute_ratios, machine, measurements, scheme_info
+from bench.micro.ratios import (
+    Measurement,
+    compute_ratios,
+    machine,
+    measurements,
+    scheme_info,
+    value_text,
+)
 from reports.figures import dot_plot
 from reports.index import build_index
 from reports.latex import export_page
@@ -120,18 +127,11 @@ def limit(r: Mapping[str, Any]) -> str:
     return next((LIMITS[k] for k in keys if k in LIMITS), "")
 
 
-def value(r: Mapping[str, Any]) -> str:
-    """A ratio's value, with its 95 % interval where it was measured in paired rounds."""
-    interval = r.get("interval")
-    return fmt(r["value"], 3) + (f" [{fmt(interval[0], 3)}, {fmt(interval[1], 3)}]"
-                                 if interval else "")
-
-
 def ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
     """One row of :data:`RATIO_COLUMNS` per ratio."""
-    return [[r["name"], value(r), f"{r['op']} {fmt(r['target'])}", status(r),
-             f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]), r["machine"],
-             limit(r)]
+    return [[r["name"], value_text(r, lambda v: fmt(v, 3)), f"{r['op']} {fmt(r['target'])}",
+             status(r), f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]),
+             r["machine"], limit(r)]
             for r in ratios]
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,12 +138,14 @@ def measurements(data: Mapping[str, Any], stat: str = "median") -> list[Measurem
         if info is None:
             continue
         name = bench.get("fullname", bench["name"])
-        for kernel, times in (info.get("paired") or {}).items():
-            out.append(Measurement(name, {**info, "kernel": kernel},
-                                   float(getattr(np, stat)(times)), tuple(times)))
+        if info.get("paired"):
+            out += [Measurement(name, {**info, "kernel": kernel},
+                                float(getattr(np, stat)(times)), tuple(times))
+                    for kernel, times in info["paired"].items()]
+            continue
         memory = info["metric"] == "peak_bytes"
         value = info.get("peak_bytes") if memory else bench["stats"][stat]
-        if value is not None and not info.get("paired"):
+        if value is not None:
             out.append(Measurement(name, info, float(value)))
     return out
 
@@ -209,10 +211,12 @@ def compute_ratios(data: Mapping[str, Any], stat: str = "median") -> list[dict[s
     return out
 
 
-def value_text(r: Mapping[str, Any]) -> str:
-    """A ratio's value, with its 95 % interval where it was measured paired."""
+def value_text(r: Mapping[str, Any], form: Callable[[float], str] = "{:.3g}".format) -> str:
+    """A ratio's value, with its 95 % interval where it was measured paired, each number
+    written by ``form``."""
     interval = r.get("interval")
-    return f"{r['value']:.3g}" + (f" [{interval[0]:.3g}, {interval[1]:.3g}]" if interval else "")
+    return form(r["value"]) + (f" [{form(interval[0])}, {form(interval[1])}]"
+                               if interval else "")
 
 
 def table(ratios: list[dict[str, Any]]) -> str:
