@@ -25,6 +25,7 @@ from bench.micro.ratios import (
     machine,
     measurements,
     scheme_info,
+    target_text,
     value_text,
 )
 from reports.figures import dot_plot
@@ -64,7 +65,10 @@ def figure(side: Mapping[str, Any]) -> str:
 
 
 def status(r: Mapping[str, Any]) -> str:
-    """'met' or 'not met', with the measured value against its target."""
+    """'met' or 'not met', with the measured value against its target ('reference' for a
+    ratio without one)."""
+    if r["met"] is None:
+        return "reference"
     verdict = "met" if r["met"] else "not met"
     op = r["op"] if r["met"] else {"≤": ">", "<": "≥"}[r["op"]]
     return f"{verdict}: {fmt(r['value'], 3)} {op} {fmt(r['target'])}"
@@ -99,11 +103,13 @@ LIMITS = {
                               "at a time, from Python, between ledger records and batch draws; "
                               "each add pays jax's dispatch (≈ 5 µs on this CPU) where torch's "
                               "costs less",
-    "clients_step_fm:jax": "m = 10 writes ten clients' 784 × 128 first-layer blocks (4 MB) where "
-                           "m = 1 writes one, each a product over its client's 26 samples, and "
-                           "the flat (m, d) rows take one more copy of them: d = 101,770 is not "
-                           "a multiple of the layer's 128 columns, so no product can write the "
-                           "rows in place (without that copy, measured once: 1.13 [1.11, 1.15])",
+    "clients_step_fm:jax": "m = 10 writes ten rows of d = 101,770 where m = 1 writes one: the "
+                           "reference ratio beside it (m = 1's means multiplied out to ten "
+                           "rows) measures what that output alone adds. Beyond it, the ten "
+                           "clients' 784 × 128 first-layer blocks, each a product over its "
+                           "client's 26 samples, take one more copy into the flat rows: d is "
+                           "not a multiple of the layer's 128 columns, so no product can write "
+                           "the rows in place",
     "peak_memory": "per-sample rows of the largest layer are held at once",
     "clipped_sum_vs_plain_gpu_cifar10_cnn": "the early convolutions see 32 × 32 maps with few "
                                             "channels, so their L × L patch Grams exceed the "
@@ -121,7 +127,7 @@ LIMITS = {
 
 def limit(r: Mapping[str, Any]) -> str:
     """The reason shown beside an unmet ratio ``r`` (the most specific key of :data:`LIMITS`)."""
-    if r["met"]:
+    if r["met"] is not False:
         return ""
     keys = (f"{r['rule']}:{r.get('kernel')}", f"{r['rule']}:{r.get('backend')}", r["rule"])
     return next((LIMITS[k] for k in keys if k in LIMITS), "")
@@ -129,7 +135,7 @@ def limit(r: Mapping[str, Any]) -> str:
 
 def ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
     """One row of :data:`RATIO_COLUMNS` per ratio."""
-    return [[r["name"], value_text(r, lambda v: fmt(v, 3)), f"{r['op']} {fmt(r['target'])}",
+    return [[r["name"], value_text(r, lambda v: fmt(v, 3)), target_text(r, fmt),
              status(r), f"{figure(r['numerator'])} ({r['stat']})", figure(r["denominator"]),
              r["machine"], limit(r)]
             for r in ratios]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.micro.ratios import compute_ratios, machine, main, table
-from reports.runtime import build_runtime_page, main_job, seconds, status, suite_costs
+from reports.runtime import build_runtime_page, limit, main_job, seconds, status, suite_costs
 from reports.runtime import main as page_main
 
 MACHINE = {"node": "box", "processor": "x86_64", "machine": "x86_64", "python_version": "3.11.7",
@@ -115,6 +115,18 @@ def test_paired_rounds_give_the_median_per_round_ratio_and_its_interval() -> Non
     assert "1.6 [1.49, 1.7]" in table([ratio])
 
 
+def test_a_reference_ratio_has_no_target_and_is_neither_met_nor_missed() -> None:
+    entry_ = paired_entry()
+    m1 = entry_["extra_info"]["paired"]["client_means_m1"]
+    entry_["extra_info"]["paired"]["client_means_m1_rows10"] = [1.2 * t for t in m1]
+    floor = by_name(compute_ratios({**synthetic(), "benchmarks": [entry_]}))[
+        "m = 1 clients' means as 10 rows ÷ m = 1 means (the (m, d) output's own cost) "
+        "(fashion_mnist_mlp, jax, cpu)"]
+    assert floor["value"] == pytest.approx(1.2) and floor["target"] is None
+    assert floor["met"] is None and status(floor) == "reference" and limit(floor) == ""
+    assert table([floor]).splitlines()[1].split()[-1] == "reference"
+
+
 def test_machine_without_cpu_info() -> None:
     assert machine({"processor": "arm64"}, "cpu") == "arm64"
     assert machine({}, "cuda") == "unknown GPU"
@@ -186,7 +198,7 @@ def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
 
 
 def test_an_unmet_ratio_shows_its_most_specific_reason() -> None:
-    from reports.runtime import LIMITS, limit
+    from reports.runtime import LIMITS
 
     times = {"tree_sums": 3.0, "hvp": 3.0, "grad": 0.1}  # jax ÷ torch
     data = {"machine_info": MACHINE, "benchmarks": [

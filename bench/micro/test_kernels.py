@@ -84,10 +84,17 @@ def test_client_means(benchmark: Any, problem: str, backend: str, device: str,
     (:func:`record_paired`): every client's clipped mean of gradients (kernels
     ``client_means_m<m>``), of differences between two points (``client_diff_means_m<m>``),
     or PriSMA's clipped combination of both points' gradients
-    (``client_combined_means_m<m>``)."""
+    (``client_combined_means_m<m>``). Beside the means, ``client_means_m1_rows10``: the m = 1
+    means multiplied out to m = 10 rows, what writing the (m, d) output alone adds to m = 1
+    (the floor of any m = 10 kernel that does m = 1's arithmetic)."""
     s = setup(problem, backend, device)
     x = s.oracle.x0
     x_prev = x - 1e-2 * probe(s.oracle)
+    ones = s.backend.asarray(np.ones((CLIENTS[-1], 1)))
+
+    def rows(mean: Any) -> Any:
+        """One client's mean written out as m = 10 rows: the (m, d) output's own cost."""
+        return mean * ones
 
     def call(clients: int) -> Callable[[], None]:
         groups = np.array_split(np.arange(FASHION_BATCH), clients)
@@ -97,9 +104,14 @@ def test_client_means(benchmark: Any, problem: str, backend: str, device: str,
                      x, x_prev, groups, prisma_combination(s.oracle.xp))}
         return synced(s.backend, calls[kind])
 
-    record_paired(benchmark, {f"client_{kind}means_m{m}": call(m) for m in CLIENTS},
-                  rounds=PAIRED_ROUNDS, problem=problem, backend=backend, device=device,
-                  kernel=f"client_{kind}means", batch=FASHION_BATCH, d=s.oracle.d)
+    calls = {f"client_{kind}means_m{m}": call(m) for m in CLIENTS}
+    if not kind:
+        one = [np.arange(FASHION_BATCH)]
+        calls["client_means_m1_rows10"] = synced(
+            s.backend, lambda: rows(s.oracle.clipped_group_means(x, None, one, CLIP)[0]))
+    record_paired(benchmark, calls, rounds=PAIRED_ROUNDS, problem=problem, backend=backend,
+                  device=device, kernel=f"client_{kind}means", batch=FASHION_BATCH,
+                  d=s.oracle.d)
 
 
 def _on(problem: str, name: str, device: str) -> tuple[Backend, int]:
