@@ -155,7 +155,10 @@ def _json_default(value: Any) -> Any:
 
 
 def _dumps(obj: Any) -> bytes:
-    """Strict JSON; non-finite floats become strings ('inf', 'nan')."""
+    """Strict JSON, a top-level field per line, each written by json's C encoder (an
+    indented dump runs json's pure-Python encoder: 3× the time on the main job's 340 MB of
+    sidecars, most of it realised ledgers); non-finite floats become strings ('inf',
+    'nan')."""
     def clean(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
             return str(v)
@@ -164,7 +167,19 @@ def _dumps(obj: Any) -> bytes:
         if isinstance(v, (list, tuple)):
             return [clean(x) for x in v]
         return v
-    return json.dumps(clean(obj), indent=1, default=_json_default, allow_nan=False).encode()
+
+    def lines(o: Any) -> str:
+        def one(v: Any) -> str:
+            return json.dumps(v, default=_json_default, allow_nan=False)
+        if not isinstance(o, dict):
+            return one(o)
+        return "{\n" + ",\n".join(f"{one(k)}: {one(v)}" for k, v in o.items()) + "\n}"
+
+    try:
+        text = lines(obj)
+    except ValueError:  # a non-finite float: only then is every value visited in Python
+        text = lines(clean(obj))
+    return text.encode()
 
 
 def _number(value: Any) -> Any:
