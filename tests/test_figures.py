@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.figures import PRINT_INCHES, save_figure, style
+from reports.figures import PRINT_INCHES, plain_log_label, save_figure, style
 
 
 def pdf_facts(path: Path) -> tuple[float, list[float]]:
@@ -93,3 +93,28 @@ def test_a_declared_plot_is_drawn_in_the_house_style(tmp_path: Path) -> None:
                         ("declared_column", PRINT_INCHES["single"])):
         page, sizes = pdf_facts(tmp_path / f"{stem}.pdf")
         assert page == pytest.approx(width, abs=0.05) and min(sizes) >= 7.0
+
+
+@pytest.mark.parametrize(("label", "plain"), [
+    (r"$\mathdefault{10^{-2}}$", "10⁻²"), (r"$\mathdefault{2\times10^{3}}$", "2×10³"),
+    (r"$\mathdefault{1}$", "1"), (r"$\mathdefault{2^{5}}$", "2⁵"), (r"$\alpha$", r"$\alpha$"),
+    ("0.5", "0.5")])
+def test_log_tick_labels_in_plain_text(label: str, plain: str) -> None:
+    assert plain_log_label(label) == plain
+
+
+def test_saved_log_axes_are_labelled_without_mathtext(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    style()
+    fig, ax = plt.subplots()
+    ax.plot([1e-3, 1e2], [1, 1e4])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(1e-3, 1e2)
+    save_figure(fig, tmp_path, "log")
+    labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert "10⁻²" in labels and "10³" in labels and not any("$" in t for t in labels)
