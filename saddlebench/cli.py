@@ -848,6 +848,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def entry() -> int:
+    """The ``saddlebench`` command: :func:`main`, then the local workers stopped at once
+    (:func:`bench.executors.release_workers`; in-process callers of :func:`main`, as the
+    tests, keep theirs warm)."""
+    try:
+        return main()
+    finally:
+        from bench.executors import release_workers
+
+        release_workers()
+
+
 def fail(exc: Exception) -> int:
     """Print the first line of ``exc`` as the one error line; exit status 2."""
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -856,4 +868,4 @@ def fail(exc: Exception) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())

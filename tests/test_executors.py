@@ -306,3 +306,25 @@ def test_missing_extra_names_the_install(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     with pytest.raises(MissingExtraError, match=r"pip install 'saddlebench\[cluster\]'"):
         next(executor.submit_all(specs_of(experiment(tmp_path)), tmp_path / "out"))
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def test_released_workers_are_stopped_and_a_later_pool_is_fresh() -> None:
+    """The ``saddlebench`` command stops its workers on the way out (``cli.entry``) instead
+    of joining them at interpreter exit."""
+    first = set(executors.map_in_workers([_pid, _pid], 2))
+    executors.release_workers()
+    for pid in first:  # killed: gone within a few seconds, without waiting on the pool
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"worker {pid} is still alive")
+    assert not first & set(executors.map_in_workers([_pid, _pid], 2))
+    executors.release_workers()
