@@ -89,7 +89,10 @@ def flag_divergence(runs: pd.DataFrame, trajectories: pd.DataFrame, factor: floa
         initial = runs["run_id"].map(start.drop_duplicates("run_id").set_index("run_id")["loss"])
         growth = runs["final_loss"].abs() / initial.abs().clip(lower=1e-12)
     grown = growth.gt(factor).fillna(False).astype(bool)
-    return runs.assign(diverged=runs["status"].eq("diverged") | grown, loss_growth=growth)
+    # copied: one block per dtype, not one per suite's column (each later selection of rows
+    # takes every block)
+    return runs.assign(diverged=runs["status"].eq("diverged") | grown,
+                       loss_growth=growth).copy()
 
 
 def docstring_section(module: str, heading: str) -> str:
