@@ -315,13 +315,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     studies = [] if args.collect else [
         functools.partial(paper_study, paper, name, args.scale, Path(args.out))
         for paper in papers if paper in paper_keys() for name in get_paper(paper).studies]
-    with ThreadPoolExecutor(max_workers=1) as beside:
-        # the studies need no run: in the local workers, queued before the runs
+    with ThreadPoolExecutor(max_workers=2) as beside:
+        # the audit and the studies need no run: in the same local workers, queued before
+        # the runs (no core idles between the audit's last parts and the first runs)
+        audited = (beside.submit(audit, audit_all(args.jobs, args.out))
+                   if args.audit and not args.collect else None)
         studied = beside.submit(map_in_workers, studies, args.jobs, shared=True)
         failures = sweep([exp for paper in papers for exp in plans[paper]], args, executor,
                          strict=False)
         for path in studied.result():
             console.print(f"study: {path}")
+        audits = audited.result() if audited is not None else []
     if not args.collect:
         record_wall_time(Path(args.out), args, papers, time.perf_counter() - start)
     index = build_site(Path(args.out), [(paper, args.scale) for paper in papers],
@@ -329,7 +333,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for paper in papers:
         console.print(f"{paper} ({args.scale}): {index.parent / paper / args.scale}/index.html")
     console.print(f"report: {index}")
-    return 1 if failures else 0
+    return 1 if failures or not all(a.passed for a in audits) else 0
 
 
 def paper_study(paper: str, name: str, scale: str, out: Path) -> Path:
@@ -347,7 +351,8 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
     shows the latest one; cached runs make a rerun faster, so ``force`` is kept too)."""
     from bench.env import git_sha
 
-    entry = {"papers": papers, "all": bool(args.all), "scale": args.scale, "jobs": args.jobs,
+    entry = {"papers": papers, "all": bool(args.all), "audit": bool(args.audit),
+             "scale": args.scale, "jobs": args.jobs,
              "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
              "git_sha": git_sha(), "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     with (out / "reproduce_times.jsonl").open("a") as f:
@@ -491,6 +496,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 # -- audit ------------------------------------------------------------------------------
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from bench.console import console
+    from reports.privacy import build_privacy_page
+    from reports.site import finish_site
+
+    results = audit(args)
+    page = build_privacy_page(Path(args.out) / "audit", Path(args.out) / "report" / "privacy")
+    finish_site(page.parent, pdf=False)
+    console.print(f"privacy page: {page / 'index.html'}")
+    return 0 if all(r.passed for r in results) else 1
+
+
+def audit(args: argparse.Namespace) -> list[Any]:
+    """The audits ``args`` asks for (``saddlebench audit``'s arguments), over ``args.jobs``
+    local workers, each stored as OUT/audit/<algorithm>.json and printed in one table."""
     from rich.table import Table
 
     from algorithms import ALGORITHMS
@@ -499,8 +518,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from bench.env import git_sha
     from bench.errors import UsageError
     from bench.spec import component_class
-    from reports.privacy import build_privacy_page
-    from reports.site import finish_site
 
     private = sorted(name for name, cls in ALGORITHMS.plugins().items() if cls.private)
     names = private if args.all else args.algorithms
@@ -553,10 +570,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
                           f"{number(x.canary.eps_claimed)}); guarantee_void = "
                           f"{x.guarantee_void}")
     console.print(table)
-    page = build_privacy_page(folder, Path(args.out) / "report" / "privacy")
-    finish_site(page.parent, pdf=False)
-    console.print(f"privacy page: {page / 'index.html'}")
-    return 0 if all(r.passed for r in results) else 1
+    return results
+
+
+def audit_all(jobs: int, out: str) -> argparse.Namespace:
+    """``saddlebench audit --all --jobs JOBS --out OUT``'s arguments, its defaults included."""
+    au = argparse.ArgumentParser()
+    audit_arguments(au)
+    return au.parse_args(["--all", "--jobs", str(jobs), "--out", out])
 
 
 # -- check ------------------------------------------------------------------------------
@@ -685,6 +706,9 @@ def reproduce_arguments(rp: argparse.ArgumentParser) -> None:
     add_grid_options(rp)
     rp.add_argument("--no-pdf", action="store_true", help="write report.tex, do not run "
                     "pdflatex")
+    rp.add_argument("--audit", action="store_true", help="also audit every private "
+                    "algorithm (saddlebench audit --all, beside the runs in the same "
+                    "workers; the report's privacy page)")
 
 
 def estimate_arguments(es: argparse.ArgumentParser) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from bench.audit import DEFAULT_RUNS
+
 ROOT = Path(__file__).resolve().parent.parent
 EXPERIMENT = ROOT / "examples" / "plugin" / "compare.yaml"
 SMALL = ["--set", "seeds=2", "--set", "tuning.seeds=1"]  # the same file, fewer runs
@@ -204,3 +206,29 @@ def test_its_paper_reproduces_and_its_page_gives_every_verdict(tmp_path: Path) -
         assert f'<td class="{verdict}">{verdict}</td>' in row[:row.index("</tr>")]
     assert "Table 1: final loss per method and ε" in html
     assert (page / f"{KEY}_loss_vs_epsilon.png").exists()
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_reproduce_with_audit_audits_beside_the_runs(tmp_path: Path, passed: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``reproduce --audit`` runs ``saddlebench audit --all``'s audit (its own defaults) in
+    the same workers; a failed audit fails the command, and the wall time records it."""
+    from types import SimpleNamespace
+
+    from saddlebench import cli
+
+    asked: list[Any] = []
+
+    def fake_audit(args: Any) -> list[Any]:
+        asked.append(args)
+        return [SimpleNamespace(passed=passed)]
+
+    monkeypatch.setattr(cli, "audit", fake_audit)
+    status = cli.main(["reproduce", KEY, "--scale", "quick", "--jobs", "1", "--out",
+                       str(tmp_path), "--no-pdf", "--no-progress", "--audit"])
+    assert status == (0 if passed else 1)
+    (args,) = asked
+    assert args.all and args.jobs == 1 and args.out == str(tmp_path)
+    assert (args.runs, args.setting, args.epsilon) == (DEFAULT_RUNS, "power", 2.0)
+    entry = json.loads((tmp_path / "reproduce_times.jsonl").read_text().splitlines()[-1])
+    assert entry["audit"] is True
