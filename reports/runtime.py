@@ -192,11 +192,14 @@ def run_sha(data: Mapping[str, Any]) -> str:
 
 
 MAIN_JOB_TARGET_S = 15 * 60
+#: issue 38: "within 15 minutes on 2 idle cores, or, if a claim needs more, within 20"
+MAIN_JOB_CLAIMS_TARGET_S = 20 * 60
 
 
 def main_job(times: Path | None) -> dict[str, Any] | None:
     """The latest full quick reproduction (``saddlebench reproduce --all --scale quick``)
-    recorded in ``times`` (OUT/reproduce_times.jsonl), against the 15-minute target."""
+    recorded in ``times`` (OUT/reproduce_times.jsonl), against the 15-minute target and
+    the 20 minutes allowed where the claims need the runs (``met``, ``met_claims``)."""
     if times is None or not times.exists():
         return None
     entries = [json.loads(line) for line in times.read_text().splitlines() if line.strip()]
@@ -205,7 +208,8 @@ def main_job(times: Path | None) -> dict[str, Any] | None:
         return None
     latest = full[-1]
     return {**latest, "minutes": latest["wall_s"] / 60,
-            "met": latest["wall_s"] <= MAIN_JOB_TARGET_S}
+            "met": latest["wall_s"] <= MAIN_JOB_TARGET_S,
+            "met_claims": latest["wall_s"] <= MAIN_JOB_CLAIMS_TARGET_S}
 
 
 def suite_costs(results: Path) -> list[list[str]]:

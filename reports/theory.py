@@ -224,8 +224,7 @@ FIGURE_CAPTION = (
     f"diagonal they agree. Fits with R² < {MIN_R2:g} are left out.")
 
 
-def _tables(results: PaperResults) -> list[dict[str, Any]]:
-    fits = _fits_by_algorithm(results)
+def _tables(fits: dict[str, list[ScalingGroup]]) -> list[dict[str, Any]]:
     tables = [t for paper in _papers_with_rates() if (t := paper_rate_table(paper, fits))]
     return [*tables, declared_rate_table(fits)]
 
@@ -233,7 +232,7 @@ def _tables(results: PaperResults) -> list[dict[str, Any]]:
 def theory_tables(results_root: Path, scale: str = "quick") -> list[dict[str, Any]]:
     """The theory page's tables ({title, note, columns, rows}, string cells): one per paper
     with published rates, then the registered algorithms' declared rates."""
-    return _tables(all_results(Path(results_root), scale))
+    return _tables(_fits_by_algorithm(all_results(Path(results_root), scale)))
 
 
 def _papers_without_rates() -> list[str]:
@@ -247,9 +246,9 @@ def build_theory_page(results_root: Path, out: Path, scale: str = "quick") -> Pa
     their LaTeX (``out/tables/``, ``out/latex.json``: :func:`reports.latex.export_page`)."""
 
     results = all_results(Path(results_root), scale)
-    tables = _tables(results)
-    figure = exponents_against_predicted(exponent_points(_fits_by_algorithm(results)), out,
-                                         "exponents")
+    fits = _fits_by_algorithm(results)  # the fits of every group: once, for both
+    tables = _tables(fits)
+    figure = exponents_against_predicted(exponent_points(fits), out, "exponents")
     runs = results.runs
     write_page(
         "theory.html.j2", out, out.parents[1], [("Theory", None), (scale, None)],
