@@ -879,9 +879,9 @@ def entry() -> int:
     try:
         return main()
     finally:
-        from bench.executors import release_workers
-
-        release_workers()
+        executors = sys.modules.get("bench.executors")  # imported only where work ran
+        if executors is not None:
+            executors.release_workers()
 
 
 def fail(exc: Exception) -> int:
