@@ -168,9 +168,10 @@ def _dumps(obj: Any) -> bytes:
             return [clean(x) for x in v]
         return v
 
+    def one(v: Any) -> str:
+        return json.dumps(v, default=_json_default, allow_nan=False)
+
     def lines(o: Any) -> str:
-        def one(v: Any) -> str:
-            return json.dumps(v, default=_json_default, allow_nan=False)
         if not isinstance(o, dict):
             return one(o)
         return "{\n" + ",\n".join(f"{one(k)}: {one(v)}" for k, v in o.items()) + "\n}"

@@ -90,11 +90,6 @@ def test_client_means(benchmark: Any, problem: str, backend: str, device: str,
     s = setup(problem, backend, device)
     x = s.oracle.x0
     x_prev = x - 1e-2 * probe(s.oracle)
-    ones = s.backend.asarray(np.ones((CLIENTS[-1], 1)))
-
-    def rows(mean: Any) -> Any:
-        """One client's mean written out as m = 10 rows: the (m, d) output's own cost."""
-        return mean * ones
 
     def call(clients: int) -> Callable[[], None]:
         groups = np.array_split(np.arange(FASHION_BATCH), clients)
@@ -105,10 +100,10 @@ def test_client_means(benchmark: Any, problem: str, backend: str, device: str,
         return synced(s.backend, calls[kind])
 
     calls = {f"client_{kind}means_m{m}": call(m) for m in CLIENTS}
-    if not kind:
-        one = [np.arange(FASHION_BATCH)]
+    if not kind:  # the m = 1 means multiplied out to m = 10 rows
+        one, ones = [np.arange(FASHION_BATCH)], s.backend.asarray(np.ones((CLIENTS[-1], 1)))
         calls["client_means_m1_rows10"] = synced(
-            s.backend, lambda: rows(s.oracle.clipped_group_means(x, None, one, CLIP)[0]))
+            s.backend, lambda: s.oracle.clipped_group_means(x, None, one, CLIP)[0] * ones)
     record_paired(benchmark, calls, rounds=PAIRED_ROUNDS, problem=problem, backend=backend,
                   device=device, kernel=f"client_{kind}means", batch=FASHION_BATCH,
                   d=s.oracle.d)
