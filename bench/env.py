@@ -39,11 +39,24 @@ def git_sha() -> str | None:
 
 
 @lru_cache(maxsize=1)
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (Linux's ``cpuinfo``), else what :mod:`platform` knows: a wall
+    time means little without the machine it was measured on."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@lru_cache(maxsize=1)
 def _static() -> dict[str, Any]:
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "versions": {p: package_version(p) for p in PACKAGES},
         "git_sha": git_sha(),

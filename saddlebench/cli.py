@@ -349,11 +349,12 @@ def record_wall_time(out: Path, args: argparse.Namespace, papers: list[str],
                      seconds: float) -> None:
     """Append this reproduction's wall time to OUT/reproduce_times.jsonl (the runtime page
     shows the latest one; cached runs make a rerun faster, so ``force`` is kept too)."""
-    from bench.env import git_sha
+    from bench.env import cpu_model, git_sha
 
     entry = {"papers": papers, "all": bool(args.all), "audit": bool(args.audit),
              "scale": args.scale, "jobs": args.jobs,
              "force": bool(args.force), "wall_s": round(seconds, 1), "cpus": os.cpu_count(),
+             "cpu": cpu_model(),
              "git_sha": git_sha(), "finished": time.strftime("%Y-%m-%d %H:%M:%S")}
     with (out / "reproduce_times.jsonl").open("a") as f:
         f.write(json.dumps(entry) + "\n")

@@ -231,4 +231,4 @@ def test_reproduce_with_audit_audits_beside_the_runs(tmp_path: Path, passed: boo
     assert args.all and args.jobs == 1 and args.out == str(tmp_path)
     assert (args.runs, args.setting, args.epsilon) == (DEFAULT_RUNS, "power", 2.0)
     entry = json.loads((tmp_path / "reproduce_times.jsonl").read_text().splitlines()[-1])
-    assert entry["audit"] is True
+    assert entry["audit"] is True and entry["cpu"]  # the machine the time was measured on

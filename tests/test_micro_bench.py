@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import make_setup, to_numpy
 
-from bench.env import ROOT
+from bench.env import ROOT, cpu_model
 from problems.backend import BackendSpec
 
 torch = pytest.importorskip("torch")
@@ -57,6 +57,13 @@ def test_mlp_module_computes_the_same_logits() -> None:
     expected = s.instance.model.logits(s.backend.xp, s.oracle.x0, features)
     np.testing.assert_allclose(to_numpy(module(features).detach()), to_numpy(expected),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_the_cpu_is_named_by_its_model(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9R45\nflags\t: avx2\n")
+    assert cpu_model(cpuinfo) == "AMD EPYC 9R45"
+    assert cpu_model(tmp_path / "missing")  # no cpuinfo: what platform knows
 
 
 def test_peak_memory_probe() -> None:

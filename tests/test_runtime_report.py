@@ -181,7 +181,8 @@ def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
     rows = [{"papers": ["a"], "all": False, "scale": "quick", "jobs": 2, "force": False,
              "wall_s": 60.0, "cpus": 2, "git_sha": "abc", "finished": "t1"},
             {"papers": ["a", "b"], "all": True, "scale": "quick", "jobs": 2, "force": False,
-             "wall_s": 1260.0, "cpus": 2, "git_sha": "def", "finished": "t2"}]
+             "wall_s": 1260.0, "cpus": 2, "cpu": "AMD EPYC", "git_sha": "def",
+             "finished": "t2"}]
     times.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     latest = main_job(times)
     assert latest is not None and latest["minutes"] == 21.0 and not latest["met"]
@@ -189,7 +190,7 @@ def test_main_job_wall_time_is_shown_against_its_target(tmp_path: Path) -> None:
     bench = tmp_path / "bench.json"
     bench.write_text(json.dumps({"machine_info": {}, "benchmarks": []}))
     page = (build_runtime_page(bench, tmp_path / "page", times) / "index.html").read_text()
-    assert "21 min" in page and "not met" in page
+    assert "21 min" in page and "not met" in page and "2 CPUs (AMD EPYC)" in page
     runs = tmp_path / "suite_a" / "runs"
     runs.mkdir(parents=True)
     for i, wall in enumerate((60.0, 120.0)):
