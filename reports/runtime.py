@@ -87,6 +87,13 @@ LIMITS = {
                         "backward), but the per-sample norms of the difference need the Gram "
                         "matrices of both points' activations: about 2× a gradient by FLOPs, "
                         "before the allocator's fresh pages for the doubled activations",
+    "diff_sum_vs_grad_mlp:torch": "at d = 2,410 and batch 64 both kernels are bound by torch's "
+                                  "per-op dispatch, not arithmetic: the difference sum makes "
+                                  "396 aten calls (one stacked forward over both points, a "
+                                  "signed backward, both points' Gram terms, the weighted "
+                                  "layer sums) where the gradient makes 168. It was 1.21 at "
+                                  "9bd7699; on one machine the gradient has since halved (406 "
+                                  "→ 194 µs) while the difference sum stayed near 500 µs",
     "diff_sum_vs_grad_mlp:jax": "jax's plain gradient is one fused XLA call, several times "
                                 "faster than torch's, so the denominator shrank; the jax "
                                 "difference sum itself is compared with torch's under jax ÷ torch",
