@@ -38,7 +38,6 @@ def git_sha() -> str | None:
         return None
 
 
-@lru_cache(maxsize=1)
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name (Linux's ``cpuinfo``), else what :mod:`platform` knows: a wall
     time means little without the machine it was measured on."""
